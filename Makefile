@@ -1,0 +1,55 @@
+# Two commands: `make figures` and `make test`. Both set themselves up (a .venv with the package and its extras,
+# the data) on a fresh machine with Python >= 3.11 and access to PyPI.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PROFILE ?= ci
+ONLY   ?=
+JOBS   ?= 1
+STAMP  := $(VENV)/.installed
+
+.PHONY: all figures test lab bench data venv clean clean-figures report list
+
+all: figures
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Reinstall when the package metadata changes; editable install so notebooks see library edits at once.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev,peers]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (dpmf workbook)" >/dev/null
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+data: $(STAMP)
+	$(PY) -m data_fetch ml-100k
+
+figures: data
+	$(PY) -m dpmf_lib.reproduce --profile $(PROFILE) --jobs $(JOBS) $(if $(ONLY),--only '$(ONLY)')
+
+test: data
+	$(PY) -m pytest -q
+
+lab: data
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: $(STAMP)
+	mkdir -p bench-results
+	for s in machine mf sketch attacks lsh; do \
+	  $(PY) -m dpmf_lib.bench $$s --profile $(if $(filter paper,$(PROFILE)),paper,quick) --out bench-results/$$s.json || exit 1; \
+	done
+
+list: $(STAMP)
+	$(PY) -m dpmf_lib.reproduce --list
+
+report: $(STAMP)
+	$(PY) -c "from dpmf_lib.report import write_report; print(*write_report())"
+
+clean-figures:
+	find figures -mindepth 1 -not -name .gitkeep -delete
+
+clean: clean-figures
+	rm -rf $(VENV) build *.egg-info

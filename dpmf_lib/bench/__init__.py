@@ -1,0 +1,21 @@
+"""Benchmark suites: ``python -m dpmf_lib.bench SUITE --profile quick|paper --out FILE``.
+
+A suite is a module ``dpmf_lib.bench.<suite>`` with ``run(profile) -> {"records": [...], "ratios": [...]}``.
+Records are ``{"name", "params", "metric", "value", "unit"}``; ratios ``{"name", "value", "target"}`` are computed
+from records of the same run (absolute times drift on shared machines; ratios taken together do not).
+"""
+
+SUITES = ("machine", "mf", "sketch", "attacks", "lsh")
+BENCH_PROFILES = ("quick", "paper")
+
+
+def record(name: str, metric: str, value: float, unit: str, **params) -> dict:
+    return {"name": name, "params": params, "metric": metric, "value": float(value), "unit": unit}
+
+
+def ratio(name: str, value: float, target: str) -> dict:
+    """``target`` is a readable condition such as ``">= 3"``; ``met`` says whether ``value`` satisfies it."""
+    op, _, num = target.partition(" ")
+    bound = float(num)
+    met = {">=": value >= bound, "<=": value <= bound, ">": value > bound, "<": value < bound}.get(op)
+    return {"name": name, "value": float(value), "target": target, "met": met}

@@ -1,0 +1,43 @@
+import json
+
+import numpy as np
+
+from dpmf_lib.bench import __main__ as bench_cli
+from dpmf_lib.bench import ratio
+from dpmf_lib.bench.machine import _fma_loop, _sum_repeated, cache_sizes
+
+
+def test_kernels_compute_what_they_claim():
+    buf = np.arange(1000, dtype=np.float32)
+    assert _sum_repeated(buf, 3) == np.float32(3 * buf.sum())
+    a, b, n = np.float32(0.5), np.float32(1.0), 40
+    # acc_j -> fixed point 2 of acc = 0.5 acc + 1 after many steps, for every lane
+    assert abs(_fma_loop(n, a, b) / 256 - 2.0) < 1e-3
+
+
+def test_cache_sizes_are_positive_and_ordered():
+    c = cache_sizes()
+    assert set(c) >= {"L1d", "L2"}
+    assert 0 < c["L1d"] < c["L2"] <= c.get("L3", c["L2"])
+
+
+def test_ratio_target_parsing():
+    assert ratio("x", 3.2, ">= 3")["met"] is True
+    assert ratio("x", 0.6, "<= 0.5")["met"] is False
+
+
+def test_machine_suite_writes_the_documented_json(tmp_path):
+    out = tmp_path / "m.json"
+    assert bench_cli.main(["machine", "--profile", "quick", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["suite"] == "machine" and "machine" in doc
+    assert {r["params"].get("level") for r in doc["records"] if r["name"] == "read_bandwidth"} >= {"L1d", "L2", "RAM"}
+    for r in doc["records"]:
+        assert set(r) == {"name", "params", "metric", "value", "unit"}
+    for r in doc["ratios"]:
+        assert {"name", "value", "target"} <= set(r)
+
+
+def test_unknown_suite_is_a_clear_error(capsys):
+    assert bench_cli.main(["nosuch"]) == 2
+    assert "unknown suite" in capsys.readouterr().err

@@ -1,0 +1,23 @@
+import numpy as np
+
+from dpmf_lib.experiments.liu_fig1 import cache_fit, count_distribution, tier_shares, top_share
+
+
+def test_distribution_counts_items_per_rating_count():
+    counts = np.array([1, 1, 2, 5, 0, 5, 5])
+    d = count_distribution(counts)
+    assert d.ratings_per_item.tolist() == [1, 2, 5] and d.n_items.tolist() == [2, 1, 3]
+
+
+def test_top_share_and_tiers_on_hand_made_counts():
+    counts = np.array([10, 40, 30, 20])  # total 100; sorted 40, 30, 20, 10
+    assert top_share(counts, 1) == 0.4 and top_share(counts, 2) == 0.7 and top_share(counts, 10) == 1.0
+    t = tier_shares(counts, [1, 2])
+    assert t.tier.tolist() == ["top 1", "next 2", "tail"]
+    assert np.allclose(t.share, [0.4, 0.5, 0.1]) and t.n_items.tolist() == [1, 2, 1]
+
+
+def test_cache_fit_counts_vectors_with_bias():
+    counts = np.array([50, 30, 20])
+    f = cache_fit(counts, [3], {"L1d": 32})  # 32 bytes / (4 * (3 + 1)) = 2 vectors
+    assert f.items_fitting.tolist() == [2] and np.isclose(f.share.iloc[0], 0.8)

@@ -1,0 +1,58 @@
+import json
+
+import nbformat
+
+from dpmf_lib import reproduce
+from dpmf_lib.report import collect, write_report
+from dpmf_lib.registry import load_registry
+
+
+def test_report_has_a_row_per_registry_entry_and_claim(figures_tmp):
+    md, html = write_report()
+    _, entries = load_registry()
+    text = md.read_text()
+    for e in entries:
+        assert f"| {e.name} |" in text
+    _, rows, claims = collect()
+    assert all(r["status"] in ("not yet", "not run", "not applicable (diagram/summary)", "ok", "failed")
+               for r in rows)
+    assert any(r["status"] == "not yet" for r in rows)
+    assert all(c["verdict"] == "not yet measured" for c in claims)  # nothing has run in this empty directory
+    assert "<table>" in html.read_text()
+
+
+def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkeypatch):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
+                                         nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("raise ValueError('boom in cell three')")])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / "broken.ipynb")
+    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    rec = reproduce.execute("broken", "smoke", "h")
+    assert rec["status"] == "failed"
+    assert "ValueError" in rec["error"] and "boom in cell three" in rec["error"] and "cell" in rec["error"]
+    saved = json.loads((figures_tmp / "broken" / "run.json").read_text())
+    assert saved["status"] == "failed"
+
+
+def test_up_to_date_needs_matching_hash_and_outputs(figures_tmp):
+    _, entries = load_registry()
+    e = next(x for x in entries if x.name == "liu_fig1")
+    digest = reproduce.run_hash(e, "smoke", reproduce.code_digest(), reproduce.data_digest())
+    assert digest != reproduce.run_hash(e, "ci", reproduce.code_digest(), reproduce.data_digest())
+    out = figures_tmp / e.name
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok"}))
+    assert not reproduce.up_to_date(e, digest)  # outputs missing
+    (out / "provenance.json").write_text("{}")
+    (out / f"{e.name}.csv").write_text("dataset\n")
+    assert reproduce.up_to_date(e, digest)
+    assert not reproduce.up_to_date(e, "other")
+
+
+def test_unknown_only_pattern_fails_cleanly(capsys):
+    assert reproduce.main(["--only", "nosuch_*"]) == 2
+    assert "no implemented notebook matches" in capsys.readouterr().err
