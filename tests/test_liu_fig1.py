@@ -21,3 +21,12 @@ def test_cache_fit_counts_vectors_with_bias():
     counts = np.array([50, 30, 20])
     f = cache_fit(counts, [3], {"L1d": 32})  # 32 bytes / (4 * (3 + 1)) = 2 vectors
     assert f.items_fitting.tolist() == [2] and np.isclose(f.share.iloc[0], 0.8)
+
+
+def test_log_binning_keeps_every_item():
+    from dpmf_lib.experiments.liu_fig1 import log_binned
+
+    counts = np.array([1, 1, 2, 3, 9, 10, 11, 99, 100, 1000])
+    b = log_binned(count_distribution(counts), bins_per_decade=1)
+    assert b.n_items.sum() == len(counts)
+    assert b.n_items.tolist() == [5, 3, 1, 1]  # [1,10), [10,100), [100,1000), [1000,...)

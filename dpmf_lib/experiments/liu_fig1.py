@@ -41,6 +41,17 @@ def count_distribution(item_counts: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"ratings_per_item": values, "n_items": n_items})
 
 
+def log_binned(dist: pd.DataFrame, bins_per_decade: int = 10) -> pd.DataFrame:
+    """Items per logarithmic bin of the rating count (the tail of a 100M-rating set is unreadable count by count)."""
+    c = dist.ratings_per_item.to_numpy(dtype=float)
+    edges = 10 ** np.arange(0, np.log10(c.max()) + 1.0 / bins_per_decade + 1e-9, 1.0 / bins_per_decade)
+    idx = np.searchsorted(edges, c, side="right") - 1
+    items = np.bincount(idx, weights=dist.n_items.to_numpy(dtype=float), minlength=len(edges))
+    centers = np.sqrt(edges * edges * 10 ** (1.0 / bins_per_decade))
+    keep = items > 0
+    return pd.DataFrame({"bin_center": centers[keep], "n_items": items[keep]})
+
+
 def top_share(item_counts: np.ndarray, k: int) -> float:
     """Share of all ratings held by the ``k`` most-rated items."""
     total = item_counts.sum()
@@ -87,8 +98,8 @@ def run(params: dict) -> pd.DataFrame:
         dist = count_distribution(counts).assign(table="distribution")
         tiers = tier_shares(counts, params["tiers"]).assign(table="tiers")
         fit = cache_fit(counts, params["cache_dims"], caches).assign(table="cache_fit")
-        frames += [df.assign(dataset=label, real=real, n_users=r.n_users, n_items=r.n_items, n_ratings=r.n_ratings)
-                   for df in (dist, tiers, fit)]
+        frames += [df.assign(dataset=label, real=real, dataset_users=r.n_users, dataset_items=r.n_items,
+                             dataset_ratings=r.n_ratings) for df in (dist, tiers, fit)]
         sources.append(r.source)
         measurements.append(Measurement(TOP500_CLAIM, top_share(counts, 500), label, real,
                                         note=f"{r.n_ratings:,} ratings, {r.n_items:,} items"))
@@ -107,9 +118,10 @@ def plot(df: pd.DataFrame, params: dict):
     ax, ax2 = axes[0]
     dist = df[df.table == "distribution"]
     for label, g in dist.groupby("dataset", sort=False):
-        ax.loglog(g.ratings_per_item, g.n_items, ".", ms=3, alpha=0.7, label=label)
+        binned = log_binned(g)
+        ax.loglog(binned.bin_center, binned.n_items, "o-", ms=3, lw=1, label=label)
     ax.set_xlabel("number of ratings of an item")
-    ax.set_ylabel("number of items")
+    ax.set_ylabel("number of items (10 log bins per decade)")
     ax.set_title("Items by number of ratings")
     ax.legend(fontsize=8)
     tiers = df[df.table == "tiers"]

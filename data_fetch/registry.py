@@ -1,0 +1,266 @@
+"""Every dataset the four papers use: where it comes from, what its files look like, and its published shape.
+
+One :class:`DatasetSpec` per dataset id. Facts are recorded only where we are sure of them:
+
+- Archive checksums: the GroupLens ``.zip.md5`` sidecar values for ml-100k/1m/10m (the same values appear in many
+  independent downloaders). SHA-256 of the archives is *not* recorded (no authoritative source); a fetch records the
+  SHA-256 it observes in the dataset's ``.manifest.json`` and marks it as observed, not checked.
+- Per-file SHA-256 for ml-100k: computed from the mirror ``/work/shared/data/ml-100k`` (the files of the official zip).
+- Published shapes: the dataset documentation (users × items × ratings, rating scale). Where a paper reports a
+  different shape (Balu's thesis Table 4.1 is after preprocessing) it is kept in ``paper_shapes``; for EachMovie the
+  brief is to use the thesis numbers, so its ``shape`` *is* the thesis's (the original release is in paper_shapes).
+- ``max_user_count`` / ``max_item_count`` (largest number of ratings of one user / one item) shape the synthetic
+  stand-ins only (see :mod:`dpmf_lib.data.standin`). Netflix: 17,653 and 232,944 (published statistics of the
+  training set). ml-100k: computed from the mirror (737, 583). ml-1m (2,314, 3,428) and ml-10m (7,359, 34,864): the
+  commonly reported statistics of the released files, not re-verified here (no copy on this machine); they never enter
+  a result on real data. Elsewhere ``None``.
+- ``mean_rating`` where known (Netflix ≈ 3.60, ml-100k 3.530 computed, ml-1m 3.58, ml-10m 3.51); else ``None`` and
+  the stand-in states its assumption.
+
+Datasets that cannot be downloaded (Netflix, Yahoo! Music, EachMovie, Digg) have ``available_for_download=False``, a
+reason and ``manual`` instructions; experiments fall back to a labelled synthetic stand-in of the published shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dpmf_lib.errors import ParameterError
+
+#: File formats understood by :mod:`dpmf_lib.data.loaders`.
+FORMATS = ("tab", "double-colon", "csv-header", "netflix-per-movie", "kddcup-yahoo", "fvecs", "binary-profiles")
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of an extracted dataset, relative to ``data/<id>/``."""
+
+    path: str
+    sha256: str | None = None  # expected SHA-256, None when unknown
+    size: int | None = None  # bytes, None when unknown
+    lines: int | None = None  # text files: number of lines, where known
+    required: bool = True  # the loaders need it
+
+
+@dataclass(frozen=True)
+class Shape:
+    users: int
+    items: int
+    ratings: int
+
+    def __str__(self) -> str:
+        return f"{self.users:,} users × {self.items:,} items, {self.ratings:,} ratings"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    id: str
+    title: str
+    kind: str  # "ratings" | "profiles" (binary user profiles) | "vectors" (ANN benchmark)
+    format: str  # one of FORMATS
+    homepage: str | None
+    url: str | None  # archive to download, None when it cannot be downloaded
+    archive_md5: str | None  # published checksum of the archive
+    archive_size: int | None  # bytes, where known (informational: progress bars)
+    archive_root: str | None  # top folder inside the archive ("ml-10M100K" for ml-10m)
+    files: tuple[FileSpec, ...]  # expected files (required ones must be present)
+    ratings_glob: str | None  # the file(s) holding the ratings/vectors, relative to data/<id>/
+    rating_scale: tuple[float, float] | None
+    rating_step: float | None  # spacing of the rating values (0.5 for half stars; None: binary/vectors)
+    shape: Shape | None  # published shape (vectors: users = base vectors, items = dimension, ratings = queries)
+    licence: str
+    available_for_download: bool
+    reason: str = ""  # why it cannot be downloaded
+    archive_sha256: str | None = None  # preferred over archive_md5 when known (none is published for these datasets)
+    manual: str = ""  # how to obtain it by hand
+    paper_shapes: dict = field(default_factory=dict)  # {"balu Table 4.1": Shape(...)}
+    max_user_count: int | None = None
+    max_item_count: int | None = None
+    min_user_count: int | None = None
+    mean_rating: float | None = None
+    notes: str = ""
+
+    def describe(self) -> str:
+        avail = "downloadable" if self.available_for_download else f"NOT downloadable ({self.reason})"
+        if self.kind == "vectors":
+            what = f"{self.shape.users:,} base × {self.shape.items} dims, {self.shape.ratings:,} queries"
+        else:
+            what = str(self.shape) + ("" if self.rating_scale is None else
+                                      f", ratings {self.rating_scale[0]:g}–{self.rating_scale[1]:g}")
+        return f"{self.id:12s} {self.title}: {what}; {avail}"
+
+
+_GL = "https://files.grouplens.org/datasets/movielens"
+_ML_LICENCE = ("GroupLens research licence: research use, no redistribution, cite Harper & Konstan (2015); "
+               "see the dataset README")
+
+_ML100K_FILES = (
+    FileSpec("u.data", "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490", 1_979_173, 100_000),
+    FileSpec("u.item", "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701", 236_344, 1_682),
+    FileSpec("u.user", "f120e114da2e8cf314fd28f99417c94ae9ddf1cb6db8ce0e4b5995d40e90e62c", 22_628, 943, required=False),
+    FileSpec("u.info", "5b0a40b2e47a729ee6203063f6dcf8790c2e63f5a18663e6ee318a72c5f3c27b", 36, 3, required=False),
+    FileSpec("u.genre", "9757e0d3e6b298159a80dd48eaf938114690e911e39af97a76949ef1663610bb", 202, required=False),
+    FileSpec("u.occupation", "cd5fbec9afe345d993a62fc7817df1a4a9079c4feb267b3118763b8fd942137d", 193, required=False),
+    FileSpec("README", "a68c4a0fd84c1ae002d5eaa9eceb9814223bdf5147f84efa46dfd1edc86ea25c", 6_403, required=False),
+)
+
+_NOT_REDISTRIBUTABLE_FALLBACK = ("Experiments fall back to a labelled synthetic stand-in of the published shape "
+                                 "(dpmf_lib.data.standin); every output built from it says so.")
+
+DATASETS: dict[str, DatasetSpec] = {}
+
+
+def _add(spec: DatasetSpec) -> None:
+    assert spec.format in FORMATS, spec.format
+    DATASETS[spec.id] = spec
+
+
+_add(DatasetSpec(
+    id="ml-100k", title="MovieLens 100K", kind="ratings", format="tab",
+    homepage="https://grouplens.org/datasets/movielens/100k/", url=f"{_GL}/ml-100k.zip",
+    archive_md5="0e33842e24a9c977be4e0107933c0723", archive_size=4_924_029, archive_root="ml-100k",
+    files=_ML100K_FILES, ratings_glob="u.data", rating_scale=(1.0, 5.0), rating_step=1.0,
+    shape=Shape(943, 1_682, 100_000), licence=_ML_LICENCE, available_for_download=True,
+    max_user_count=737, max_item_count=583, min_user_count=20, mean_rating=3.530,
+    notes="u.data: user<TAB>item<TAB>rating<TAB>timestamp, randomly ordered; every user has ≥ 20 ratings. "
+          "The 5 folds u1..u5 are contiguous 20,000-line chunks of u.data (mku.sh), see dpmf_lib.data.splits.",
+))
+
+_add(DatasetSpec(
+    id="ml-1m", title="MovieLens 1M", kind="ratings", format="double-colon",
+    homepage="https://grouplens.org/datasets/movielens/1m/", url=f"{_GL}/ml-1m.zip",
+    archive_md5="c4d9eecfca2ab87c1945afe126590906", archive_size=None, archive_root="ml-1m",
+    files=(FileSpec("ratings.dat", lines=1_000_209), FileSpec("movies.dat", required=False),
+           FileSpec("users.dat", required=False), FileSpec("README", required=False)),
+    ratings_glob="ratings.dat", rating_scale=(1.0, 5.0), rating_step=1.0,
+    shape=Shape(6_040, 3_706, 1_000_209), licence=_ML_LICENCE, available_for_download=True,
+    paper_shapes={"balu Table 4.1": Shape(6_040, 3_952, 1_000_209),
+                  "pnbm Section 5": Shape(6_040, 3_952, 1_000_000)},
+    max_user_count=2_314, max_item_count=3_428, min_user_count=20, mean_rating=3.58,
+    notes="ratings.dat: UserID::MovieID::Rating::Timestamp. Movie ids run to 3,952 but only 3,706 movies are rated; "
+          "the papers quote 3,952 (the id range).",
+))
+
+_add(DatasetSpec(
+    id="ml-10m", title="MovieLens 10M", kind="ratings", format="double-colon",
+    homepage="https://grouplens.org/datasets/movielens/10m/", url=f"{_GL}/ml-10m.zip",
+    archive_md5="ce571fd55effeba0271552578f2648bd", archive_size=65_566_137, archive_root="ml-10M100K",
+    files=(FileSpec("ratings.dat", lines=10_000_054), FileSpec("movies.dat", required=False),
+           FileSpec("tags.dat", required=False)),
+    ratings_glob="ratings.dat", rating_scale=(0.5, 5.0), rating_step=0.5,
+    shape=Shape(69_878, 10_677, 10_000_054), licence=_ML_LICENCE, available_for_download=True,
+    paper_shapes={"balu Table 4.1": Shape(69_878, 10_677, 10_000_054)},
+    max_user_count=7_359, max_item_count=34_864, min_user_count=20, mean_rating=3.51,
+    notes="ratings.dat: UserID::MovieID::Rating::Timestamp, half-star ratings 0.5..5.",
+))
+
+_add(DatasetSpec(
+    id="netflix", title="Netflix Prize", kind="ratings", format="netflix-per-movie",
+    homepage="https://www.netflixprize.com/", url=None, archive_md5=None, archive_size=None, archive_root=None,
+    files=(FileSpec("training_set/mv_*.txt", required=False), FileSpec("combined_data_*.txt", required=False),
+           FileSpec("probe.txt", required=False), FileSpec("movie_titles.txt", required=False)),
+    ratings_glob="training_set/mv_*.txt|combined_data_*.txt", rating_scale=(1.0, 5.0), rating_step=1.0,
+    shape=Shape(480_189, 17_770, 100_480_507),
+    licence="Netflix Prize rules: the data was licensed for the competition only; Netflix withdrew it in 2010.",
+    available_for_download=False,
+    reason="Netflix withdrew the Prize data in 2010; there is no legal public download.",
+    manual="If you hold a copy, put training_set/mv_0000001.txt … mv_0017770.txt (or the four combined_data_*.txt "
+           "files of the Kaggle copy) in a directory DIR and run `python -m data_fetch netflix --from DIR`.",
+    paper_shapes={"liu Section 6.2": Shape(480_000, 18_000, 99_000_000),
+                  "balu Table 4.1": Shape(480_136, 17_167, 96_649_938)},
+    max_user_count=17_653, max_item_count=232_944, mean_rating=3.60,
+    notes="Per-movie files: a 'MovieID:' line, then 'CustomerID,Rating,YYYY-MM-DD' lines. Hua et al. use 100 random "
+          "movies of it (191,668 users); Liu et al. trim to τ = 100 ratings per user.",
+))
+
+_add(DatasetSpec(
+    id="yahoo-music", title="Yahoo! Music (KDD Cup 2011, track 1)", kind="ratings", format="kddcup-yahoo",
+    homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c", url=None, archive_md5=None,
+    archive_size=None, archive_root=None,
+    files=(FileSpec("trainIdx1.txt"), FileSpec("validationIdx1.txt", required=False),
+           FileSpec("testIdx1.txt", required=False)),
+    ratings_glob="trainIdx1.txt", rating_scale=(0.0, 100.0), rating_step=1.0,
+    shape=Shape(1_000_990, 624_961, 262_810_175),
+    licence="Yahoo! Webscope data-sharing agreement (academic use, no redistribution).",
+    available_for_download=False,
+    reason="Yahoo! Webscope requires signing a licence agreement; the data cannot be fetched automatically.",
+    manual="Request 'R2 - Yahoo! Music' / KDD Cup 2011 track 1 from Yahoo! Webscope, put trainIdx1.txt "
+           "(and validationIdx1.txt) in a directory DIR and run `python -m data_fetch yahoo-music --from DIR`.",
+    paper_shapes={"liu Section 6.2": Shape(1_000_000, 635_000, 263_000_000)},
+    notes="trainIdx1.txt: 'UserID|NumRatings' header lines, each followed by NumRatings lines "
+          "'ItemID<TAB>Score<TAB>Date<TAB>Time'. The published total 262,810,175 counts train+validation+test; "
+          "Liu et al. rescale scores to 0..5.",
+))
+
+_add(DatasetSpec(
+    id="eachmovie", title="EachMovie (Compaq/HP)", kind="ratings", format="tab",
+    homepage=None, url=None, archive_md5=None, archive_size=None, archive_root=None,
+    files=(FileSpec("ratings.tsv"),), ratings_glob="ratings.tsv", rating_scale=(1.0, 6.0), rating_step=1.0,
+    shape=Shape(61_265, 1_623, 2_811_718),
+    licence="EachMovie was distributed by Compaq/HP Research for research use; HP withdrew it in 2004.",
+    available_for_download=False,
+    reason="HP withdrew EachMovie in 2004; there is no public download.",
+    manual="If you hold a copy, convert Vote.txt to a tab-separated user<TAB>movie<TAB>rating file with ratings "
+           "mapped 0, 0.2, …, 1 → 1..6 (rating = 5·score + 1), save it as DIR/ratings.tsv and run "
+           "`python -m data_fetch eachmovie --from DIR`.",
+    paper_shapes={"balu Table 4.1": Shape(61_265, 1_623, 2_811_718),
+                  "original release": Shape(72_916, 1_628, 2_811_983)},
+    notes="Shape from Balu's thesis Table 4.1 (after its preprocessing) with scale 1:6; the original release has "
+          "72,916 users × 1,628 movies, 2,811,983 votes on 0..1 in 6 steps.",
+))
+
+_add(DatasetSpec(
+    id="digg", title="Digg news-reading profiles (Balu thesis §3.5)", kind="profiles", format="binary-profiles",
+    homepage=None, url=None, archive_md5=None, archive_size=None, archive_root=None,
+    files=(FileSpec("profiles.tsv"),), ratings_glob="profiles.tsv", rating_scale=(1.0, 1.0), rating_step=None,
+    shape=Shape(531, 1_237, 531 * 317),
+    licence="Collected by the authors of BLIP (Alaggan et al. 2012); never published as a dataset.",
+    available_for_download=False,
+    reason="the 531-user Digg profile set used in the thesis was never publicly released.",
+    manual="If you have the profiles, write one 'user<TAB>item' line per item a user read to DIR/profiles.tsv and "
+           "run `python -m data_fetch digg --from DIR`.",
+    paper_shapes={"balu Table 3.1": Shape(531, 1_237, 531 * 317)},
+    notes="Thesis Table 3.1: 531 users (331 train / 200 test), N = 1,237 items, c_avg = 317 items per profile, "
+          "25.63% occupancy. The rating count 531 × 317 = 168,327 is derived from the rounded c_avg.",
+))
+
+_add(DatasetSpec(
+    id="sift1m", title="ANN_SIFT1M (TEXMEX corpus)", kind="vectors", format="fvecs",
+    homepage="http://corpus-texmex.irisa.fr/", url="ftp://ftp.irisa.fr/local/texmex/corpus/sift.tar.gz",
+    archive_md5=None, archive_size=None, archive_root="sift",
+    files=(FileSpec("sift_base.fvecs", size=1_000_000 * (4 + 128 * 4)),
+           FileSpec("sift_query.fvecs", size=10_000 * (4 + 128 * 4)),
+           FileSpec("sift_groundtruth.ivecs", size=10_000 * (4 + 100 * 4), required=False),
+           FileSpec("sift_learn.fvecs", size=100_000 * (4 + 128 * 4), required=False)),
+    ratings_glob="sift_base.fvecs", rating_scale=None, rating_step=None,
+    shape=Shape(1_000_000, 128, 10_000), licence="Public research corpus (Jégou, Douze, Schmid 2011); cite [JTDA11].",
+    available_for_download=True,
+    notes="shape: users = base vectors, items = dimension, ratings = query vectors. File sizes follow from the "
+          "fvecs record size (4-byte dimension + 128 float32).",
+))
+
+
+def dataset_ids() -> list[str]:
+    return list(DATASETS)
+
+
+def get_spec(dataset_id: str) -> DatasetSpec:
+    """The registry entry of ``dataset_id``; :class:`ParameterError` listing the valid ids otherwise."""
+    try:
+        return DATASETS[dataset_id]
+    except KeyError:
+        raise ParameterError(f"unknown dataset id {dataset_id!r}; valid ids: {', '.join(DATASETS)}") from None
+
+
+def unavailable_message(spec: DatasetSpec, detail: str = "") -> str:
+    """The message of :class:`DatasetUnavailable`: what it is, why not, how to provide it, what happens instead."""
+    why = (detail or spec.reason or "it could not be fetched").rstrip(".")
+    parts = [f"{spec.title} ({spec.id}; {spec.shape}) is not available: {why}."]
+    if spec.manual:
+        parts.append(spec.manual)
+    elif spec.url:
+        parts.append(f"Fetch it with `python -m data_fetch {spec.id}` when online (source {spec.url}), or put the "
+                     f"extracted files in DIR and run `python -m data_fetch {spec.id} --from DIR`.")
+    parts.append("A directory $DPMF_DATA_MIRROR/" + spec.id + "/ holding the files is copied instead when set.")
+    parts.append(_NOT_REDISTRIBUTABLE_FALLBACK)
+    return " ".join(parts)

@@ -1,0 +1,103 @@
+"""load_ratings: real data when fetched or mirrored, labelled stand-in otherwise, clear errors."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data_fetch import fetch
+from data_fetch.manifest import MANIFEST_NAME
+from dpmf_lib.data import dataset_available, load_ratings
+from dpmf_lib.data.datasets import load_ml100k_item_info, load_real, load_vectors
+from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+needs_ml100k = pytest.mark.skipif(not (SHARED / "ml-100k" / "u.data").exists(), reason="ML-100K mirror not present")
+U_DATA_SHA256 = "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490"
+
+
+@pytest.fixture
+def data_home(tmp_path, monkeypatch):
+    """An empty data directory and no mirror."""
+    home = tmp_path / "data"
+    home.mkdir()
+    monkeypatch.setenv("DPMF_DATA_DIR", str(home))
+    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
+    return home
+
+
+def test_standin_when_absent(data_home):
+    assert not dataset_available("ml-100k")
+    r = load_ratings("ml-100k")
+    assert not r.source.real and r.source.label == "ml-100k [synthetic stand-in]"
+    assert r.describe()["ratings"] == 100_000
+    assert not (data_home / "standins").exists()  # small stand-ins are not cached
+    with pytest.raises(DatasetUnavailable) as exc:
+        load_ratings("ml-100k", allow_standin=False)
+    msg = str(exc.value)
+    assert "python -m data_fetch ml-100k" in msg and "stand-in" in msg and str(data_home / "ml-100k") in msg
+
+
+def test_unavailable_dataset_message(data_home):
+    with pytest.raises(DatasetUnavailable) as exc:
+        load_ratings("netflix", allow_standin=False)
+    msg = str(exc.value)
+    assert "withdrew" in msg and "--from DIR" in msg and "mv_0000001.txt" in msg and "stand-in" in msg
+    r = load_ratings("netflix", standin_scale=0.001)
+    assert r.source.label == "netflix [synthetic stand-in]" and r.n_items == 17_770
+
+
+def test_unknown_id_and_vectors(data_home):
+    with pytest.raises(ParameterError, match="valid ids: ml-100k, ml-1m, ml-10m, netflix, yahoo-music"):
+        load_ratings("movielens")
+    with pytest.raises(ParameterError, match="load_vectors"):
+        load_ratings("sift1m")
+    v = load_vectors("sift1m", standin_scale=0.001)
+    assert v.base.shape == (1000, 128) and v.query.shape == (100, 128) and v.base.dtype == np.float32
+    assert not v.source.real and v.base.min() >= 0 and v.base.max() <= 255
+    with pytest.raises(DatasetUnavailable):
+        load_vectors("sift1m", allow_standin=False)
+
+
+@needs_ml100k
+def test_mirror_read_in_place(data_home, monkeypatch):
+    monkeypatch.setenv("DPMF_DATA_MIRROR", str(SHARED))
+    assert dataset_available("ml-100k") and not dataset_available("ml-100k", include_mirror=False)
+    r = load_ratings("ml-100k")
+    assert r.source.real and r.source.checksum == U_DATA_SHA256 and r.source.label == "ml-100k"
+    assert (r.n_users, r.n_items, r.n_ratings) == (943, 1682, 100_000)
+    assert list(data_home.iterdir()) == []  # nothing written
+    info = load_ml100k_item_info()
+    assert info.loc[0, "title"] == "Toy Story (1995)" and info["Action"].sum() > 0
+
+
+@needs_ml100k
+def test_fetched_copy_is_used_and_checked(data_home, monkeypatch):
+    monkeypatch.setenv("DPMF_DATA_MIRROR", str(SHARED))
+    fetch("ml-100k", progress=False)
+    monkeypatch.delenv("DPMF_DATA_MIRROR")
+    r = load_ratings("ml-100k", allow_standin=False)
+    assert r.source.real and r.source.checksum == U_DATA_SHA256 and "fetched" in r.source.note
+    # same size, one byte changed: the manifest check on load notices
+    p = data_home / "ml-100k" / "u.data"
+    raw = bytearray(p.read_bytes())
+    raw[-2:-1] = b"8" if raw[-2:-1] != b"8" else b"9"
+    p.write_bytes(bytes(raw))
+    with pytest.raises(DataFormatError, match="differs from the expected .* \\(manifest\\)"):
+        load_real("ml-100k")
+    # a directory without manifest is not a dataset
+    (data_home / "ml-100k" / MANIFEST_NAME).unlink()
+    assert not dataset_available("ml-100k")
+    assert not load_ratings("ml-100k").source.real
+
+
+def test_netflix_from_directory(data_home, tmp_path):
+    src = tmp_path / "netflix-copy" / "training_set"
+    src.mkdir(parents=True)
+    (src / "mv_0000001.txt").write_text("1:\n6,3,2005-09-06\n7,4,2005-09-07\n")
+    (src / "mv_0000002.txt").write_text("2:\n6,5,2004-01-01\n")
+    fetch("netflix", source_dir=tmp_path / "netflix-copy", progress=False)
+    assert dataset_available("netflix")
+    r = load_ratings("netflix", allow_standin=False)
+    assert r.source.real and (r.n_users, r.n_items, r.n_ratings) == (2, 2, 3)
+    assert len(r.source.checksum) == 64
