@@ -7,6 +7,10 @@ PROFILE ?= ci
 ONLY   ?=
 JOBS   ?= 1
 STAMP  := $(VENV)/.installed
+# A local copy of the datasets beside the repository (the workbook's shared/ folder) is used when present;
+# otherwise data_fetch downloads from the official sources. Set DPMF_DATA_MIRROR yourself to point elsewhere.
+DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
+export DPMF_DATA_MIRROR
 
 .PHONY: all figures test lab bench data venv clean clean-figures report list
 
