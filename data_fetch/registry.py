@@ -14,6 +14,13 @@ One :class:`DatasetSpec` per dataset id. Facts are recorded only where we are su
   training set). ml-100k: computed from the mirror (737, 583). ml-1m (2,314, 3,428) and ml-10m (7,359, 34,864): the
   commonly reported statistics of the released files, not re-verified here (no copy on this machine); they never enter
   a result on real data. Elsewhere ``None``.
+- ``median_user_count`` / ``median_item_count`` (median number of ratings per user / per item) and
+  ``min_user_count`` / ``min_item_count`` (the smallest such count, the stand-ins' floor) also shape the stand-ins only:
+  with a median the stand-in curve is a Zipf–Mandelbrot law through (1, max) and (n/2, median) instead of a pure Zipf
+  law. Netflix: per movie mean 5,654.5, median 561, min 3, max 232,944; per user mean 209.25, median 96, min 1,
+  max 17,653 (published statistics of the Netflix Prize training set; the means are N/I and N/U of its shape).
+  ml-100k: computed from the mirror's u.data (users: median 65, min 20; movies: median 27, min 1). ml-1m, ml-10m: no
+  median recorded (not verifiable here, no copy on this machine). Elsewhere ``None``.
 - ``mean_rating`` where known (Netflix ≈ 3.60, ml-100k 3.530 computed, ml-1m 3.58, ml-10m 3.51); else ``None`` and
   the stand-in states its assumption.
 
@@ -77,6 +84,9 @@ class DatasetSpec:
     max_user_count: int | None = None
     max_item_count: int | None = None
     min_user_count: int | None = None
+    min_item_count: int | None = None
+    median_user_count: float | None = None  # a median of counts (x.5 possible when n is even)
+    median_item_count: float | None = None
     mean_rating: float | None = None
     notes: str = ""
 
@@ -122,6 +132,8 @@ _add(DatasetSpec(
     files=_ML100K_FILES, ratings_glob="u.data", rating_scale=(1.0, 5.0), rating_step=1.0,
     shape=Shape(943, 1_682, 100_000), licence=_ML_LICENCE, available_for_download=True,
     max_user_count=737, max_item_count=583, min_user_count=20, mean_rating=3.530,
+    # computed from the mirror's u.data (facts of the real file): users ≥ 20 ratings, median 65; movies median 27, min 1
+    median_user_count=65, median_item_count=27, min_item_count=1,
     notes="u.data: user<TAB>item<TAB>rating<TAB>timestamp, randomly ordered; every user has ≥ 20 ratings. "
           "The 5 folds u1..u5 are contiguous 20,000-line chunks of u.data (mku.sh), see dpmf_lib.data.splits.",
 ))
@@ -169,6 +181,9 @@ _add(DatasetSpec(
     paper_shapes={"liu Section 6.2": Shape(480_000, 18_000, 99_000_000),
                   "balu Table 4.1": Shape(480_136, 17_167, 96_649_938)},
     max_user_count=17_653, max_item_count=232_944, mean_rating=3.60,
+    # Published Netflix Prize training-set statistics: per movie mean 5,654.5, median 561, min 3, max 232,944; per user
+    # mean 209.25, median 96, min 1, max 17,653 (the means equal ratings/items and ratings/users of `shape`).
+    min_user_count=1, min_item_count=3, median_user_count=96, median_item_count=561,
     notes="Per-movie files: a 'MovieID:' line, then 'CustomerID,Rating,YYYY-MM-DD' lines. Hua et al. use 100 random "
           "movies of it (191,668 users); Liu et al. trim to τ = 100 ratings per user.",
 ))

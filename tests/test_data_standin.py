@@ -5,10 +5,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpmf_lib.data.standin import (GENERATOR_VERSION, alias_table, cache_path, fitted_zipf_exponent, generate_standin,
-                                   integer_counts, load_standin, sample_user_items, saturation_corrected_weights,
-                                   solve_zipf_exponent, standin_target, zipf_curve)
+from data_fetch.registry import get_spec
+from dpmf_lib.data.standin import (GENERATOR_VERSION, alias_table, cache_path, fit_zipf_mandelbrot,
+                                   generate_standin, integer_counts, item_curve, item_weights,
+                                   load_standin, sample_user_items, saturation_corrected_weights, solve_zipf_exponent,
+                                   standin_target, user_activity, zipf_curve, zipf_mandelbrot_alpha,
+                                   zipf_mandelbrot_mass)
 from dpmf_lib.errors import ParameterError
+
+ML100K_MIRROR = "/work/shared/data/ml-100k/u.data"
 
 
 def _no_duplicates(r):
@@ -33,9 +38,15 @@ def test_ml100k_standin_shape(ml100k):
     assert set(np.unique(r.values).tolist()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
     assert abs(r.values.mean() - 3.53) < 0.03
     assert 0.9 < r.values.std() < 1.3
-    assert abs(fitted_zipf_exponent(uc) - t.user_alpha) < 0.02
-    assert abs(fitted_zipf_exponent(ic, top_fraction=0.5) - t.item_alpha) < 0.05
+    # the medians of the real u.data (65 per user, 27 per movie) through a Zipf–Mandelbrot law
+    assert t.user_median == 65 and t.item_median == 27 and t.user_q > 0 and t.item_q > 0
+    curve = 737 * zipf_curve(943, t.user_alpha, q=t.user_q)
+    assert np.abs(np.sort(uc)[::-1] - curve).max() <= 1.0  # exact integer user counts on the curve
+    assert abs(np.median(uc) - 65) <= 1
+    assert abs(np.median(ic) - 27) <= 2  # sampled item counts: Poisson-like noise around the curve
     assert abs(ic.max() - t.item_max) / t.item_max < 0.1  # top item near its pinned count despite saturation
+    want = item_curve(t)
+    assert abs(np.sort(ic)[::-1][:500].sum() / ic.sum() - want[:500].sum() / want.sum()) < 0.01
 
 
 def test_netflix_standin_small_scale():
@@ -45,19 +56,108 @@ def test_netflix_standin_small_scale():
     assert _no_duplicates(r)
     uc, ic = r.user_counts(), r.item_counts()
     assert abs(uc.max() - 17_653) / 17_653 < 0.1  # the heaviest user is kept (rescaled with the total)
+    assert abs(np.median(uc) - 96) / 96 < 0.1  # the published median user (rescaled with the total)
+    assert uc.min() >= 40  # the curve's floor (c(U) ≈ 55 at full size): still no very light users
     assert ic.min() >= 1
     assert abs(r.values.mean() - 3.60) < 0.03
-    expected = zipf_curve(17_770, t.item_alpha) * (t.n_ratings / zipf_curve(17_770, t.item_alpha).sum())
-    top = int(np.sum(expected >= 20))  # ranks whose Poisson noise is small
-    assert abs(fitted_zipf_exponent(ic, top_fraction=top / 17_770) - t.item_alpha) < 0.06
+    expected = item_weights(t) * t.n_ratings
+    sel = expected >= 20  # ranks whose Poisson noise is small
+    got = np.sort(ic)[::-1].astype(float)
+    assert np.median(np.abs(got[sel] / expected[sel] - 1)) < 0.05
+    assert abs(got[:500].sum() / got.sum() - expected[:500].sum() / expected.sum()) < 0.02
     assert "scale 0.002 → 960 users, 200,961 ratings" in r.source.note
 
 
-def test_derived_exponents_are_shape_facts():
+def test_derived_laws_are_shape_facts():
+    """Netflix: the curves pass through the published max and median and sum to the published total."""
     t = standin_target("netflix")
     N, U, I = 100_480_507, 480_189, 17_770
-    assert abs((17_653 * zipf_curve(U, t.user_alpha)).clip(1, I).sum() - N) / N < 1e-6
-    assert abs((232_944 * zipf_curve(I, t.item_alpha)).clip(1, U).sum() - N) / N < 1e-6
+    assert (t.user_median, t.item_median, t.user_min, t.item_min) == (96, 561, 1, 3)
+    for n, c_max, med, q, a, lo, hi in ((U, 17_653, 96, t.user_q, t.user_alpha, 1, I),
+                                        (I, 232_944, 561, t.item_q, t.item_alpha, 3, U)):
+        assert q > 0
+        c = c_max * zipf_curve(0, a, ranks=np.array([1.0, (n + 1) / 2]), q=q)
+        assert np.allclose(c, [c_max, med], rtol=1e-9)
+        assert abs((c_max * zipf_curve(n, a, q=q)).clip(lo, hi).sum() - N) / N < 1e-6
+    assert abs(item_curve(t).sum() - N) / N < 1e-6 and abs(np.median(item_curve(t)) - 561) < 0.5
+
+
+@pytest.mark.parametrize("dataset", ["ml-1m", "ml-10m", "eachmovie", "digg"])
+def test_pure_zipf_where_no_median_is_known(dataset):
+    """No published median: q = 0 and the same α, user counts and item weights as the pure Zipf law before."""
+    spec, t = get_spec(dataset), standin_target(dataset, 0.05)
+    assert spec.median_user_count is None and spec.median_item_count is None
+    assert t.user_q == 0.0 and t.item_q == 0.0 and t.user_median is None and t.item_median is None
+    U, I, N = t.published
+    assert t.user_alpha == solve_zipf_exponent(U, N, t.user_max, c_min=t.user_min, cap=I)
+    assert t.item_alpha == solve_zipf_exponent(I, N, t.item_max, c_min=1, cap=U) and t.item_min == 1
+    ranks = np.linspace(1.0, U, t.n_users)
+    assert np.array_equal(zipf_curve(0, t.user_alpha, ranks=ranks), ranks ** -t.user_alpha)
+    old = integer_counts(ranks ** -t.user_alpha, t.n_ratings, min(t.user_min, t.n_ratings // t.n_users), I)
+    assert np.array_equal(user_activity(t), old)
+    w = np.arange(1, I + 1.0) ** -t.item_alpha
+    assert np.allclose(item_weights(t), w / w.sum(), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("q0, a0, c_min, cap", [(50.0, 1.2, 2.0, np.inf), (0.0, 0.7, 1.0, np.inf),
+                                                (800.0, 2.5, 5.0, 20_000.0), (3.0, 0.9, 20.0, 9_000.0)])
+def test_fit_recovers_zipf_mandelbrot_parameters(q0, a0, c_min, cap):
+    n, c_max = 5001, 9_000.0  # odd n: the median of the curve is c((n+1)/2) exactly
+    curve = c_max * ((1 + q0) / (np.arange(1, n + 1) + q0)) ** a0
+    median, total = float(np.median(curve)), float(np.clip(curve, c_min, cap).sum())
+    assert c_min < median
+    q, a = fit_zipf_mandelbrot(n, total, c_max, median, c_min=c_min, cap=cap)
+    assert abs(q - q0) <= 1e-6 * max(q0, 1.0) and abs(a - a0) <= 1e-6 * a0
+    assert abs(zipf_mandelbrot_mass(n, c_max, median, q, c_min=c_min, cap=cap) - total) <= 1e-9 * total
+    assert zipf_mandelbrot_alpha(n, c_max, median, q) == a
+
+
+def test_fit_existence_uniqueness_and_errors():
+    # the registry datasets with a median: the clipped total rises with q (so the fit is unique)
+    qs = np.concatenate([[0.0], np.geomspace(1e-3, 1e12, 31)])
+    for ds in ("netflix", "ml-100k"):
+        t = standin_target(ds)
+        U, I, N = t.published
+        for n, c_max, med, lo, hi in ((U, t.user_max, t.user_median, t.user_min, I),
+                                      (I, t.item_max, t.item_median, t.item_min, U)):
+            mass = [zipf_mandelbrot_mass(n, c_max, med, q, c_min=lo, cap=hi) for q in qs]
+            assert np.all(np.diff(mass) > 0) and mass[0] < N < mass[-1], ds
+    # weakly skewed counts: the total peaks and falls again; of two fits the smallest q is returned
+    n, c_max, med = 1001, 1500.0, 1000.0
+    grid = np.geomspace(1.0, 1e6, 61)
+    mass = np.array([zipf_mandelbrot_mass(n, c_max, med, q) for q in grid])
+    peak = int(np.argmax(mass))
+    assert 0 < peak < len(grid) - 1 and mass[-1] < mass[peak]
+    total = 0.5 * (mass[peak] + max(mass[0], mass[-1]))
+    q, _ = fit_zipf_mandelbrot(n, total, c_max, med)
+    assert q < grid[peak] and abs(zipf_mandelbrot_mass(n, c_max, med, q) - total) < 1e-9 * total
+    # no fit: the error names the dataset and the attainable range
+    with pytest.raises(ParameterError, match="toy items: no Zipf–Mandelbrot curve"):
+        fit_zipf_mandelbrot(1001, 1e9, 1000.0, 100.0, dataset="toy items")  # beyond the exponential limit
+    with pytest.raises(ParameterError, match="toy users: no Zipf–Mandelbrot curve"):
+        fit_zipf_mandelbrot(1001, 1001 * 101.0, 1000.0, 100.0, dataset="toy users")  # below the pure Zipf law
+    with pytest.raises(ParameterError, match="toy: the median count"):
+        fit_zipf_mandelbrot(1001, 1e5, 100.0, 100.0, dataset="toy")
+    with pytest.raises(ParameterError, match="toy: the median count"):
+        fit_zipf_mandelbrot(1001, 1e5, 1000.0, 10.0, c_min=20.0, dataset="toy")
+
+
+def test_registry_shape_facts():
+    nf = get_spec("netflix")
+    U, I, N = nf.shape.users, nf.shape.items, nf.shape.ratings
+    assert round(N / I, 1) == 5654.5 and round(N / U, 2) == 209.25  # the published means follow from the shape
+    assert (nf.median_item_count, nf.min_item_count, nf.max_item_count) == (561, 3, 232_944)
+    assert (nf.median_user_count, nf.min_user_count, nf.max_user_count) == (96, 1, 17_653)
+    for ds in ("ml-1m", "ml-10m"):
+        assert get_spec(ds).median_user_count is None and get_spec(ds).median_item_count is None
+    ml = get_spec("ml-100k")
+    try:
+        d = np.loadtxt(ML100K_MIRROR, dtype=np.int64, usecols=(0, 1))
+    except OSError:
+        pytest.skip("no ml-100k mirror on this machine")
+    uc, ic = np.bincount(d[:, 0])[1:], np.bincount(d[:, 1])[1:]
+    assert (np.median(uc), uc.min(), uc.max()) == (ml.median_user_count, ml.min_user_count, ml.max_user_count)
+    assert (np.median(ic), ic.min(), ic.max()) == (ml.median_item_count, ml.min_item_count, ml.max_item_count)
 
 
 def test_deterministic_and_thread_independent():

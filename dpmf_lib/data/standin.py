@@ -9,31 +9,55 @@ Shape (targets, all from :mod:`data_fetch.registry`):
 
 - Exactly ``n_users = round(scale·U)``, ``n_items = I`` (unchanged by ``scale``), ``n_ratings = round(scale·N)``; every
   user and every item has ≥ 1 rating; no duplicate (user, item) pair; values on the dataset's scale and step.
-- User activity and item popularity follow Zipf rank-frequency laws ``c(r) = c_max · r^(-α)``, ``r = 1..n``. The
-  exponent is *derived*, not fitted to anything: it is the α for which the curve, pinned at the largest published count
-  ``c_max`` and clipped to the feasible range ``[c_min, other dimension]``, sums to the published total ``N``.
+- User activity and item popularity follow rank-frequency laws ``c(r)``, ``r = 1..n``, clipped to the feasible range
+  ``[c_min, other dimension]``. Nothing in them is fitted to a claim of a paper: every parameter follows from published
+  shape facts of the dataset (:mod:`data_fetch.registry`).
+
+  * Where the dataset's MEDIAN count is published (Netflix; ml-100k, computed from the real file), the law is
+    Zipf–Mandelbrot, ``c(r) = c_max · ((1 + q) / (r + q))^α`` — flat over the first ~q ranks, a power law of exponent
+    α in the tail — and (q, α) are determined by three facts: ``c(1) = c_max`` (the published maximum),
+    ``c(n/2) = median`` (exactly: at the median rank (n + 1)/2) and ``Σ_r clip(c(r), c_min, cap) = N`` (the published
+    total). For a given q the median fixes α; q is found by bisection on the total (:func:`fit_zipf_mandelbrot`:
+    the fit exists iff the total lies between the pure-Zipf (q = 0) and exponential (q → ∞) curves through the two
+    points, and is unique for skewed counts, c_max/median ≳ 5, which covers every dataset here; otherwise
+    :class:`ParameterError` names the dataset). Netflix: users q = 341, α = 0.795 (c(U) = 55); movies q = 418,
+    α = 1.944 (c(I) = 152). ml-100k: users q = 31.9, α = 0.890; movies q = 80.5, α = 1.266.
+  * Where no median is published (ml-1m, ml-10m, EachMovie, Yahoo!, Digg) ``q = 0``: the pure Zipf law
+    ``c(r) = c_max · r^(-α)``, with α the exponent for which the clipped curve sums to ``N``.
+
   ``c_max`` is the published maximum where known (Netflix: 17,653 ratings for the heaviest user, 232,944 for the most
   rated movie; MovieLens: see the registry). Where it is unknown (EachMovie, Yahoo!, Digg) we borrow Netflix's
   max/mean ratios (84.4 for users, 41.2 for items) — the closest dataset with published maxima — capped at the other
-  dimension. ``c_min`` is the dataset's published floor (MovieLens: every user has ≥ 20 ratings), else 1.
-  Consequence worth knowing: a pure power law pinned at the max with the right mean is flatter in the tail than real
-  data (Netflix stand-in users have ≥ ~140 ratings where many real users have a handful). The stand-in is a shape
-  model, not a replica.
+  dimension. ``c_min`` is the dataset's published floor (MovieLens: every user has ≥ 20 ratings; Netflix movies ≥ 3),
+  else 1; it floors the full-size curve (the item *weights*), but sampled item counts are not clipped to it.
+  Consequences worth knowing: a pure Zipf law pinned at the max with the right mean is far flatter than real data
+  (before the median was used, every Netflix stand-in movie had ≥ ~3,200 ratings and every user ≥ ~130, median
+  4,300 and 170, against a real median of 561 and 96; its top-500-movie share was 13%). Through the median the
+  Netflix curve's tail is much steeper and its head heavier. Measured on the full-size seed-0 stand-in: movies
+  min 130, median 563, max 232,868; users min 55, median 96, max 17,653 (pure Zipf: movies 3,020 / 4,318 / 232,705,
+  users 131 / 170 / 17,653). There is still a floor of ~130 ratings per movie and ~55 per user where the real data
+  goes down to 3 and 1: three facts cannot give the real tail of rarely rated movies and light users. The
+  top-500-movie share (53.9%; pure Zipf 13.2%) is a consequence, measured, never an input: Liu et al.'s 44% is a
+  claim we measure on it, and nothing is tuned toward it. (Check on real data: the ml-100k stand-in gives a top-500 share of 73%, the
+  real u.data 78%.) The stand-in is a shape model, not a replica.
 - At ``scale`` s the user curve is evaluated at s·U evenly spaced ranks 1..U of the full-size curve (the same activity
   distribution, including the heaviest and the lightest user) and rescaled to sum to s·N, so the heaviest user keeps
-  c_max up to that rescaling (Netflix at s = 0.002: 16,379 instead of 17,653); item weights keep their exponent.
+  c_max up to that rescaling (Netflix at s = 0.002: 16,810 instead of 17,653, median user 91 instead of 96; at
+  s = 0.01: 17,498 and 95); item weights keep their law, so item counts (median included) scale with s.
 - Which user/item gets which rank is a seeded random permutation (ids are not sorted by popularity, as in real files).
 
 Sampling: user u gets exactly its count k_u of distinct items, drawn by successive weighted sampling without
 replacement. The item weights come from :func:`saturation_corrected_weights`: they make the *expected* item counts
-equal the Zipf targets despite saturation (a user cannot rate an item twice, which would otherwise cut the top items
+equal the curve's targets despite saturation (a user cannot rate an item twice, which would otherwise cut the top items
 ~20% short). Draws come from a Walker alias table, rejecting items already taken (a marker array stamped with the user
 id); a user whose rejections exceed 4·k_u + 64 (very heavy users, e.g. 17,653 of 17,770 Netflix movies) finishes with
 the Efraimidis–Spirakis exponential-key method over the remaining items, which continues the same sampling law exactly.
 Items left with no rating (only at tiny scales) each take one rating from an item with more than one, so every item is
 rated. A numba kernel runs over blocks of 4,096 users in parallel; every block reseeds its generator from the seed, so
 the bytes do not depend on the thread count. Rows are stored user by user (a user's items in draw order); shuffle if an
-algorithm needs random order. Full Netflix shape: ≈ 10–15 s of CPU and ≈ 2 GB peak memory.
+algorithm needs random order. Full Netflix shape: ≈ 30 s of CPU, ≈ 25 s of it in the sampling kernel (the pure Zipf
+law of version 2 took ≈ 10 s under the same load: heavy users now meet a much heavier head), ≈ 3 GB peak memory;
+cached after the first run.
 
 Ratings (explicit data): ``r = μ + b_u + b_i + p_u·q_i + ε``, rounded to the dataset's step and clipped to its scale,
 with b_u ~ N(0, 0.40²), b_i ~ N(0, 0.45²), p_u·q_i from rank-8 Gaussian factors with std 0.45, ε ~ N(0, 0.80²) — in
@@ -50,6 +74,7 @@ bump :data:`GENERATOR_VERSION` whenever the output changes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -65,7 +90,7 @@ from ..errors import ParameterError
 from ..paths import data_dir
 from .ratings import DataSource, Ratings
 
-GENERATOR_VERSION = 2  # 2: note states the scale as a float ("scale 1.0")
+GENERATOR_VERSION = 3  # 2: note states the scale as a float ("scale 1.0"); 3: Zipf–Mandelbrot through the median
 BLOCK_USERS = 4096
 CACHE_MIN_RATINGS = 1_000_000
 NETFLIX_USER_MAX_OVER_MEAN = 17_653 / (100_480_507 / 480_189)  # 84.4
@@ -89,9 +114,14 @@ class StandinTarget:
     mean_rating: float | None
     user_alpha: float
     item_alpha: float
+    user_q: float  # Zipf–Mandelbrot offsets (0: pure Zipf law, no published median)
+    item_q: float
     user_max: int  # full-size c_max used to derive user_alpha
     item_max: int
     user_min: int
+    item_min: int  # floor of the full-size item curve (the sampled counts are not clipped: see the module docstring)
+    user_median: float | None  # published median the curve passes through at rank (n+1)/2, None: pure Zipf
+    item_median: float | None
     scale: float
     published: tuple[int, int, int]  # (users, items, ratings) at scale 1
 
@@ -106,14 +136,25 @@ class StandinTarget:
 # power laws
 
 
-def zipf_curve(n: int, alpha: float, ranks: np.ndarray | None = None) -> np.ndarray:
-    """``r^(-alpha)`` at ranks 1..n (or at the given real-valued ranks)."""
+def zipf_curve(n: int, alpha: float, ranks: np.ndarray | None = None, q: float = 0.0) -> np.ndarray:
+    """``((1 + q) / (r + q))^alpha`` at ranks 1..n (or at the given real-valued ranks); 1 at r = 1.
+
+    ``q = 0`` is the pure Zipf law ``r^(-alpha)`` (computed exactly as before); ``q > 0`` is the Zipf–Mandelbrot law,
+    flat over the first ~q ranks and a power law of exponent ``alpha`` beyond them.
+    """
     r = np.arange(1, n + 1, dtype=np.float64) if ranks is None else np.asarray(ranks, dtype=np.float64)
-    return r ** (-alpha)
+    if q == 0:
+        return r ** (-alpha)
+    return np.exp(-alpha * np.log1p((r - 1.0) / (1.0 + q)))
 
 
 def solve_zipf_exponent(n: int, total: float, c_max: float, *, c_min: float = 0.0, cap: float = np.inf) -> float:
     """The α ≥ 0 with ``Σ_{r=1..n} clip(c_max·r^-α, c_min, cap) = total`` (bisection; the sum decreases in α)."""
+    return _solve_zipf_exponent(int(n), float(total), float(c_max), float(c_min), float(cap))
+
+
+@functools.lru_cache(maxsize=64)
+def _solve_zipf_exponent(n, total, c_max, c_min, cap):
     if not (n >= 1 and total > 0 and c_max > 0):
         raise ParameterError(f"need n ≥ 1, total > 0, c_max > 0; got n={n}, total={total}, c_max={c_max}")
     r = np.arange(1, n + 1, dtype=np.float64)
@@ -136,6 +177,90 @@ def solve_zipf_exponent(n: int, total: float, c_max: float, *, c_min: float = 0.
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+ZM_Q_MAX = 1e12  # largest Zipf–Mandelbrot offset searched (q ≫ n: the curve is then its exponential limit)
+_ZM_Q_GRID = np.concatenate([[0.0], np.geomspace(1e-3, ZM_Q_MAX, 61)])  # 4 points per decade
+
+
+def median_rank(n: int) -> float:
+    """The rank of the median among n sorted counts, ``(n + 1) / 2`` (n/2 up to half a rank)."""
+    return 0.5 * (n + 1)
+
+
+def zipf_mandelbrot_alpha(n: int, c_max: float, median: float, q: float) -> float:
+    """The α with ``c_max·((1+q)/(m+q))^α = median`` at the median rank ``m = (n+1)/2``."""
+    return float(np.log(c_max / median) / np.log1p((median_rank(n) - 1.0) / (1.0 + q)))
+
+
+def zipf_mandelbrot_mass(n: int, c_max: float, median: float, q: float, *, c_min: float = 0.0,
+                         cap: float = np.inf) -> float:
+    """``Σ_{r=1..n} clip(c(r), c_min, cap)`` for the curve through (1, c_max) and ((n+1)/2, median) with offset q."""
+    return _zm_mass(np.arange(n, dtype=np.float64), float(c_max), float(median), float(q), float(c_min), float(cap))
+
+
+def _zm_mass(r_minus_1, c_max, median, q, c_min, cap):
+    m1 = r_minus_1[-1] / 2.0  # median rank − 1 = (n − 1)/2
+    h = np.log1p(r_minus_1 / (1.0 + q)) / np.log1p(m1 / (1.0 + q))  # 0 at r = 1, 1 at the median rank
+    return float(np.clip(c_max * np.exp(-np.log(c_max / median) * h), c_min, cap).sum())
+
+
+def fit_zipf_mandelbrot(n: int, total: float, c_max: float, median: float, *, c_min: float = 0.0,
+                        cap: float = np.inf, dataset: str = "") -> tuple[float, float]:
+    """(q, α) of the Zipf–Mandelbrot curve ``c(r) = c_max·((1+q)/(r+q))^α`` with ``c(1) = c_max``,
+    ``c((n+1)/2) = median`` and ``Σ_{r=1..n} clip(c(r), c_min, cap) = total``, q ∈ [0, ZM_Q_MAX].
+
+    For a given q the median fixes α (:func:`zipf_mandelbrot_alpha`), so only q is searched: the clipped sum T(q) is
+    evaluated on a log grid (q = 0, 10⁻³ … 10¹², 4 points per decade), the first bracket where T crosses ``total`` is
+    refined by bisection on log(1 + q). q = 0 is the pure Zipf law through the two points, q → ∞ the exponential curve
+    through them, and T moves between those limits. For skewed counts (c_max/median ≳ 5: every dataset in the
+    registry) T increases with q, so a fit exists iff T(0) ≤ total ≤ T(∞) and it is unique. For weakly skewed counts
+    (c_max/median ≲ 4) T can peak at q ~ n/10 and then fall slightly, so two fits can exist in a narrow band of
+    totals; the smallest q (the one closest to a pure Zipf law) is returned. No fit: :class:`ParameterError` naming
+    ``dataset`` and the range of totals the two points allow.
+    """
+    return _fit_zipf_mandelbrot(int(n), float(total), float(c_max), float(median), float(c_min), float(cap),
+                                str(dataset))
+
+
+@functools.lru_cache(maxsize=64)
+def _fit_zipf_mandelbrot(n, total, c_max, median, c_min, cap, dataset):
+    what = f"{dataset}: " if dataset else ""
+    if not (n >= 3 and total > 0 and np.isfinite(total) and np.isfinite(c_max) and np.isfinite(median)):
+        raise ParameterError(f"{what}need n ≥ 3 and finite total > 0, c_max, median; got n={n}, total={total}, "
+                             f"c_max={c_max}, median={median}")
+    if not (c_min <= median < c_max and median <= cap and median > 0):
+        raise ParameterError(f"{what}the median count {median:g} must lie in [c_min, c_max) = [{c_min:g}, {c_max:g}) "
+                             f"and be ≤ cap {cap:g}; fix median_*_count / min_*_count / max_*_count in the registry")
+    r1 = np.arange(n, dtype=np.float64)
+    f = np.array([_zm_mass(r1, c_max, median, q, c_min, cap) for q in _ZM_Q_GRID]) - total
+    f[np.abs(f) <= 1e-12 * total] = 0.0  # a grid point that already fits (up to rounding of the sum)
+    if f[0] == 0.0:
+        return 0.0, zipf_mandelbrot_alpha(n, c_max, median, 0.0)
+    cross = np.flatnonzero(np.sign(f[:-1]) * np.sign(f[1:]) <= 0)
+    if len(cross) == 0:
+        raise ParameterError(
+            f"{what}no Zipf–Mandelbrot curve through c(1) = {c_max:g} and c({median_rank(n):g}) = {median:g} "
+            f"(clipped to [{c_min:g}, {cap:g}]) sums to {total:g} over {n:,} ranks: with q in [0, {ZM_Q_MAX:g}] the "
+            f"sum ranges over [{f.min() + total:.6g}, {f.max() + total:.6g}]; check the published total, maximum and "
+            f"median, or drop the median (pure Zipf law)")
+    k = int(cross[0])
+    lo, hi = np.log1p(_ZM_Q_GRID[k]), np.log1p(_ZM_Q_GRID[k + 1])
+    f_lo = f[k]
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        fm = _zm_mass(r1, c_max, median, float(np.expm1(mid)), c_min, cap) - total
+        if fm == 0.0:
+            lo = hi = mid
+            break
+        if np.sign(fm) == np.sign(f_lo):
+            lo, f_lo = mid, fm
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * max(1.0, hi):
+            break
+    q = float(np.expm1(0.5 * (lo + hi)))
+    return q, zipf_mandelbrot_alpha(n, c_max, median, q)
 
 
 def integer_counts(weights: np.ndarray, total: int, lo: int, hi: int) -> np.ndarray:
@@ -196,8 +321,9 @@ def standin_target(dataset_id: str, scale: float = 1.0) -> StandinTarget:
     user_max = spec.max_user_count or int(min(round(NETFLIX_USER_MAX_OVER_MEAN * N / U), I))
     item_max = spec.max_item_count or int(min(round(NETFLIX_ITEM_MAX_OVER_MEAN * N / I), U))
     user_min = spec.min_user_count or 1
-    user_alpha = solve_zipf_exponent(U, N, user_max, c_min=user_min, cap=I)
-    item_alpha = solve_zipf_exponent(I, N, item_max, c_min=1, cap=U)
+    item_min = spec.min_item_count or 1
+    user_q, user_alpha = _curve_law(U, N, user_max, spec.median_user_count, user_min, I, f"{spec.id} users")
+    item_q, item_alpha = _curve_law(I, N, item_max, spec.median_item_count, item_min, U, f"{spec.id} items")
     n_users = max(1, int(round(scale * U)))
     n_ratings = int(round(scale * N))
     if n_ratings < max(I, n_users * user_min):
@@ -210,8 +336,17 @@ def standin_target(dataset_id: str, scale: float = 1.0) -> StandinTarget:
         mean = lo + NETFLIX_MEAN_POSITION * (hi - lo)
     return StandinTarget(dataset=spec.id, title=spec.title, n_users=n_users, n_items=I, n_ratings=n_ratings,
                          rating_scale=(float(lo), float(hi)), rating_step=spec.rating_step, mean_rating=mean,
-                         user_alpha=user_alpha, item_alpha=item_alpha, user_max=user_max, item_max=item_max,
-                         user_min=user_min, scale=float(scale), published=(U, I, N))
+                         user_alpha=user_alpha, item_alpha=item_alpha, user_q=user_q, item_q=item_q,
+                         user_max=user_max, item_max=item_max, user_min=user_min, item_min=item_min,
+                         user_median=spec.median_user_count, item_median=spec.median_item_count,
+                         scale=float(scale), published=(U, I, N))
+
+
+def _curve_law(n, total, c_max, median, c_min, cap, what) -> tuple[float, float]:
+    """(q, α): Zipf–Mandelbrot through the published median where there is one, else pure Zipf (q = 0)."""
+    if median is None:
+        return 0.0, solve_zipf_exponent(n, total, c_max, c_min=c_min, cap=cap)
+    return fit_zipf_mandelbrot(n, total, c_max, median, c_min=c_min, cap=cap, dataset=what)
 
 
 def user_activity(target: StandinTarget) -> np.ndarray:
@@ -219,13 +354,19 @@ def user_activity(target: StandinTarget) -> np.ndarray:
     U = target.published[0]
     m = target.n_users
     ranks = np.linspace(1.0, U, m) if m > 1 else np.ones(1)
-    w = zipf_curve(0, target.user_alpha, ranks=ranks)
+    w = zipf_curve(0, target.user_alpha, ranks=ranks, q=target.user_q)
     return integer_counts(w, target.n_ratings, min(target.user_min, target.n_ratings // m), target.n_items)
 
 
+def item_curve(target: StandinTarget) -> np.ndarray:
+    """Full-size target count per item rank: ``clip(c_max·c(r), item_min, users)``, summing to the published total."""
+    c = target.item_max * zipf_curve(target.n_items, target.item_alpha, q=target.item_q)
+    return np.clip(c, target.item_min, target.published[0])
+
+
 def item_weights(target: StandinTarget) -> np.ndarray:
-    """Item popularity weights per rank (descending, sum 1)."""
-    w = zipf_curve(target.n_items, target.item_alpha)
+    """Item popularity weights per rank (descending, sum 1): :func:`item_curve` normalised."""
+    w = item_curve(target)
     return w / w.sum()
 
 
