@@ -1,0 +1,60 @@
+"""Balu 2016, Figure 4.3: convergence — test RMSE after every epoch of regular factorization, count sketch (k = 4)
+and feature hashing in the setting of Table 4.2 (d = 32, γ = 1: the three take the same space), MovieLens 10M.
+
+(η, λ) come from the line search on validation RMSE after the last epoch; the curve is that of the chosen model,
+averaged over splits. The thesis: "convergence of count sketch is faster than the other two algorithms". Measured:
+mean over the first ``early_epochs`` epochs of RMSE(count sketch) − RMSE(regular) (claimed < 0).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import Measurement
+from ..outputs import attach
+from ..plotting import figure, standin_title
+from ..sketch.runs import load, make_splits, run_configs
+from .balu_table4_2 import METHOD_LABELS
+
+CLAIM = "balu-4.1.5.4-cs-converges-faster-ml-10m"
+
+
+def run(params: dict) -> pd.DataFrame:
+    r = load(params)
+    splits = make_splits(r, params)
+    configs = [{"method": m, "d": params["d"], "gamma": params["gamma"]} for m in params["methods"]]
+    res = run_configs(configs, splits, params, track=("test",))
+    rows = []
+    for _, row in res.iterrows():
+        for h in row["history"]:
+            rows.append({"method": row["method"], "d": row["d"], "gamma": row["gamma"], "k": row["k"], "w": row["w"],
+                         "eta": row["eta"], "lam": row["lam"], "split": row["split"], "epoch": h["epoch"],
+                         "eta_t": h["eta_t"], "train_loss": h["train_loss"], "test_rmse": h["test_rmse"]})
+    df = pd.DataFrame(rows)
+    df["dataset"] = r.source.label
+    df["real"] = r.source.real
+    meas = []
+    curve = df.groupby(["method", "epoch"]).test_rmse.mean().unstack("method")
+    if {"count_sketch", "regular"} <= set(curve.columns):
+        early = curve.iloc[: int(params["early_epochs"])]
+        meas.append(Measurement(CLAIM, float((early["count_sketch"] - early["regular"]).mean()), r.source.label,
+                                r.source.real, note=f"mean over epochs 1..{params['early_epochs']} of "
+                                                    "RMSE(count sketch) - RMSE(regular)"))
+    return attach(df, sources=[r.source], measurements=meas)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    fig, axes = figure(width=5.6, height=4.0)
+    ax = axes[0][0]
+    for m, g in df.groupby("method", sort=False):
+        c = g.groupby("epoch").test_rmse.agg(["mean", "std"])
+        ax.plot(c.index, c["mean"], marker="o", ms=3, label=METHOD_LABELS.get(m, m))
+        if g.split.nunique() > 1:
+            ax.fill_between(c.index, c["mean"] - c["std"], c["mean"] + c["std"], alpha=0.2)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test RMSE")
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.legend()
+    ax.set_title(standin_title(f"Balu 2016, Figure 4.3: convergence, d = {params['d']}, γ = {params['gamma']}",
+                               df.dataset.unique()), fontsize=9)
+    return fig

@@ -1,0 +1,91 @@
+"""Shared driver of the chapter-4 experiments: splits, per-configuration line search, evaluation over splits.
+
+A *configuration* is a dict with ``method`` (regular | count_sketch | feature_hashing), ``d``, optionally ``gamma``,
+``k``, ``clip`` (ε of data clipping, ``inf`` = off) and any search parameter it overrides (e.g. ``lam_grid: [0.0]`` to
+fix λ). :func:`run_configs` tunes (η, λ) on the validation set of the first split with the two-stage line search of
+:func:`dpmf_lib.sketch.protocol.line_search` (or on every split when ``search_each_split``), then trains with the
+chosen (η, λ) on the other splits and returns one row per (configuration, split) with validation and test RMSE (and
+the KLD of eq. 4.15 when asked).
+
+Search parameters (all in every ``params/balu_*4*.yaml``): ``search`` (false → use ``eta``, ``lam`` as given),
+``eta``, ``lam``, ``eta_grid``, ``lam_grid``, ``refine`` (stage-2 step in decades, 0 = no stage 2),
+``search_each_split``, ``epochs``, ``init_scale``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..sweep import grid_map
+from .protocol import fit_eval, line_search, load_dataset, prepare_split
+
+SEARCH_KEYS = ("search", "eta", "lam", "eta_grid", "lam_grid", "refine", "search_each_split", "epochs", "init_scale")
+
+
+def as_clip(x) -> float:
+    """ε from YAML: a number, or ``inf``/``.inf``/null for no clipping."""
+    if x is None or (isinstance(x, str) and x.strip().lower() in ("inf", ".inf", "infinity")):
+        return math.inf
+    x = float(x)
+    if math.isnan(x) or x <= 0:
+        raise ParameterError(f"clipping threshold epsilon must be > 0 (or inf), got {x!r}")
+    return x
+
+
+def load(params: dict, dataset: str | None = None):
+    return load_dataset(dataset or params["dataset"], seed=params["seed"], standin_scale=params.get("standin_scale", 1.0),
+                        max_ratings=params.get("max_ratings"))
+
+
+def make_splits(r, params: dict) -> list:
+    n = int(params["n_splits"])
+    if n < 1:
+        raise ParameterError(f"n_splits must be >= 1, got {n}")
+    return [prepare_split(r, params["seed"] + s, fractions=tuple(params.get("fractions", (0.8, 0.1, 0.1))),
+                          min_freq=params.get("min_freq", 10)) for s in range(n)]
+
+
+def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple) -> list[dict]:
+    sp = {**sp, **{k: v for k, v in config.items() if k in SEARCH_KEYS}}
+    model_kw = dict(d=int(config["d"]), gamma=float(config.get("gamma", 1.0)), k=config.get("k"),
+                    clip=as_clip(config.get("clip")), epochs=int(sp["epochs"]), init_scale=float(sp["init_scale"]),
+                    with_kld=with_kld, track=track)
+    rows, chosen = [], None
+    for s, data in enumerate(splits):
+        seed = data.info["split_seed"] * 7919 + 17
+
+        def ev(eta, lam, data=data, seed=seed):
+            return fit_eval(config["method"], data, eta=eta, lam=lam, seed=seed, **model_kw)
+
+        if sp["search"] and (chosen is None or sp["search_each_split"]):
+            best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
+            chosen = (best["eta"], best["lam"])
+            n_evals = len(trace)
+        else:
+            if chosen is None:
+                chosen = (float(sp["eta"]), float(sp["lam"]))
+            best, n_evals = ev(*chosen), 1
+        row = {k: v for k, v in config.items() if k not in SEARCH_KEYS}
+        row.update({k: v for k, v in best.items() if k != "history" or track})
+        row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
+        rows.append(row)
+    return rows
+
+
+def _call(config, splits, sp, with_kld, track):
+    return _evaluate(config, splits, sp, with_kld, track)
+
+
+def run_configs(configs: list[dict], splits: list, params: dict, *, with_kld: bool = False,
+                track: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per (configuration, split); configurations run in parallel with ``params['n_jobs']`` workers."""
+    sp = {k: params[k] for k in SEARCH_KEYS}
+    if sp["search"] and not sp["eta_grid"]:
+        raise ParameterError("eta_grid must list at least one learning rate when search is true")
+    out = grid_map(_call, {"config": list(configs)},
+                   fixed={"splits": splits, "sp": sp, "with_kld": with_kld, "track": tuple(track)},
+                   n_jobs=int(params.get("n_jobs", 1)))
+    return pd.DataFrame([r for rows in out for r in rows])

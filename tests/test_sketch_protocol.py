@@ -1,0 +1,122 @@
+"""Protocol helpers of Balu 2016 chapter 4 (mean correction, thresholding, line search, KLD) and smoke runs."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.sketch import (fit_eval, kld_gaussian, line_search, make_model, mean_correction, prepare_split, train)
+from dpmf_lib.sketch.runs import as_clip
+
+
+def _ratings(n_users=60, n_items=40, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    key = rng.choice(n_users * n_items, size=n, replace=False)
+    u, i = key // n_items, key % n_items
+    P, Q = rng.normal(0, 0.7, (n_users, 3)), rng.normal(0, 0.7, (n_items, 3))
+    v = np.clip(np.round(3 + (P[u] * Q[i]).sum(1) + rng.normal(0, 0.3, n)), 1, 5)
+    return Ratings(u.astype(np.int32), i.astype(np.int32), v.astype(np.float32), n_users, n_items, (1.0, 5.0),
+                   DataSource("toy", False, note="test"))
+
+
+def test_kld_gaussian_formula_4_15():
+    rng = np.random.default_rng(0)
+    a = rng.normal(0.1, 0.8, 200000)
+    b = rng.normal(-0.2, 1.1, 200000)
+    m1, s1, m2, s2 = a.mean(), a.var(), b.mean(), b.var()
+    want = 0.5 * (s1 / s2 + (m1 - m2) ** 2 / s2 - 1 + math.log(s2 / s1))
+    assert kld_gaussian(a, b) == pytest.approx(want, rel=1e-12)
+    # = KL(N(m_tr, s_tr²) ‖ N(m_te, s_te²)) for the exact parameters (closed form via scipy entropy on a fine grid)
+    x = np.linspace(-8, 8, 200001)
+    p, q = stats.norm.pdf(x, 0.1, 0.8), stats.norm.pdf(x, -0.2, 1.1)
+    assert kld_gaussian(a, b) == pytest.approx(stats.entropy(p, q), abs=5e-3)
+    assert kld_gaussian(a, a) == 0.0
+    assert math.isnan(kld_gaussian(np.zeros(5), b))
+
+
+def test_mean_correction_hand_case():
+    u = np.array([0, 0, 1, 1], np.int32)
+    i = np.array([0, 1, 0, 1], np.int32)
+    v = np.array([5, 3, 3, 1], np.float32)
+    mu, bu, bi = mean_correction(u, i, v, 3, 3)
+    assert mu == 3.0 and list(bu) == [1.0, -1.0, 0.0] and list(bi) == [1.0, -1.0, 0.0]
+
+
+def test_prepare_split_thresholds_and_residuals():
+    r = _ratings()
+    s = prepare_split(r, 3, min_freq=10)
+    assert s.info["n_train"] + s.info["n_val"] + s.info["n_val_removed"] + s.info["n_test"] + \
+        s.info["n_test_removed"] == r.n_ratings
+    ucount = np.bincount(s.train.users, minlength=r.n_users)
+    icount = np.bincount(s.train.items, minlength=r.n_items)
+    for t in (s.val, s.test):
+        assert (ucount[t.users] >= 10).all() and (icount[t.items] >= 10).all()
+    assert abs(float(s.train.values.mean())) < 0.05  # residuals are centred
+    assert prepare_split(r, 3).train.values.tobytes() == s.train.values.tobytes()  # same seed, same bytes
+    with pytest.raises(ParameterError):
+        prepare_split(r, 0, fractions=(0.5, 0.5))
+
+
+def test_line_search_finds_minimum_of_a_known_surface():
+    calls = []
+
+    def ev(eta, lam):
+        calls.append((eta, lam))
+        lam_term = (math.log10(lam) + 2.2) ** 2 if lam > 0 else 10.0
+        return {"eta": eta, "lam": lam, "val_rmse": (math.log10(eta) + 1.6) ** 2 + lam_term}
+
+    best, trace = line_search(ev, eta_grid=[0.001, 0.01, 0.1], lam_grid=[0.001, 0.01, 0.1], refine=0.5)
+    assert len(calls) == len(set(calls)) == len(trace) == 9 + 8
+    assert best["eta"] == pytest.approx(10 ** -1.5, rel=1e-5) and best["lam"] == pytest.approx(0.01)
+    best0, _ = line_search(ev, eta_grid=[0.01], lam_grid=[0.0], refine=0.5)  # λ = 0 stays 0 in stage 2
+    assert best0["lam"] == 0.0
+
+
+def test_training_learns_and_is_deterministic():
+    r = _ratings()
+    s = prepare_split(r, 0, min_freq=5)
+    base = float(np.sqrt(np.mean(s.test.values.astype(float) ** 2)))
+    out = {}
+    for m in ("regular", "count_sketch", "feature_hashing"):
+        a = fit_eval(m, s, d=4, gamma=1.0, epochs=15, eta=0.03, lam=0.02, seed=5)
+        b = fit_eval(m, s, d=4, gamma=1.0, epochs=15, eta=0.03, lam=0.02, seed=5)
+        assert a["test_rmse"] == b["test_rmse"]
+        out[m] = a["test_rmse"]
+    assert out["regular"] < 0.9 * base  # the factor model beats the bias baseline on low-rank data
+    assert out["count_sketch"] < base
+
+
+def test_bad_inputs_raise_parameter_errors():
+    r = _ratings()
+    s = prepare_split(r, 0)
+    m = make_model("regular", r.n_users, r.n_items, 2)
+    for kw in ({"eta": 0.0, "lam": 0.1}, {"eta": float("nan"), "lam": 0.1}, {"eta": 0.1, "lam": -1.0},
+               {"eta": 0.1, "lam": 0.1, "clip": 0.0}, {"eta": 0.1, "lam": 0.1, "clip": float("nan")}):
+        with pytest.raises(ParameterError):
+            train(m, s, epochs=1, **kw)
+    with pytest.raises(ParameterError):
+        train(m, s, epochs=0, eta=0.1, lam=0.1)
+    with pytest.raises(ParameterError):
+        make_model("regular", 5, 5, 2, gamma=2.0)
+    assert as_clip(".inf") == math.inf and as_clip(None) == math.inf and as_clip(2) == 2.0
+    with pytest.raises(ParameterError):
+        as_clip(-1)
+
+
+@pytest.mark.parametrize("name", ["balu_table4_2", "balu_fig4_7", "balu_fig4_4"])
+def test_experiments_run_at_smoke(name, figures_tmp):
+    import importlib
+
+    from dpmf_lib.params import load_params
+
+    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    p = load_params(name, "smoke", {"max_ratings": 5000, "epochs": 1})
+    df = mod.run(p)
+    assert "dataset" in df.columns and (df.dataset == "ml-100k").all()
+    assert np.isfinite(df.test_rmse).all()
+    if name == "balu_fig4_7":
+        assert (df.kld >= 0).all() and set(df.eps) == {2.0, math.inf}
+    mod.plot(df, p)
