@@ -1,0 +1,232 @@
+"""Search with binary sketches (thesis Section 5.4): packed codes, Hamming scan, asymmetric estimators, two-stage
+search.
+
+- :func:`pack_codes` / :func:`unpack_codes` — int8 ±1 codes ↔ uint64 words (bit j = word j//64, bit j%64; set for +1).
+- :func:`hamming` — all Hamming distances by hardware popcount (numba); :func:`hamming_reference` unpacks and compares.
+- :func:`hamming_knn` — the k nearest codes of each query code (ties → smaller index), counting-select on the distance
+  histogram; :func:`hamming_knn_reference` is a stable argsort.
+- :func:`asym_dot` (eq. 5.3, ``Σ_j (yᵀw_j) b_j``) and :func:`asym_cos` (eq. 5.13, the same divided by ``‖Wb‖``): dense
+  references over all pairs; :func:`asym_scores` scores given candidates from packed codes (numba, byte lookup tables).
+- :class:`SketchIndex` + :func:`two_stage_search` — shortlist the ``shortlist`` (paper: 1,000) database vectors nearest
+  to the query *sketch* in Hamming distance (ordering by eq. 2.19 is ordering by Hamming distance), then re-rank the
+  shortlist by an asymmetric estimate from the un-quantised query (default eq. 5.13).
+- :func:`exact_nn` / :func:`recall_at` — ground truth by exact cosine and recall@R (share of queries whose true nearest
+  neighbour is ranked within the first R).
+
+The query sketch used in the Hamming stage is encoded with the same method as the database (for qoLSH, the qoLSH code
+of the query) — the thesis does not say; this is the natural reading of "similarities based on the binary codes".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from . import _kernels as K
+from .encoders import as_frame, as_vectors, encode, frame_for, normalize_rows
+
+
+# ----------------------------------------------------------------------------------------------------------- packing
+def _as_signs(codes) -> np.ndarray:
+    S = np.asarray(codes)
+    if S.ndim == 1:
+        S = S[None, :]
+    if S.ndim != 2:
+        raise ParameterError(f"codes must be a (n, L) array of ±1, got shape {S.shape}")
+    if S.dtype != np.int8:
+        if not np.isin(S, (-1, 1)).all():
+            raise ParameterError("codes must contain only -1 and +1 (use encode_* to produce them)")
+        S = S.astype(np.int8)
+    return np.ascontiguousarray(S)
+
+
+def pack_codes(codes) -> np.ndarray:
+    """(n, L) ±1 → (n, ceil(L/64)) uint64, padding bits 0."""
+    return K.pack_signs_kernel(_as_signs(codes))
+
+
+def pack_codes_reference(codes) -> np.ndarray:
+    S = _as_signs(codes)
+    n, L = S.shape
+    nw = (L + 63) // 64
+    bits = np.zeros((n, nw * 64), np.uint8)
+    bits[:, :L] = S > 0
+    return np.packbits(bits, axis=1, bitorder="little").view("<u8").astype(np.uint64).reshape(n, nw)
+
+
+def unpack_codes(packed, L: int) -> np.ndarray:
+    P = _as_packed(packed)
+    if not 0 < L <= 64 * P.shape[1]:
+        raise ParameterError(f"L={L} does not fit {P.shape[1]} words of 64 bits")
+    return K.unpack_codes_kernel(P, int(L))
+
+
+def _as_packed(P, name="codes") -> np.ndarray:
+    P = np.asarray(P)
+    if P.ndim == 1:
+        P = P[None, :]
+    if P.dtype != np.uint64 or P.ndim != 2:
+        raise ParameterError(f"{name} must be packed codes: a (n, words) uint64 array (see pack_codes); got "
+                             f"{P.dtype} {P.shape}")
+    return np.ascontiguousarray(P)
+
+
+# ----------------------------------------------------------------------------------------------------------- Hamming
+def hamming(q_packed, db_packed) -> np.ndarray:
+    """(nq, n) int32 Hamming distances between packed codes (numba, popcount)."""
+    Q, D = _as_packed(q_packed, "q_packed"), _as_packed(db_packed, "db_packed")
+    if Q.shape[1] != D.shape[1]:
+        raise ParameterError(f"query codes have {Q.shape[1]} words, database codes {D.shape[1]}: same L needed")
+    return K.hamming_matrix_kernel(Q, D)
+
+
+def hamming_reference(q_codes, db_codes) -> np.ndarray:
+    """Unpacked reference: number of differing ±1 entries."""
+    A, B = _as_signs(q_codes), _as_signs(db_codes)
+    return (A[:, None, :] != B[None, :, :]).sum(2).astype(np.int32)
+
+
+def hamming_knn(q_packed, db_packed, k: int, n_bits: int | None = None):
+    """(indices (nq, k) int64, distances (nq, k) int32) of the k smallest Hamming distances, ties → smaller index."""
+    Q, D = _as_packed(q_packed, "q_packed"), _as_packed(db_packed, "db_packed")
+    if Q.shape[1] != D.shape[1]:
+        raise ParameterError(f"query codes have {Q.shape[1]} words, database codes {D.shape[1]}: same L needed")
+    if not isinstance(k, (int, np.integer)) or not 1 <= k <= len(D):
+        raise ParameterError(f"k must be an integer in [1, {len(D)}] (database size), got {k!r}")
+    nb = 64 * Q.shape[1] if n_bits is None else int(n_bits)
+    return K.hamming_knn_kernel(Q, D, int(k), nb)
+
+
+def hamming_knn_reference(q_codes, db_codes, k: int):
+    Dm = hamming_reference(q_codes, db_codes)
+    idx = np.argsort(Dm, axis=1, kind="stable")[:, :k]
+    return idx.astype(np.int64), np.take_along_axis(Dm, idx, 1)
+
+
+# ----------------------------------------------------------------------------------------------------------- estimators
+def asym_dot(Y, codes, W) -> np.ndarray:
+    """Eq. (5.3): d_a(y, b(x)) = Σ_j (yᵀw_j) b_j(x) for all pairs, (nq, n) float64 (dense reference)."""
+    W = as_frame(W).astype(np.float64)
+    return (np.asarray(Y, np.float64) @ W) @ _as_signs(codes).astype(np.float64).T
+
+
+def asym_cos(Y, codes, W) -> np.ndarray:
+    """Eq. (5.13): cos(y, x̂) = yᵀWb / ‖Wb‖ for all pairs, (nq, n) float64 (dense reference; y of unit norm)."""
+    S = _as_signs(codes).astype(np.float64)
+    nrm = np.linalg.norm(S @ as_frame(W).astype(np.float64).T, axis=1)
+    return asym_dot(Y, S, W) / nrm[None, :]
+
+
+def recon_norms(packed, W, chunk: int = 65536) -> np.ndarray:
+    """‖Wb‖ of every packed code, float32 (n,) — unpack in chunks, BLAS product."""
+    P = _as_packed(packed)
+    W = as_frame(W)
+    out = np.empty(len(P), np.float32)
+    for s in range(0, len(P), chunk):
+        S = unpack_codes(P[s : s + chunk], W.shape[1]).astype(np.float32)
+        out[s : s + chunk] = np.linalg.norm(S @ W.T, axis=1)
+    return out
+
+
+def asym_scores(Y, packed, W, candidates, estimator: str = "cos", norms=None) -> np.ndarray:
+    """Asymmetric scores of candidate ids (nq, S) (−1 = none → −inf): eq. 5.13 (``cos``) or eq. 5.3 (``dot``)."""
+    if estimator not in ("cos", "dot"):
+        raise ParameterError(f"estimator must be 'cos' (eq. 5.13) or 'dot' (eq. 5.3), got {estimator!r}")
+    W = as_frame(W)
+    Y = as_vectors(Y, "Y", d=W.shape[0])
+    P = _as_packed(packed)
+    if norms is None:
+        norms = recon_norms(P, W) if estimator == "cos" else np.ones(len(P), np.float32)
+    cand = np.ascontiguousarray(candidates, dtype=np.int64)
+    if cand.ndim != 2 or len(cand) != len(Y):
+        raise ParameterError(f"candidates must be (n_queries, S) = ({len(Y)}, S), got {cand.shape}")
+    C8 = P.view(np.uint8)
+    return K.asym_scores_kernel(np.ascontiguousarray(Y @ W), C8, np.ascontiguousarray(norms, np.float32), cand,
+                                estimator == "cos")
+
+
+# ----------------------------------------------------------------------------------------------------------- search
+@dataclass(frozen=True)
+class SketchIndex:
+    """Database sketches: frame W (d, L), packed codes (n, words), ‖Wb‖ per code, and how they were made."""
+
+    W: np.ndarray
+    codes: np.ndarray
+    norms: np.ndarray
+    method: str
+    M: int = 0
+    antisparse_solver: str = "lp"
+
+    @property
+    def L(self) -> int:
+        return self.W.shape[1]
+
+    @property
+    def n(self) -> int:
+        return self.codes.shape[0]
+
+    def encode(self, X) -> np.ndarray:
+        """Packed codes of new vectors with the index' method and frame."""
+        return pack_codes(encode(X, self.W, self.method, self.M, self.antisparse_solver))
+
+
+def build_index(X, method: str, L: int | None = None, *, W=None, M: int = 5, seed=0,
+                antisparse_solver: str = "lp") -> SketchIndex:
+    """Encode database vectors X (unit norm) with ``method``; the frame is ``W`` or :func:`frame_for` (method, d, L)."""
+    X = as_vectors(X)
+    if W is None:
+        if L is None:
+            raise ParameterError("give either the number of bits L or a frame W")
+        W = frame_for(method, X.shape[1], int(L), seed)
+    W = as_frame(W)
+    packed = pack_codes(encode(X, W, method, M, antisparse_solver))
+    return SketchIndex(W=W, codes=packed, norms=recon_norms(packed, W), method=method, M=int(M),
+                       antisparse_solver=antisparse_solver)
+
+
+def two_stage_search(index: SketchIndex, Y, shortlist: int = 1000, R: int | None = None, estimator: str = "cos",
+                     q_codes=None) -> np.ndarray:
+    """Two-stage search: Hamming shortlist of ``shortlist`` codes, re-ranked by the asymmetric estimator.
+
+    Returns (nq, R) int64 database ids in final rank order (R ≤ shortlist; default R = shortlist). ``q_codes``: packed
+    query sketches if already computed (else encoded with the index' method).
+    """
+    Y = as_vectors(Y, "Y", d=index.W.shape[0])
+    S = min(int(shortlist), index.n)
+    R = S if R is None else int(R)
+    if not 1 <= R <= S:
+        raise ParameterError(f"R must be in [1, shortlist={S}], got {R}")
+    Qc = index.encode(Y) if q_codes is None else _as_packed(q_codes, "q_codes")
+    cand, _ = hamming_knn(Qc, index.codes, S, n_bits=index.L)
+    sc = asym_scores(Y, index.codes, index.W, cand, estimator, norms=index.norms)
+    order = np.argsort(-sc, axis=1, kind="stable")[:, :R]
+    return np.take_along_axis(cand, order, 1)
+
+
+def exact_nn(Y, X, chunk: int = 256) -> np.ndarray:
+    """Index of the database vector with the largest cosine to each query (rows normalised here), int64 (nq,)."""
+    Xn = normalize_rows(X)
+    Yn = normalize_rows(Y)
+    out = np.empty(len(Yn), np.int64)
+    for s in range(0, len(Yn), chunk):
+        out[s : s + chunk] = np.argmax(Yn[s : s + chunk] @ Xn.T, axis=1)
+    return out
+
+
+def recall_at(ranked, truth, Rs=None) -> np.ndarray:
+    """recall@R: share of queries whose true NN ``truth[q]`` is among ``ranked[q, :R]``, for each R in ``Rs``
+    (default 1..ranked.shape[1]). A NN missing from the list counts as a miss at every R."""
+    ranked = np.asarray(ranked)
+    truth = np.asarray(truth).reshape(-1)
+    if ranked.ndim != 2 or len(ranked) != len(truth):
+        raise ParameterError(f"ranked must be (n_queries, R) with n_queries = len(truth) = {len(truth)}, got "
+                             f"{ranked.shape}")
+    Rmax = ranked.shape[1]
+    Rs = np.arange(1, Rmax + 1) if Rs is None else np.asarray(Rs, dtype=np.int64)
+    if len(Rs) and (Rs.min() < 1 or Rs.max() > Rmax):
+        raise ParameterError(f"every R must lie in [1, {Rmax}], got [{Rs.min()}, {Rs.max()}]")
+    hit = ranked == truth[:, None]
+    pos = np.where(hit.any(1), hit.argmax(1) + 1, Rmax + 1)  # 1-based rank of the NN
+    return (pos[None, :] <= Rs[:, None]).mean(1)

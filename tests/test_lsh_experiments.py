@@ -1,0 +1,105 @@
+"""Chapter-5 experiments (balu_table5_1, balu_fig5_1, balu_fig5_2) at tiny sizes, and their helpers."""
+
+import numpy as np
+import pytest
+
+from dpmf_lib import lsh
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.params import load_params
+
+
+def test_table5_1_smoke_has_every_method_and_paper_values():
+    import dpmf_lib.experiments.balu_table5_1 as e
+
+    p = load_params("balu_table5_1", "smoke", {"n_vectors": 1500, "n_antisparse": 30, "n_common": 30,
+                                                "n_timing": 500, "n_frames": 2, "n_spread": 500})
+    df = e.run(p)
+    assert df.key.tolist() == ["lsh", "lsh+frame", "antisparse", "optimal", "qolsh"]
+    assert (df.dataset == "synthetic-sphere-d8").all()
+    mse = df.set_index("key").mse
+    assert mse["optimal"] <= mse[["lsh+frame", "qolsh", "antisparse", "lsh"]].min()  # eq. 5.6 is optimal
+    assert mse["qolsh"] < mse["lsh+frame"]
+    assert (df.entropy_bits <= np.log2(df.n_encoded) + 1e-9).all() and (df.entropy_bits <= 16).all()
+    assert {"mse_paper", "entropy_paper", "us_per_vector_paper"} <= set(df.columns)
+    claims = {m["claim"] for m in df.attrs["measurements"]}
+    assert "balu-5.1-mse-qolsh" in claims and "balu-5.1-qolsh-encoding-us" in claims
+    assert "balu-5.1-entropy-qolsh" not in claims  # only at n >= 1M
+    e.plot(df, p)
+
+
+def test_fig5_1_pairs_have_the_requested_cosine():
+    from dpmf_lib.experiments.balu_fig5_1 import make_pairs
+
+    X, Y, c = make_pairs(500, 32, -1.0, 1.0, 0)
+    np.testing.assert_allclose((X.astype(np.float64) * Y).sum(1), c, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(Y, axis=1), 1, atol=1e-6)
+
+
+def test_fig5_1_smoke():
+    import dpmf_lib.experiments.balu_fig5_1 as e
+
+    p = load_params("balu_fig5_1", "smoke", {"n_pairs": 1500, "d": 32, "L": 64})
+    df = e.run(p)
+    assert set(df.key) == {"lsh", "lsh+frame", "qolsh"} and (df.q05 <= df.q95).all()
+    s = e.summary(df)
+    assert s.width["qolsh"] < s.width["lsh"]
+    assert {m["claim"] for m in df.attrs["measurements"]} == {e.BIAS_CLAIM, e.NOISE_CLAIM}
+    e.plot(df, p)
+    with pytest.raises(ParameterError):
+        e.run({**p, "cos_min": 0.5, "cos_max": 0.1})
+
+
+def test_fig5_2_smoke_and_helpers():
+    import dpmf_lib.experiments.balu_fig5_2 as e
+
+    p = load_params("balu_fig5_2", "smoke", {"synth_n_base": 400, "synth_n_queries": 20, "antisparse_max_base": 400,
+                                             "digits_n_queries": 20})
+    df = e.run(p)
+    assert set(df.panel) == {"synthetic", "sklearn digits"}
+    assert set(df[df.panel == "synthetic"].key) == set(lsh.METHODS)
+    for _, g in df.groupby(["panel", "key"]):
+        r = g.sort_values("R").recall.to_numpy()
+        assert (np.diff(r) >= 0).all() and 0 <= r[0] and r[-1] <= 1  # recall@R is non-decreasing in R
+        assert len(r) == g.shortlist.iloc[0]
+    assert e.shortlist_size(p, 1_000_000) == 1000 and e.shortlist_size(p, 1682) == 50
+    e.plot(df, p)
+    with pytest.raises(ParameterError, match="unknown dataset"):
+        e.run({**p, "datasets": ["sift"]})
+
+
+def test_als_factors_fit_the_ratings():
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.experiments.balu_fig5_2 import als_factors
+
+    rng = np.random.default_rng(0)
+    U0, V0 = rng.standard_normal((60, 3)), rng.standard_normal((40, 3))
+    u, i = np.divmod(np.arange(60 * 40), 40)
+    keep = rng.random(len(u)) < 0.6
+    vals = (U0 @ V0.T)[u, i] + 3.0
+    r = Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals[keep].astype(np.float32), 60, 40,
+                (0.0, 6.0), DataSource("toy", False))
+    U, V = als_factors(r, 3, 0.01, 15, 0)
+    pred = (U @ V.T)[r.users, r.items] + r.values.mean()
+    assert np.sqrt(np.mean((pred - r.values) ** 2)) < 0.05 * r.values.std()
+
+
+def test_fig5_2_reads_sift1m_when_present(tmp_path, monkeypatch):
+    import dpmf_lib.experiments.balu_fig5_2 as e
+    from dpmf_lib.data.loaders import write_vecs
+
+    root = tmp_path / "data" / "sift1m"
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    write_vecs(root / "sift_base.fvecs", rng.random((600, 16), dtype=np.float32))
+    write_vecs(root / "sift_query.fvecs", rng.random((30, 16), dtype=np.float32))
+    monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "data"))
+    assert e.sift1m_path() == root
+    p = load_params("balu_fig5_2", "smoke", {"datasets": ["sift1m"], "sift_n_base": 500, "sift_n_queries": 20})
+    df = e.run(p)
+    assert set(df.panel) == {"SIFT1M"} and df.n_base.iloc[0] == 500 and df.L.iloc[0] == 32
+    assert [m["claim"] for m in df.attrs["measurements"]] == [e.SIFT_CLAIM]
+    monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
+    assert e.sift1m_path() is None
+    df = e.run({**p, "datasets": ["sift1m", "digits"]})
+    assert set(df.panel) == {"sklearn digits"} and "sift1m" in df.attrs["skipped"][0]
