@@ -1,0 +1,280 @@
+"""Shared machinery of the Hua, Xia, Zhong (2015) notebooks (hua_fig1 ... hua_fig10, extra_hua_message_sizes).
+
+Every scenario run goes through :func:`scenario_run`, cached on disk with joblib (key: scenario, data set, eps,
+checkpoints, seed, the model configuration and a hash of the ``dpmf_lib.objpert``, ``dpmf_lib.data`` and
+``data_fetch`` sources), so the figures that show
+the same runs (Figures 1-6 and the mean-increase Figures 7-8, the baseline of every figure) compute them once. The
+cache lives in ``$DPMF_CACHE_DIR`` or ``<data_dir>/cache/hua`` (git-ignored); ``cache: false`` in the parameters
+turns it off. A cached run also stores its data source, so a notebook whose runs are all cached never loads the data.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError
+from ..objpert import mf
+from ..objpert.data import load_hua_dataset
+
+MODEL_KEYS = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law", "reopt", "reopt_iters", "kernel")
+NAMES = {"netflix": "Netflix (100 random movies)", "ml-100k": "MovieLens 100K"}
+SCEN = {"s1": "S1 (trusted recommender)", "s2": "S2 (untrusted, static users)",
+        "s3": "S3 (untrusted, dynamic users)", "mf": "non-private MF"}
+
+
+def _code_version() -> str:
+    """Hash of the code a cached run depends on: the simulations and the data loaders/stand-in generators (a changed
+    stand-in must not be served from the cache; real data is identified by its dataset id and checksummed on load)."""
+    h = hashlib.sha256()
+    pkg = Path(__file__).resolve().parent.parent
+    for root in (pkg / "objpert", pkg / "data", pkg.parent / "data_fetch"):
+        for f in sorted(root.glob("*.py")):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    from ..paths import data_dir
+
+    return Path(os.environ.get("DPMF_CACHE_DIR", data_dir() / "cache")) / "hua"
+
+
+def model_config(params: dict) -> dict:
+    return {k: params[k] for k in MODEL_KEYS if k in params}
+
+
+def data_key(params: dict, dataset: str) -> tuple:
+    if dataset == "netflix":
+        return ("netflix", int(params.get("n_movies", 100)), int(params.get("subset_seed", 0)),
+                float(params.get("standin_scale", 1.0)), int(params.get("data_seed", 0)))
+    return (dataset,)
+
+
+@functools.lru_cache(maxsize=4)
+def load_data(key: tuple):
+    if key[0] == "netflix":
+        _, n_movies, subset_seed, scale, seed = key
+        r = load_hua_dataset("netflix", n_movies=n_movies, subset_seed=subset_seed, standin_scale=scale, seed=seed)
+    else:
+        r = load_hua_dataset(key[0])
+    return r, mf.Problem.from_ratings(r)
+
+
+def _compute(scenario: str, dkey: tuple, eps: float, checkpoints: tuple, seed: int, cfg: dict, s3: dict,
+             code: str) -> dict:
+    r, prob = load_data(dkey)
+    c = mf.HuaConfig(**cfg)
+    if scenario == "mf":
+        res = mf.train_mf(prob, c, list(checkpoints), seed)
+    elif scenario == "s1":
+        res = mf.run_s1(prob, c, eps, list(checkpoints), seed)
+    elif scenario == "s2":
+        res = mf.run_s2(prob, c, eps, list(checkpoints), seed)
+    elif scenario == "s3":
+        trace: list = []
+        res = mf.run_s3(prob, c, eps, list(checkpoints), seed, trace=trace, **s3)
+        tr = np.asarray(trace)
+        return {"source": r.source.as_dict(), "results": res,
+                "online_mean": float(tr[:, 1].mean()), "participants_mean": float(tr[:, 2].mean())}
+    else:
+        raise ParameterError(f"unknown scenario {scenario!r} (mf, s1, s2, s3)")
+    return {"source": r.source.as_dict(), "results": res}
+
+
+@functools.lru_cache(maxsize=2)
+def _memory(location: str):
+    import joblib
+
+    return joblib.Memory(location, verbose=0)
+
+
+def scenario_run(params: dict, scenario: str, dataset: str, eps: float, checkpoints, *, s3: dict | None = None) -> dict:
+    """``{"source": DataSource dict, "results": {T: summary}}`` for one run (cached unless ``params["cache"]`` is false)."""
+    cps = tuple(sorted({int(t) for t in checkpoints}))
+    eps = float(eps)
+    args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"]), model_config(params),
+            dict(sorted((s3 or {}).items())), _code_version())
+    if params.get("cache", True):
+        return _memory(str(cache_dir())).cache(_compute)(*args)
+    return _compute(*args)
+
+
+def s3_options(params: dict, **override) -> dict:
+    o = {"p_join": float(params["p_join"]), "p_leave": float(params["p_leave"]),
+         "max_online": int(params["max_online"]), "item_weight": params.get("s3_item_weight", "all_raters")}
+    o.update(override)
+    return o
+
+
+def baseline(params: dict, dataset: str) -> dict:
+    """The paper's baseline: non-private MF for ``baseline_iterations`` rounds (same initialisation and seed)."""
+    return scenario_run(params, "mf", dataset, math.inf, [int(params["baseline_iterations"])])
+
+
+def check(params: dict) -> None:
+    for e in list(params.get("eps_values", [])) + [params.get("eps_fixed", 1.0)]:
+        if not (isinstance(e, (int, float)) and e > 0):
+            raise ParameterError(f"every eps must be a number > 0, got {e!r}")
+    if params.get("dataset", "ml-100k") not in ("ml-100k", "netflix"):
+        raise ParameterError(f"parameter 'dataset' must be 'ml-100k' or 'netflix', got {params.get('dataset')!r}")
+
+
+# ---- Figures 1-6: CDF of |prediction error| ------------------------------------------------------------------------
+def cdf_rows(summary: dict, **cols) -> pd.DataFrame:
+    return pd.DataFrame({"abs_error": mf.CDF_GRID, "cdf": summary["cdf"].astype(float), **cols,
+                         "mean_abs_error": summary["mean"], "median_abs_error": summary["median"]})
+
+
+def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
+    """Panel (a): eps fixed, iterations vary; panel (b): iterations fixed, eps varies; plus the baseline curve."""
+    check(params)
+    ds = params["dataset"]
+    s3 = s3_options(params) if scenario == "s3" else None
+    parts, sources = [], {}
+    base = baseline(params, ds)
+    sources[base["source"]["label"]] = base["source"]
+    bT = int(params["baseline_iterations"])
+    bsum = base["results"][bT]
+    a = scenario_run(params, scenario, ds, params["eps_fixed"], params["iterations"], s3=s3)
+    for T, s in a["results"].items():
+        parts.append(cdf_rows(s, panel="a", scenario=scenario, eps=float(params["eps_fixed"]), iterations=T,
+                              curve=f"{T} iterations"))
+    for e in params["eps_values"]:
+        b = scenario_run(params, scenario, ds, e, [params["iterations_fixed"]], s3=s3)
+        s = b["results"][int(params["iterations_fixed"])]
+        parts.append(cdf_rows(s, panel="b", scenario=scenario, eps=float(e), iterations=int(params["iterations_fixed"]),
+                              curve=f"ε = {e:g}"))
+    if scenario == "s3":  # the dynamic protocol without noise: separates the effect of dynamics from that of noise
+        T = int(params["iterations_fixed"])
+        n = scenario_run(params, "s3", ds, math.inf, [T], s3=s3)
+        parts.append(cdf_rows(n["results"][T], panel="b", scenario="s3-nonprivate", eps=math.inf, iterations=T,
+                              curve=f"S3 without noise (ε = ∞, {T} it.)"))
+    for panel in ("a", "b"):
+        parts.append(cdf_rows(bsum, panel=panel, scenario="baseline", eps=math.inf, iterations=bT,
+                              curve=f"baseline (non-private, {bT} it.)"))
+    df = pd.concat(parts, ignore_index=True)
+    df.insert(0, "dataset", base["source"]["label"])
+    df["baseline_mean_abs_error"] = bsum["mean"]
+    return df, sources
+
+
+def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
+    from ..plotting import figure, standin_title
+
+    fig, axes = figure(2, 1, width=5.2, height=4.0)
+    ds = params["dataset"]
+    for ax, panel in zip(axes[0], ("a", "b")):
+        sub = df[df.panel == panel]
+        for curve, g in sub.groupby("curve", sort=False):
+            style = "--" if curve.startswith("baseline") else (":" if "without noise" in curve else "-")
+            ax.plot(g.abs_error, g.cdf, style, label=f"{curve} (mean {g.mean_abs_error.iloc[0]:.3g})")
+        ax.set_xlabel("|prediction error|")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.01)
+        ax.legend(fontsize="x-small", loc="lower right")
+        ax.set_title(f"({panel}) ε = {params['eps_fixed']:g}, change iterations" if panel == "a"
+                     else f"({panel}) {params['iterations_fixed']} iterations, change ε")
+    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: CDF of prediction errors, {NAMES[ds]}, {SCEN[scenario]}",
+                               df["dataset"].unique()), fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+# ---- Figures 7-8: mean increase over the baseline ------------------------------------------------------------------
+def increase_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
+    check(params)
+    ds = params["dataset"]
+    base = baseline(params, ds)
+    bmean = base["results"][int(params["baseline_iterations"])]["mean"]
+    rows = []
+    for scen, its, eps_list, panel in (("s1", params["iterations_s12"], params["eps_s12"], "a"),
+                                       ("s2", params["iterations_s12"], params["eps_s12"], "a"),
+                                       ("s3", params["iterations_s3"], params["eps_s3"], "b")):
+        s3 = s3_options(params) if scen == "s3" else None
+        for e in eps_list:
+            run = scenario_run(params, scen, ds, e, [its], s3=s3)
+            s = run["results"][int(its)]
+            rows.append({"panel": panel, "scenario": scen, "eps": float(e), "iterations": int(its),
+                         "mean_abs_error": s["mean"], "median_abs_error": s["median"], "baseline_mean_abs_error": bmean,
+                         "mean_increase": s["mean"] - bmean})
+    df = pd.DataFrame(rows)
+    df.insert(0, "dataset", base["source"]["label"])
+    return df, {base["source"]["label"]: base["source"]}
+
+
+def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
+    from ..plotting import figure, standin_title
+
+    fig, axes = figure(2, 1, width=5.0, height=3.8)
+    for ax, panel in zip(axes[0], ("a", "b")):
+        sub = df[df.panel == panel]
+        for scen, g in sub.groupby("scenario"):
+            ax.plot(g.eps, g.mean_increase, "o-", label=SCEN[scen])
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xlabel("ε")
+        ax.set_ylabel("mean increase of |prediction error|")
+        finite = sub.mean_increase[np.isfinite(sub.mean_increase)]
+        if len(finite) and finite.max() > 50 * max(1e-9, abs(finite.min())) and finite.min() > 0:
+            ax.set_yscale("log")
+        its = sub.iterations.iloc[0] if len(sub) else ""
+        ax.set_title(f"({panel}) {'Scenarios 1 and 2' if panel == 'a' else 'Scenario 3'} ({its} iterations)")
+        ax.legend(fontsize="small")
+    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: mean increase of prediction errors over the baseline, "
+                               f"{NAMES[params['dataset']]}", df["dataset"].unique()), fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+# ---- Figures 9-10: joining / leaving probabilities -----------------------------------------------------------------
+def joinleave_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
+    check(params)
+    ds = params["dataset"]
+    base = baseline(params, ds)
+    bmean = base["results"][int(params["baseline_iterations"])]["mean"]
+    its = int(params["iterations_s3"])
+    rows = []
+    for panel, var, values, fixed in (("a", "p_join", params["p_join_values"], {"p_leave": params["p_leave"]}),
+                                      ("b", "p_leave", params["p_leave_values"], {"p_join": params["p_join"]})):
+        for v in values:
+            s3 = s3_options(params, **fixed, **{var: float(v)})
+            run = scenario_run(params, "s3", ds, params["eps_fixed"], [its], s3=s3)
+            s = run["results"][its]
+            rows.append({"panel": panel, "varied": var, "probability": float(v), "p_join": s3["p_join"],
+                         "p_leave": s3["p_leave"], "eps": float(params["eps_fixed"]), "iterations": its,
+                         "mean_abs_error": s["mean"], "baseline_mean_abs_error": bmean, "mean_increase": s["mean"] - bmean,
+                         "online_mean": run["online_mean"], "participants_mean": run["participants_mean"]})
+    df = pd.DataFrame(rows)
+    df.insert(0, "dataset", base["source"]["label"])
+    return df, {base["source"]["label"]: base["source"]}
+
+
+def plot_joinleave(df: pd.DataFrame, params: dict, fig_no: int):
+    from ..plotting import figure, standin_title
+
+    fig, axes = figure(2, 1, width=5.0, height=3.8)
+    for ax, panel in zip(axes[0], ("a", "b")):
+        g = df[df.panel == panel]
+        ax.plot(g.probability, g.mean_increase, "o-")
+        ax.set_xlabel("joining probability" if panel == "a" else "leaving probability")
+        ax.set_ylabel("mean increase of |prediction error|")
+        ax.set_title(f"({panel}) " + (f"leaving probability = {params['p_leave']:g}" if panel == "a"
+                                      else f"joining probability = {params['p_join']:g}"))
+    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: joining/leaving probabilities in S3, "
+                               f"{NAMES[params['dataset']]} ({params['iterations_s3']} iterations, "
+                               f"ε = {params['eps_fixed']:g})", df["dataset"].unique()), fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def sources_of(sources: dict):
+    from ..data.ratings import DataSource
+
+    return [DataSource(s["dataset"], s["real"], s.get("checksum"), s.get("note", "")) for s in sources.values()]

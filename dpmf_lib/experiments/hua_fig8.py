@@ -1,0 +1,33 @@
+"""Hua, Xia, Zhong (2015), Figure 8: mean increase of prediction errors over the baseline, MovieLens.
+
+Panel (a): S1 and S2 after 100 iterations; panel (b): S3 after 10,000 iterations; x axis eps. The increase is the mean
+``|r'_ij - r_ij|`` of the private run minus that of the baseline (non-private MF, 100 iterations, same initialisation),
+as in Sec. 5. The runs are shared with Figures 2-6 through the run cache of
+:mod:`dpmf_lib.experiments.hua_common` when the parameters agree.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import Measurement
+from ..outputs import attach
+from . import hua_common as hc
+
+FIGURE = 8
+
+
+def run(params: dict) -> pd.DataFrame:
+    df, sources = hc.increase_experiment(params)
+    label = df["dataset"].iloc[0]
+    real = bool(list(sources.values())[0]["real"])
+    m = []
+    row = df[(df.scenario == "s2") & (df.eps == 0.15)]
+    if len(row) and int(row.iterations.iloc[0]) == 100:
+        m.append(Measurement("hua-5-fig8a-s2-movielens-eps015", float(row.mean_increase.iloc[0]), label, real,
+                             "S2 mean |error| increase over MF(100), eps=0.15, 100 iterations"))
+    return attach(df, sources=hc.sources_of(sources), measurements=m)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    return hc.plot_increase(df, params, FIGURE)

@@ -1,0 +1,299 @@
+"""The three scenarios of Hua, Xia, Zhong (2015) as simulations: S1 trusted, S2 untrusted/static, S3 untrusted/dynamic.
+
+Reconstruction choices (the paper leaves them open; each is repeated in the notebooks):
+
+- **Iteration** = one synchronous round of (2)-(3): every participating user updates ``u_i`` from her own ratings, the
+  recommender updates every ``v_j`` from the aggregate of the local gradients (what S2/S3 make possible).
+- **Gradient weights.** (4)-(5) are sums over an item's raters. With ``gamma = 2^-5`` and thousands of raters per Netflix
+  item the summed step diverges (``gamma * 2 * lambda_max(sum_i u_i u_i^T) >> 2``). We use the mean (``1/k_j`` for item
+  ``j`` with ``k_j`` raters in the data, ``1/n_i`` for user ``i``): this is the perturbed objective (6) with the
+  undefined ``1/M`` replaced by per-item weights ``1/k_j``. Theorem 1's argument is unchanged — the stationarity
+  condition (7) ``eta_j - 2 sum_i u_i (r_ij - u_i^T v_j) = -2 mu k_j v_j`` is the same on D and D' because ``k_j`` does not
+  depend on rating values. ``grad_weights="sum"`` gives the literal (4)-(5).
+- **||u_i|| <= 1** is enforced by projecting every updated ``u_i`` onto the unit ball (``max_norm=1``): the sensitivity
+  bound ``||eta_q - eta'_q|| = 2 ||u_p|| |r_pq - r'_pq| <= 2 Delta`` in the proof of Theorem 1 needs it. Initial rows of U
+  and V are uniformly random unit vectors (Sec. 3.1).
+- **S1**: ``iterations`` rounds of non-private MF give ``U``; then V is re-optimised with U fixed on (6), by default with
+  ``reopt_iters`` (default: the same number) gradient rounds from ``V(T)`` (``reopt="gd"``); ``reopt="exact"`` solves
+  the per-item ridge system ``(sum_i u_i u_i^T + mu k_j I) v_j = sum_i u_i r_ij - eta_j / 2`` — the exact minimiser
+  that Theorem 1 is about. ``eta_j``: norm-Gamma (Theorem 1) or per-coordinate Laplace (Lemma 1), ``noise_law``.
+- **S2**: every round adds ``eta_j`` (fixed; the sum of the users' Theorem-2 shares) and a fresh ``rho~_j(t)`` (the sum
+  of fresh shares, per-coordinate Laplace(2 Delta sqrt(d)/eps)) to the aggregate of item ``j`` (update (9), with the sign
+  of gradient *descent*: the paper's "+gamma(...)" in (9) is a typo against (3)).
+  The simulation draws the sums directly ("aggregate" path): the sum of ``k`` shares has exactly the same law, and the
+  masked aggregation is exact (both are tested; :mod:`dpmf_lib.objpert.protocol` runs the explicit protocol).
+- **S3**: before round 1 every user is online with probability ``p_join`` (all start offline and get one chance to
+  join); after each round online users leave with ``p_leave`` and offline users join with ``p_join``; each round the
+  recommender picks at most ``max_online`` online users uniformly. Only items with a participating rater are updated;
+  the aggregate carries the fixed ``eta_j`` (initialisation phase with the beta/alpha masks) plus a fresh ``rho~_j(t)``.
+- **Error metric**: ``|r'_ij - r_ij|`` over the training ratings R (Sec. 5), predictions ``u_i^T v_j`` not clipped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ParameterError
+from . import noise as nz
+from .kernels import abs_errors_nb, mf_round_nb, mf_round_reference
+
+CDF_GRID = np.round(np.linspace(0.0, 5.0, 501), 4)
+
+
+@dataclass(frozen=True)
+class HuaConfig:
+    d: int = 50
+    gamma: float = 2.0 ** -5
+    lam: float = 0.001
+    mu: float = 0.001
+    max_norm: float = 1.0  # ||u_i|| <= 1 (Theorem 1's proof); inf disables the projection
+    grad_weights: str = "mean"  # "mean" (1/k_j, 1/n_i) or "sum" (literal (4)-(5))
+    noise_law: str = "norm_gamma"  # S1's eta: "norm_gamma" (Theorem 1) or "laplace" (Lemma 1)
+    reopt: str = "gd"  # S1: "gd" (reopt_iters gradient rounds) or "exact" (per-item ridge solve)
+    reopt_iters: int | None = None  # S1, reopt="gd": None = same as the MF iterations
+    kernel: str = "numba"  # "numba" or "numpy" (reference)
+
+    def __post_init__(self):
+        nz.check_dim(self.d)
+        for name in ("gamma", "lam", "mu"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
+        if not (self.max_norm > 0):
+            raise ParameterError(f"parameter 'max_norm' must be > 0 (inf: no projection), got {self.max_norm!r}")
+        choices = {"grad_weights": ("mean", "sum"), "noise_law": ("norm_gamma", "laplace"), "reopt": ("gd", "exact"),
+                   "kernel": ("numba", "numpy")}
+        for name, ok in choices.items():
+            if getattr(self, name) not in ok:
+                raise ParameterError(f"parameter '{name}' must be one of {ok}, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_params(cls, p: dict) -> "HuaConfig":
+        keys = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law", "reopt", "reopt_iters", "kernel")
+        return cls(**{k: (float(p[k]) if k == "max_norm" else p[k]) for k in keys if k in p})
+
+
+@dataclass
+class Problem:
+    """A ratings set prepared for the kernels (user CSR, weights, rating triples)."""
+
+    users: np.ndarray
+    items: np.ndarray
+    values: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    csr_values: np.ndarray
+    n_users: int
+    n_items: int
+    delta: float
+    label: str = ""
+    user_counts: np.ndarray = field(default=None)
+    item_counts: np.ndarray = field(default=None)
+
+    @classmethod
+    def from_ratings(cls, r) -> "Problem":
+        csr = r.user_csr()
+        lo, hi = r.rating_scale
+        return cls(r.users, r.items, r.values, csr.indptr, csr.indices, csr.values, r.n_users, r.n_items,
+                   float(hi - lo), r.source.label, r.user_counts(), r.item_counts())
+
+    def weights(self, cfg: HuaConfig) -> tuple[np.ndarray, np.ndarray]:
+        if cfg.grad_weights == "sum":
+            return np.ones(self.n_users, np.float32), np.ones(self.n_items, np.float32)
+        return ((1.0 / np.maximum(self.user_counts, 1)).astype(np.float32),
+                (1.0 / np.maximum(self.item_counts, 1)).astype(np.float32))
+
+
+def unit_rows(n: int, d: int, rng) -> np.ndarray:
+    """``n`` uniformly random unit vectors in R^d (float32)."""
+    g = nz.as_rng(rng).standard_normal((n, d))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    return np.ascontiguousarray(g, dtype=np.float32)
+
+
+def init_factors(prob: Problem, d: int, seed) -> tuple[np.ndarray, np.ndarray]:
+    """U(0), V(0) with uniformly random unit-norm rows (Sec. 3.1); the same seed gives the same start in every scenario."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))
+    return unit_rows(prob.n_users, d, rng), unit_rows(prob.n_items, d, rng)
+
+
+def mf_round(prob: Problem, cfg: HuaConfig, U, V, participants, item_noise, uw, iw, *, users=True, items=True):
+    fn = mf_round_nb if cfg.kernel == "numba" else mf_round_reference
+    return fn(prob.indptr, prob.indices, prob.csr_values, participants, U, V, uw, iw, item_noise,
+              float(cfg.gamma), float(cfg.lam), float(cfg.mu), bool(users), bool(items), float(cfg.max_norm))
+
+
+def abs_errors(prob: Problem, U, V) -> np.ndarray:
+    return abs_errors_nb(prob.users, prob.items, prob.values, U, V)
+
+
+def summarize(err: np.ndarray) -> dict:
+    """Mean/median/RMSE/p90 of |error| and its CDF on :data:`CDF_GRID` (compact enough to cache)."""
+    e = np.sort(np.asarray(err, dtype=np.float64))
+    if not np.all(np.isfinite(e)):
+        e = np.where(np.isfinite(e), e, np.inf)
+    cdf = np.searchsorted(e, CDF_GRID, side="right") / max(len(e), 1)
+    finite = e[np.isfinite(e)]
+    return {"mean": float(np.mean(e)) if np.all(np.isfinite(e)) else float("inf"),
+            "median": float(np.median(e)), "rmse": float(np.sqrt(np.mean(finite ** 2))) if len(finite) else float("nan"),
+            "p90": float(np.quantile(e, 0.9)), "cdf": cdf.astype(np.float32)}
+
+
+def _checkpoints(iterations) -> list[int]:
+    its = sorted({int(t) for t in (iterations if isinstance(iterations, (list, tuple, np.ndarray)) else [iterations])})
+    if not its or its[0] < 0:
+        raise ParameterError(f"parameter 'iterations' must be non-negative integers, got {iterations!r}")
+    return its
+
+
+def _streams(seed):
+    ss = np.random.SeedSequence([int(seed), 2])
+    return [np.random.default_rng(s) for s in ss.spawn(3)]  # noise, protocol/selection, dynamics
+
+
+def train_mf(prob: Problem, cfg: HuaConfig, iterations, seed=0, *, states: bool = False):
+    """Non-private MF (the paper's baseline): ``{T: summary}`` (and ``{T: (U, V)}`` copies when ``states``)."""
+    its = _checkpoints(iterations)
+    U, V = init_factors(prob, cfg.d, seed)
+    uw, iw = prob.weights(cfg)
+    parts = np.arange(prob.n_users, dtype=np.int32)
+    zero = np.zeros((prob.n_items, cfg.d), np.float32)
+    out, st = {}, {}
+    t = 0
+    for T in its:
+        while t < T:
+            mf_round(prob, cfg, U, V, parts, zero, uw, iw)
+            t += 1
+        out[T] = summarize(abs_errors(prob, U, V))
+        if states:
+            st[T] = (U.copy(), V.copy())
+    return (out, st) if states else out
+
+
+def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int):
+    """V minimising (6) with U fixed: ``iters`` V-only gradient rounds from ``V`` (``gd``) or the exact ridge solve."""
+    uw, iw = prob.weights(cfg)
+    V = V.copy()
+    if cfg.reopt == "exact":
+        d = cfg.d
+        Ud = U.astype(np.float64)
+        A = np.zeros((prob.n_items, d, d))
+        b = np.zeros((prob.n_items, d))
+        uu = Ud[prob.users]
+        np.add.at(A, prob.items, uu[:, :, None] * uu[:, None, :])
+        np.add.at(b, prob.items, uu * prob.values[:, None].astype(np.float64))
+        reg = cfg.mu * (np.ones(prob.n_items) if cfg.grad_weights == "sum" else prob.item_counts.astype(np.float64))
+        A += reg[:, None, None] * np.eye(d)[None]
+        rhs = b - 0.5 * eta.astype(np.float64)
+        has = prob.item_counts > 0
+        V[has] = np.linalg.solve(A[has], rhs[has][:, :, None])[:, :, 0].astype(np.float32)
+        return V
+    parts = np.arange(prob.n_users, dtype=np.int32)
+    noise = np.ascontiguousarray(eta, dtype=np.float32)
+    Uc = U.copy()
+    for _ in range(int(iters)):
+        mf_round(prob, cfg, Uc, V, parts, noise, uw, iw, users=False)
+    return V
+
+
+def run_s1(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0) -> dict:
+    """S1 (trusted recommender): ``{T: summary}`` for each checkpoint T (MF for T rounds, then V re-optimised on (6))."""
+    eps = nz.check_eps(eps)
+    its = _checkpoints(iterations)
+    rng_noise, _, _ = _streams(seed)
+    eta = nz.sample_eta(prob.n_items, cfg.d, eps, prob.delta, cfg.noise_law, rng_noise, np.float32)
+    _, states = train_mf(prob, cfg, its, seed, states=True)
+    out = {}
+    for T in its:
+        U, V = states[T]
+        V2 = s1_reoptimize(prob, cfg, U, V, eta, T if cfg.reopt_iters is None else cfg.reopt_iters)
+        out[T] = summarize(abs_errors(prob, U, V2))
+    return out
+
+
+def run_s2(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0) -> dict:
+    """S2 (untrusted recommender, static users): every round adds ``eta_j + rho~_j(t)`` to the item aggregates."""
+    eps = nz.check_eps(eps)
+    its = _checkpoints(iterations)
+    rng_noise, _, _ = _streams(seed)
+    m, d = prob.n_items, cfg.d
+    eta = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
+    U, V = init_factors(prob, d, seed)
+    uw, iw = prob.weights(cfg)
+    parts = np.arange(prob.n_users, dtype=np.int32)
+    out, t = {}, 0
+    for T in its:
+        while t < T:
+            rho = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
+            mf_round(prob, cfg, U, V, parts, np.ascontiguousarray(eta + rho), uw, iw)
+            t += 1
+        out[T] = summarize(abs_errors(prob, U, V))
+    return out
+
+
+def _slots(prob: Problem, parts: np.ndarray) -> np.ndarray:
+    if not len(parts):
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(prob.indptr[i], prob.indptr[i + 1]) for i in parts])
+
+
+class OnlineUsers:
+    """Join/leave dynamics of S3 and the recommender's choice of at most ``max_online`` participants per round."""
+
+    def __init__(self, n_users: int, p_join: float, p_leave: float, max_online: int, rng: np.random.Generator):
+        for name, p in (("p_join", p_join), ("p_leave", p_leave)):
+            if not (0.0 <= p <= 1.0):
+                raise ParameterError(f"parameter '{name}' must be a probability in [0, 1], got {p!r}")
+        if int(max_online) < 1:
+            raise ParameterError(f"parameter 'max_online' must be >= 1, got {max_online!r}")
+        self.n, self.p_join, self.p_leave, self.cap, self.rng = n_users, p_join, p_leave, int(max_online), rng
+        self.online = rng.random(n_users) < p_join  # everybody starts offline and gets one chance to join
+
+    def participants(self) -> np.ndarray:
+        idx = np.flatnonzero(self.online)
+        if len(idx) > self.cap:
+            idx = np.sort(self.rng.choice(idx, size=self.cap, replace=False))
+        return idx.astype(np.int32)
+
+    def step(self) -> None:
+        on = np.flatnonzero(self.online)
+        off = np.flatnonzero(~self.online)
+        leave = self.rng.binomial(len(on), self.p_leave) if len(on) else 0
+        join = self.rng.binomial(len(off), self.p_join) if len(off) else 0
+        if leave:
+            self.online[self.rng.choice(on, size=leave, replace=False)] = False
+        if join:
+            self.online[self.rng.choice(off, size=join, replace=False)] = True
+
+
+def run_s3(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0, *, p_join=0.005, p_leave=0.01,
+           max_online=100, item_weight: str = "all_raters", trace: list | None = None) -> dict:
+    """S3 (untrusted recommender, dynamic users): ``{T: summary}``; ``trace`` (a list) receives per-round counts."""
+    eps = nz.check_eps(eps)
+    its = _checkpoints(iterations)
+    rng_noise, _, rng_dyn = _streams(seed)
+    m, d = prob.n_items, cfg.d
+    eta = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)  # fixed in the initialisation
+    U, V = init_factors(prob, d, seed)
+    uw, iw = prob.weights(cfg)
+    if item_weight not in ("all_raters", "participants"):
+        raise ParameterError(f"parameter 's3_item_weight' must be 'all_raters' or 'participants', got {item_weight!r}")
+    dyn = OnlineUsers(prob.n_users, p_join, p_leave, max_online, rng_dyn)
+    out, t = {}, 0
+    for T in its:
+        while t < T:
+            parts = dyn.participants()
+            rho = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
+            if item_weight == "participants":
+                kp = np.bincount(prob.indices[_slots(prob, parts)], minlength=m)
+                iw = (1.0 / np.maximum(kp, 1)).astype(np.float32)
+            touched = mf_round(prob, cfg, U, V, parts, np.ascontiguousarray(eta + rho), uw, iw)
+            if trace is not None:
+                trace.append((t, int(dyn.online.sum()), len(parts), int(touched.sum())))
+            dyn.step()
+            t += 1
+        out[T] = summarize(abs_errors(prob, U, V))
+    return out
