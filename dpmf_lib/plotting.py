@@ -27,12 +27,18 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float = 5.0, height: float 
 
 
 def standin_title(title: str, datasets) -> str:
-    """``title`` plus a visible stand-in notice when any of ``datasets`` (labels or DataSources) is synthetic."""
-    labels = [d if isinstance(d, str) else d.label for d in datasets]
-    synthetic = [lbl.split(" [")[0] for lbl in labels if STANDIN_MARK in lbl]
-    if synthetic:
-        title += f"\n{STANDIN_MARK[1:-1]}: {', '.join(dict.fromkeys(synthetic))} (not the real data)"
-    return title
+    """``title`` plus a line naming the data: each dataset's label, and a visible notice for synthetic stand-ins.
+
+    ``datasets``: labels (``Ratings.source.label``) or DataSources. Every figure names its data, so a figure made on
+    ML-100K for a paper figure drawn on another dataset says so.
+    """
+    labels = list(dict.fromkeys(d if isinstance(d, str) else d.label for d in datasets))
+    if not labels:
+        return title
+    line = "data: " + ", ".join(labels)
+    if any(STANDIN_MARK in lbl for lbl in labels):
+        line += " (stand-ins are not the real data)"
+    return f"{title}\n{line}"
 
 
 def paper_caption(paper: str, label: str) -> str:
