@@ -1,0 +1,263 @@
+"""Shared machinery of the Balu (2016) chapter-3 notebooks (Figures 3.2–3.6): data, split, attack grid, summaries.
+
+Seeding: the train/test split uses SeedSequence([seed, 0]); the public codebook [seed, 1] (the same for every eps);
+the noise of user u at grid point e [seed, 2, e, u]; the attacks' MCMC [seed, 3, e, u]; the attacked subsample [seed, 4].
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..attacks import decoders, metrics
+from ..attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook
+from ..attacks.profiles import Profiles, item_priors, load_dataset, profiles_from_ratings, train_test_split
+from ..data.ratings import DataSource
+from ..errors import ParameterError
+
+ATTACK_LABELS = {"mcmc_prior": "MCMC, prior", "mcmc_flat": "MCMC, flat prior", "single": "single decoder",
+                 "popularity": "popularity"}
+
+
+@dataclass
+class Setup:
+    source: DataSource
+    train: Profiles
+    test: Profiles  # all test users (343 for ML-100K)
+    attacked: np.ndarray  # positions in ``test`` that are attacked (all at `paper`, a subsample at ci/smoke)
+    q: np.ndarray  # adversary's item priors
+    c_fallback: float  # mean training profile size
+
+
+def _seed(*parts) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(p) for p in parts]))
+
+
+def prepare(params: dict) -> Setup:
+    r = load_dataset(params.get("dataset", "ml-100k"), seed=params["seed"])
+    prof = profiles_from_ratings(r)
+    n_test = params.get("n_test")
+    train, test = train_test_split(prof, params["n_train"], n_test, seed=_seed(params["seed"], 0))
+    n_att = params.get("n_attacked")
+    if n_att is None or n_att >= len(test):
+        attacked = np.arange(len(test))
+    else:
+        if n_att < 1:
+            raise ParameterError(f"n_attacked must be >= 1 (or null for all test users), got {n_att}")
+        attacked = np.sort(_seed(params["seed"], 4).choice(len(test), int(n_att), replace=False))
+    q = item_priors(train, params.get("prior_alpha", 0.5))
+    return Setup(r.source, train, test, attacked, q, float(train.sizes().mean()))
+
+
+def make_mechanism(kind: str, eps: float, params: dict, n_items: int):
+    if kind == "blip":
+        return BLIP(bloom_codebook(n_items, params["L"], params["K"], seed=_seed(params["seed"], 1)), eps)
+    if kind == "jlt":
+        return JLT(jlt_codebook(n_items, params["L"], seed=_seed(params["seed"], 1)), eps, params["delta"])
+    raise ParameterError(f"unknown mechanism '{kind}'; use 'blip' or 'jlt'")
+
+
+def attack_one_eps(kind: str, eps_index: int, eps: float, params: dict, setup: Setup) -> list[dict]:
+    """Every attack on every attacked test user at one eps: one row per (user, attack)."""
+    mech = make_mechanism(kind, eps, params, setup.test.n_items)
+    if kind == "jlt":
+        mech.codebook.gram()  # once per eps task, shared by all users
+    rows = []
+    for u in setup.attacked:
+        P = setup.test.profile(int(u))
+        obs = mech.sanitize(P, seed=_seed(params["seed"], 2, eps_index, u))
+        t0 = time.perf_counter()
+        c_hat, ranks = decoders.attack(mech, obs, setup.q, attacks=tuple(params["attacks"]), f=params["prefilter_f"],
+                                       burn_in=params["burn_in"], n_samples=params["n_samples"],
+                                       c_fallback=setup.c_fallback, flat_prior=params.get("flat_prior", "catalog"),
+                                       seed=_seed(params["seed"], 3, eps_index, u))
+        dt = time.perf_counter() - t0
+        for a, rk in ranks.items():
+            rows.append({"mechanism": kind, "eps": float(eps), "user": int(setup.test.users[u]), "attack": a,
+                         "cos": metrics.cosine_sets(P, rk[:c_hat]),
+                         "ap10": metrics.average_precision_at(P, rk, params["map_R"]),
+                         "c_hat": c_hat, "c_true": len(P), "seconds_all_attacks": dt})
+    return rows
+
+
+RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "delta", "burn_in", "n_samples",
+               "prefilter_f", "prior_alpha", "map_R", "flat_prior")
+
+
+def _cache_file(kind: str, params: dict, eps: float, source: DataSource):
+    """Per-(mechanism, eps) result cache shared by Figures 3.2/3.4 (BLIP), 3.3/3.5 (JLT) and 3.6: the key holds every
+    parameter that changes the numbers, the data source (checksum, real or stand-in) and a hash of the attack code, so
+    a stale entry is never read.
+    ``$DPMF_BALU_CACHE=0`` disables it."""
+    import hashlib
+    import json
+    import os
+    from pathlib import Path
+
+    from ..paths import figures_dir
+
+    if os.environ.get("DPMF_BALU_CACHE", "1") == "0":
+        return None
+    h = hashlib.sha256()
+    here = Path(__file__).resolve()
+    for f in sorted((here.parent.parent / "attacks").glob("*.py")) + [here]:
+        h.update(f.read_bytes())
+    key = {k: params.get(k) for k in RESULT_KEYS}
+    key.update(kind=kind, eps=float(eps), source=source.as_dict())
+    h.update(json.dumps(key, sort_keys=True, default=str).encode())
+    return figures_dir() / ".cache" / "balu_ch3" / f"{kind}_{h.hexdigest()[:20]}.csv"
+
+
+def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.DataFrame:
+    """Per-user results over the eps grid (long format), with the ``dataset`` column."""
+    from ..sweep import grid_map
+
+    for name in ("burn_in", "n_samples", "L", "prefilter_f"):
+        if not (isinstance(params[name], (int, float)) and params[name] >= (0 if name == "burn_in" else 1)):
+            raise ParameterError(f"parameter '{name}' must be a number >= {0 if name == 'burn_in' else 1}, "
+                                 f"got {params[name]!r}")
+    setup = setup or prepare(params)
+    eps_list = [float(e) for e in params["eps"]]
+    # eps is looked up from its index so that each grid call gets its own seed stream
+    results = grid_map(_task, {"eps_index": list(range(len(eps_list)))},
+                       fixed={"kind": kind, "eps_list": eps_list, "params": params, "setup": setup},
+                       n_jobs=params.get("n_jobs"))
+    df = pd.DataFrame([r for rows in results for r in rows])
+    df.insert(0, "dataset", setup.source.label)
+    if kind == "blip":
+        df["p_eps"] = [1.0 / (1.0 + math.exp(e / params["K"])) for e in df["eps"]]
+    else:
+        df["sigma"] = [4.0 / e * math.sqrt(math.log(1 / params["delta"])) for e in df["eps"]]
+    return df
+
+
+def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup) -> list[dict]:
+    """One eps of the grid, from the cache when every requested attack is there (MCMC-with-prior rows do not depend
+    on whether the other attacks ran: it is the first consumer of the user's MCMC seed)."""
+    eps = eps_list[eps_index]
+    want = list(params["attacks"])
+    f = _cache_file(kind, {**params, "flat_prior": params.get("flat_prior", "catalog")}, eps, setup.source)
+    if f is not None and f.exists():
+        cached = pd.read_csv(f)
+        if set(want) <= set(cached["attack"]):
+            return cached[cached["attack"].isin(want)].to_dict("records")
+    rows = attack_one_eps(kind, eps_index, eps, params, setup)
+    if f is not None and (not f.exists() or set(want) >= set(pd.read_csv(f)["attack"])):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        pd.DataFrame(rows).to_csv(tmp, index=False)
+        os.replace(tmp, f)
+    return rows
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean / 10 % / 90 % quantiles of the cosine, mAP@R, mean c_hat, per (mechanism, eps, attack)."""
+    g = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)
+    out = g.agg(cos_mean=("cos", "mean"), cos_q10=("cos", lambda x: float(np.quantile(x, 0.1))),
+                cos_q90=("cos", lambda x: float(np.quantile(x, 0.9))), map10=("ap10", "mean"),
+                c_hat_mean=("c_hat", "mean"), c_true_mean=("c_true", "mean"), n_users=("user", "nunique"),
+                seconds_per_user=("seconds_all_attacks", "mean")).reset_index()
+    return out
+
+
+def subsample_note(params: dict, setup_n_test: int = 343) -> str:
+    n = params.get("n_attacked")
+    parts = []
+    if n is not None and n < setup_n_test:
+        parts.append(f"{n} of {setup_n_test} test users attacked")
+    if params["burn_in"] != 1000 or params["n_samples"] != 19000:
+        parts.append(f"MCMC T={params['burn_in']}, M={params['n_samples']} (paper: 1,000 / 19,000)")
+    return ("profile '" + params.get("profile", "?") + "': " + "; ".join(parts)) if parts else ""
+
+
+def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, title: str):
+    """Figures 3.2–3.5: metric vs eps for each attack (ML-100K panel) and the Digg panel marked unavailable."""
+    from ..plotting import figure, standin_title
+
+    fig, axes = figure(2, 1, width=4.2, height=3.9, gridspec_kw={"width_ratios": [3, 1]})
+    ax = axes[0, 0]
+    eps_sorted = sorted(summary["eps"].unique(), reverse=True)
+    xpos = {e: i for i, e in enumerate(eps_sorted)}  # the thesis plots the eps grid as equally spaced categories
+    for a in [a for a in ATTACK_LABELS if a in set(summary["attack"])]:
+        s = summary[summary["attack"] == a].sort_values("eps", ascending=False)
+        x = [xpos[e] for e in s["eps"]]
+        line, = ax.plot(x, s[f"{metric}_mean" if metric == "cos" else metric], marker="o", label=ATTACK_LABELS[a])
+        if metric == "cos":
+            ax.fill_between(x, s["cos_q10"], s["cos_q90"], color=line.get_color(), alpha=0.15)
+    ax.set_xticks(range(len(eps_sorted)))
+    ax.set_xticklabels([f"{e:g}" for e in eps_sorted])
+    ax.set_xlabel("ε")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize="small")
+    labels = list(summary["dataset"].unique())
+    note = subsample_note(params)
+    ax.set_title(standin_title(title + (f"\n{note}" if note else ""), labels), fontsize="small")
+    ax2 = axes[0, 1]
+    ax2.text(0.5, 0.5, "Digg: not available\n(the 2016 Digg crawl cannot be obtained;\nsee Table 3.1)", ha="center",
+             va="center", transform=ax2.transAxes)
+    ax2.set_axis_off()
+    fig.tight_layout()
+    return fig
+
+
+def _mean(summary: pd.DataFrame, eps: float, attack: str, col: str) -> float | None:
+    s = summary[(summary["eps"] == eps) & (summary["attack"] == attack)]
+    return float(s[col].iloc[0]) if len(s) else None
+
+
+def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, params: dict, *, metric: str) -> list:
+    """Claim measurements of Section 3.5 that this summary supports (see params/claims.yaml, balu ch3 section)."""
+    from ..claims import Measurement
+
+    note = subsample_note(params) or "paper settings"
+    out = []
+
+    def add(claim, value, extra=""):
+        if value is not None and np.isfinite(value):
+            out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
+                                   note=(note + ("; " + extra if extra else ""))))
+
+    eps_all = sorted(summary["eps"].unique())
+    attacks = set(summary["attack"])
+    if metric == "cos":
+        if {"mcmc_prior", "single"} <= attacks:
+            wins = [(_mean(summary, e, "mcmc_prior", "cos_mean") or 0) > (_mean(summary, e, "single", "cos_mean") or 0)
+                    for e in eps_all]
+            add(f"balu-3.5-{kind}-joint-beats-single", float(np.mean(wins)),
+                f"share of the {len(eps_all)} eps values where MCMC-with-prior mean cosine > single decoder's")
+        if kind == "blip" and 8.0 in eps_all:
+            sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
+            if sg is not None and pop is not None:
+                add("balu-3.5-blip-eps8-single-vs-popularity", sg - pop, f"single {sg:.3f}, popularity {pop:.3f}")
+            add("balu-3.5-blip-eps8-joint-half", jt)
+        if kind == "blip" and 0.0 in eps_all:
+            _add_eps0(add, summary, "cos_mean", "balu-3.5-blip-eps0-max-cos")
+    if metric == "map10" and kind == "blip" and 0.0 in eps_all:
+        _add_eps0(add, summary, "map10", "balu-3.5-blip-eps0-map10")
+    return out
+
+
+def _add_eps0(add, summary, col, claim):
+    """Best value at eps = 0 over the attacks the thesis's figures plot (MCMC prior/flat, single)."""
+    vals = summary[summary["eps"] == 0.0].set_index("attack")[col]
+    plotted = vals[[a for a in ("mcmc_prior", "mcmc_flat", "single") if a in vals.index]]
+    if len(plotted):
+        pop = f"; popularity {vals['popularity']:.3f}" if "popularity" in vals.index else ""
+        add(claim, float(plotted.max()), f"best plotted attack: {plotted.idxmax()}{pop}")
+
+
+def attack_figure_run(kind: str, metric: str, params: dict) -> pd.DataFrame:
+    """run() of Figures 3.2–3.5: per-user rows; the summary is :func:`summarize`; measurements attached."""
+    from ..outputs import attach
+
+    setup = prepare(params)
+    df = run_attack_grid(kind, params, setup)
+    summary = summarize(df)
+    return attach(df, sources=[setup.source],
+                  measurements=attack_measurements(summary, kind, setup.source, params, metric=metric))

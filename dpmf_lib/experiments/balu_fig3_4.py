@@ -1,0 +1,30 @@
+"""Balu (2016) thesis, Figure 3.4: mAP@10 of BLIP profile reconstructions vs ε (MCMC with/without prior, single, popularity).
+
+ML-100K: 600 training users give the item priors, the 343 test users are sanitized with BLIP and attacked (Section
+3.5.1). The Digg panel of the thesis cannot be reproduced (the crawl is not available): the figure says so.
+All logic lives in :mod:`dpmf_lib.experiments._balu_ch3` and :mod:`dpmf_lib.attacks`; choices the thesis leaves open are
+listed in :mod:`dpmf_lib.attacks.decoders` (c_hat at ε = 0, c_max, flat prior, prefilter, coding multiplicity).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import _balu_ch3 as ch3
+
+KIND = "blip"
+METRIC = "map10"
+
+
+def run(params: dict) -> pd.DataFrame:
+    """Per-(ε, user, attack) rows: cos, ap10, c_hat, c_true (summarise with :func:`summarize`)."""
+    return ch3.attack_figure_run(KIND, METRIC, params)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    return ch3.summarize(df)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    return ch3.plot_metric(ch3.summarize(df), params, METRIC, "mAP@10 (3.37)",
+                           "Balu 2016 Figure 3.4: BLIP (mAP@10)")

@@ -1,0 +1,131 @@
+"""Joint-decoder Gibbs kernels: agreement with the plain reference, brute-force transition probabilities, exact marginals."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpmf_lib.attacks import BLIP, JLT, bloom_codebook, jlt_codebook
+from dpmf_lib.attacks import gibbs
+from dpmf_lib.attacks.decoders import mcmc_blip, mcmc_jlt
+
+
+def _blip_problem(eps=6.0, seed=0):
+    rng = np.random.default_rng(seed)
+    n_c, L, K = 6, 40, 3
+    cb = bloom_codebook(n_c, L, K, seed=seed)
+    m = BLIP(cb, eps)
+    bt = m.sanitize(np.array([0, 2]), seed=rng)
+    log_rho = rng.normal(-0.5, 0.7, n_c)
+    lam = math.log((1 - m.p_eps) / m.p_eps)
+    sgn = np.where(bt > 0, 1, -1).astype(np.int32)
+
+    def log_post(profile, c_max):
+        return gibbs.blip_log_posterior(profile, cb.bits, cb.nbits, bt, m.p_eps, log_rho, c_max)
+    return cb, bt, log_rho, lam, sgn, log_post, m
+
+
+JLT_CAND = np.array([7, 2, 9, 0, 4, 5], dtype=np.int64)  # candidates are a shuffled subset of a 10-item codebook
+
+
+def _jlt_problem(eps=3.0, seed=0):
+    rng = np.random.default_rng(seed)
+    L = 12
+    jc = jlt_codebook(10, L, seed=seed)
+    m = JLT(jc, eps, delta=0.1)
+    # sigma ~ 2 would swamp a 12-dim sketch; rescale noise so the posterior is neither flat nor degenerate
+    object.__setattr__(m, "sigma", 0.6)
+    y = m.sanitize(JLT_CAND[[1, 4]], seed=rng)
+    log_rho = rng.normal(-0.5, 0.7, 10)
+    Xc = jc.X[JLT_CAND]
+
+    def log_post(profile, c_max):
+        return gibbs.jlt_log_posterior(profile, Xc, y, m.sigma, log_rho[JLT_CAND], c_max)
+    return jc, y, log_rho, log_post, m
+
+
+def _draws(c_max, n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, c_max, size=n).astype(np.int64), rng.random(n)
+
+
+@pytest.mark.parametrize("c_max", [2, 3, 4])
+def test_blip_kernel_matches_bruteforce_transitions_and_chain(c_max):
+    cb, bt, log_rho, lam, sgn, log_post, _ = _blip_problem()
+    n = 300
+    sd, u = _draws(c_max, n, 1)
+    init = np.full(c_max, -1, dtype=np.int64)
+    init[0] = 3
+    slots = init.copy()
+    counts = np.zeros(6, dtype=np.int64)
+    probs = np.zeros((n, 7))
+    gibbs.blip_gibbs_kernel(cb.bits, cb.nbits, sgn, lam, log_rho, slots, sd, u, 50, counts, probs)
+    ref_counts, ref_slots, ref_probs = gibbs.gibbs_reference(lambda P: log_post(P, c_max), 6, init, sd, u, 50,
+                                                             n_record=n)
+    np.testing.assert_allclose(probs, ref_probs, rtol=1e-9, atol=1e-12)  # (3.35) = brute-force posterior ratios
+    assert np.array_equal(counts, ref_counts) and np.array_equal(slots, ref_slots)
+
+
+@pytest.mark.parametrize("c_max", [2, 4])
+def test_jlt_kernel_matches_bruteforce_transitions_and_chain(c_max):
+    jc, y, log_rho, log_post, m = _jlt_problem()
+    n = 300
+    sd, u = _draws(c_max, n, 2)
+    init = np.full(c_max, -1, dtype=np.int64)
+    init[0] = 5
+    slots = init.copy()
+    counts = np.zeros(6, dtype=np.int64)
+    probs = np.zeros((n, 7))
+    z = jc.x64()[JLT_CAND] @ y
+    gibbs.jlt_gibbs_kernel(jc.gram(), JLT_CAND, z, 1 / (2 * m.sigma ** 2), log_rho[JLT_CAND], slots, sd, u, 50,
+                           counts, probs)
+    ref_counts, ref_slots, ref_probs = gibbs.gibbs_reference(lambda P: log_post(P, c_max), 6, init, sd, u, 50,
+                                                             n_record=n)
+    np.testing.assert_allclose(probs, ref_probs, rtol=1e-6, atol=1e-9)
+    assert np.array_equal(counts, ref_counts) and np.array_equal(slots, ref_slots)
+
+
+def test_blip_mcmc_marginals_match_exact_enumeration():
+    cb, bt, log_rho, lam, sgn, log_post, m = _blip_problem(eps=4.0, seed=3)
+    c_max = 3
+    exact = gibbs.exact_marginals(lambda P: log_post(P, c_max), 6, c_max)
+    res = mcmc_blip(bt, m, np.arange(6), log_rho, c_max=c_max, c_init=1, burn_in=1000, n_samples=200_000, seed=4)
+    assert 0.05 < exact.max() and exact.min() < 0.95  # a posterior worth sampling
+    np.testing.assert_allclose(res.marginals, exact, atol=0.02)
+
+
+def test_jlt_mcmc_marginals_match_exact_enumeration():
+    jc, y, log_rho, log_post, m = _jlt_problem(seed=5)
+    c_max = 3
+    exact = gibbs.exact_marginals(lambda P: log_post(P, c_max), 6, c_max)
+    res = mcmc_jlt(y, m, JLT_CAND, log_rho, c_max=c_max, c_init=1, burn_in=1000, n_samples=200_000, seed=6)
+    np.testing.assert_allclose(res.marginals, exact, atol=0.02)
+
+
+def test_mcmc_is_deterministic_for_a_seed():
+    cb, bt, log_rho, lam, sgn, log_post, m = _blip_problem()
+    a = mcmc_blip(bt, m, np.arange(6), log_rho, c_max=3, c_init=2, burn_in=10, n_samples=500, seed=9)
+    b = mcmc_blip(bt, m, np.arange(6), log_rho, c_max=3, c_init=2, burn_in=10, n_samples=500, seed=9)
+    assert np.array_equal(a.marginals, b.marginals)
+
+
+def test_blip_kernel_matches_reference_on_a_medium_problem():
+    # many candidates sharing bits: exercises the incremental bit -> candidates bookkeeping
+    rng = np.random.default_rng(11)
+    n_c, L, K, c_max, n = 30, 120, 8, 12, 250
+    cb = bloom_codebook(n_c, L, K, seed=12)
+    m = BLIP(cb, 10.0)
+    bt = m.sanitize(np.arange(6), seed=rng)
+    log_rho = rng.normal(-1.0, 0.5, n_c)
+    sgn = np.where(bt > 0, 1, -1).astype(np.int32)
+    lam = math.log((1 - m.p_eps) / m.p_eps)
+    sd, u = _draws(c_max, n, 13)
+    init = np.full(c_max, -1, dtype=np.int64)
+    init[:5] = [3, 9, 17, 22, 29]
+    slots, counts, probs = init.copy(), np.zeros(n_c, dtype=np.int64), np.zeros((n, n_c + 1))
+    gibbs.blip_gibbs_kernel(cb.bits, cb.nbits, sgn, lam, log_rho, slots, sd, u, 20, counts, probs)
+    ref_counts, ref_slots, ref_probs = gibbs.gibbs_reference(
+        lambda P: gibbs.blip_log_posterior(P, cb.bits, cb.nbits, bt, m.p_eps, log_rho, c_max), n_c, init, sd, u, 20,
+        n_record=n)
+    np.testing.assert_allclose(probs, ref_probs, rtol=1e-9, atol=1e-12)
+    assert np.array_equal(counts, ref_counts) and np.array_equal(slots, ref_slots)
