@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
 from ..outputs import attach
 from . import hua_common as hc
 
@@ -20,11 +19,7 @@ FIGURE = 4
 
 def run(params: dict) -> pd.DataFrame:
     df, sources = hc.cdf_experiment(params, SCENARIO)
-    label = df["dataset"].iloc[0]
-    real = bool(list(sources.values())[0]["real"])
-    meas = []
-
-    return attach(df, sources=hc.sources_of(sources), measurements=meas)
+    return attach(df, sources=hc.sources_of(sources))
 
 
 def plot(df: pd.DataFrame, params: dict):
