@@ -162,3 +162,19 @@ def test_trim_accepts_a_generator():
     a = trim_per_user(r, 10, np.random.default_rng(7))
     b = trim_per_user(r, 10, np.random.default_rng(7))
     assert np.array_equal(a.items, b.items) and "seed" not in a.source.note.split("trimmed")[-1]
+
+
+def test_subsample_is_seeded_keeps_order_and_says_so():
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.data.splits import subsample
+
+    n = 1000
+    r = Ratings(users=np.arange(n) % 50, items=np.arange(n) // 50, values=np.ones(n), n_users=50, n_items=20,
+                rating_scale=(1.0, 5.0), source=DataSource("toy", True))
+    a, b = subsample(r, 100, seed=3), subsample(r, 100, seed=3)
+    assert a.n_ratings == 100 and np.array_equal(a.users, b.users) and np.array_equal(a.items, b.items)
+    key = a.items.astype(np.int64) * 50 + a.users
+    assert np.all(np.diff(key) > 0)  # file order kept
+    assert "random subset of 100 ratings" in a.source.note
+    assert subsample(r, None) is r and subsample(r, 5000) is r
+    assert not np.array_equal(subsample(r, 100, seed=4).users, a.users)

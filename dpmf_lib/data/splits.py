@@ -187,3 +187,14 @@ def sample_items(r: Ratings, n_items: int, seed=0) -> Ratings:
     chosen = np.zeros(r.n_items, bool)
     chosen[_rng(seed).choice(rated, size=n_items, replace=False)] = True
     return r.subset(chosen[r.items], note=f"{n_items} random items (seed {seed})")
+
+
+def subsample(r: Ratings, max_ratings: int | None, seed=0) -> Ratings:
+    """A seeded random subset of at most ``max_ratings`` ratings (file order kept; the note says so); ``None`` or a
+    bound at or above the size returns ``r`` unchanged. Used by smoke/ci profiles to shrink a dataset honestly."""
+    if max_ratings is None or max_ratings >= r.n_ratings:
+        return r
+    if max_ratings < 1:
+        raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {max_ratings!r}")
+    idx = np.sort(_rng(seed).choice(r.n_ratings, size=int(max_ratings), replace=False))
+    return r.subset(idx, note=f"random subset of {int(max_ratings):,} ratings (seed {seed})")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..data import load_ratings
-from ..data.splits import random_split
+from ..data.splits import random_split, subsample
 from .model import MFModel, make_model
 
 
@@ -38,11 +38,7 @@ def load_dataset(dataset: str, *, seed: int = 0, standin_scale: float = 1.0, max
 
     The subset (for the smoke profile) is written into ``source.note``.
     """
-    r = load_ratings(dataset, seed=seed, standin_scale=standin_scale)
-    if max_ratings is not None and max_ratings < r.n_ratings:
-        idx = np.sort(np.random.default_rng(seed).choice(r.n_ratings, size=int(max_ratings), replace=False))
-        r = r.subset(idx, note=f"random subset of {int(max_ratings)} ratings (seed {seed})")
-    return r
+    return subsample(load_ratings(dataset, seed=seed, standin_scale=standin_scale), max_ratings, seed)
 
 
 @dataclass

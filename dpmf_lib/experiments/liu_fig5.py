@@ -1,0 +1,64 @@
+"""Liu, Wang & Smola (2015), Figure 5: time for a fixed number of epochs, per solver and dimension (bars).
+
+The paper times C-SGD, fast SGLD, GraphChi, GraphLab Create and BidMach on Netflix (15 epochs) and Yahoo (30 epochs).
+Here: C-SGD, naive SGD (random order, no tiers), fast SGLD, libmf and scikit-surprise SVD on the same data, one fit of
+``epochs`` epochs each. ``seconds`` = total time of the run: ours = layout build + kernel time (test evaluation
+excluded), peers = end-to-end fit. SGLD settings as in Figure 2. Timings on a shared 2-core machine are noisy.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import Measurement
+from ..outputs import attach
+from ..plotting import figure, standin_title
+from ._liu_mf import load_split, run_csgd, run_peer, run_sgld
+
+CLAIM = "liu-6.3-sgld-slower-than-sgd"
+
+
+def run(params: dict) -> pd.DataFrame:
+    rows, sources, meas = [], [], []
+    E = params["epochs"]
+    for ds in params["datasets"]:
+        train, test = load_split(ds, params)
+        label = train.source.label
+        sources.append(train.source)
+        for d in params["dims"]:
+            res = {}
+            for s in params["solvers"]:
+                if s in ("csgd", "naive"):
+                    h = run_csgd(train, test, d, E, params, order="tiered" if s == "csgd" else "naive",
+                                 threads=params["threads"], label=s)
+                elif s == "sgld":
+                    h = run_sgld(train, test, d, E, params, threads=params["threads"])
+                elif s in ("libmf", "surprise"):
+                    h = run_peer(s, train, test, d, [E], params, threads=params["threads"] if s == "libmf" else 1)
+                else:
+                    raise ValueError(f"unknown solver {s!r} (csgd, naive, sgld, libmf, surprise)")
+                if not len(h):
+                    continue
+                last = h.iloc[-1]
+                res[s] = float(last["wall"])
+                rows.append({"dataset": label, "real": train.source.real, "solver": last["solver"], "d": d,
+                             "epochs": E, "seconds": float(last["wall"]), "test_rmse": float(last["test_rmse"]),
+                             "threads": params["threads"] if s not in ("libmf", "surprise") else 1})
+            if "csgd" in res and "sgld" in res:
+                meas.append(Measurement(CLAIM, res["sgld"] / res["csgd"], label, train.source.real,
+                                        note=f"d={d}: SGLD time / C-SGD time for {E} epochs"))
+    return attach(pd.DataFrame(rows), sources=sources, measurements=meas)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    dsets = list(dict.fromkeys(df.dataset))
+    fig, axes = figure(ncols=len(dsets), width=5.0, height=3.6)
+    for ax, ds in zip(axes[0], dsets):
+        g = df[df.dataset == ds].pivot_table(index="d", columns="solver", values="seconds", sort=False)
+        g.plot.bar(ax=ax, rot=0, logy=True)
+        ax.set_xlabel("dimension d")
+        ax.set_ylabel(f"seconds for {int(df.epochs.iloc[0])} epochs")
+        ax.set_title(standin_title(ds.split(' [')[0], [ds]), fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("Liu et al. Fig. 5: time per run by solver", fontsize=10, y=1.05)
+    return fig

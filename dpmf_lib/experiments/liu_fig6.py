@@ -1,0 +1,48 @@
+"""Liu, Wang & Smola (2015), Figure 6: convergence of C-SGD vs fast SGLD per epoch at d = 16.
+
+The paper: "the C-SGD can find a MAP estimate using several rounds and then begin overfitting. While SGLD first needs
+to burn-in and then start sampling procedure." We plot test RMSE per epoch for C-SGD, for the current SGLD sample and
+for SGLD's posterior-mean prediction (average over samples after ``sgld_burn_in`` rounds). Settings as in Figure 2.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import Measurement
+from ..outputs import attach
+from ..plotting import figure, standin_title
+from ._liu_mf import load_split, run_csgd, run_sgld
+
+CLAIM = "liu-6.4-sgd-overfits"
+
+
+def run(params: dict) -> pd.DataFrame:
+    frames, sources, meas = [], [], []
+    d = params["d"]
+    for ds in params["datasets"]:
+        train, test = load_split(ds, params)
+        label = train.source.label
+        sources.append(train.source)
+        a = run_csgd(train, test, d, params["epochs"], params, threads=params["threads"])
+        b = run_sgld(train, test, d, params["epochs"], params, threads=params["threads"])
+        avg = b.assign(solver="sgld (posterior mean)", test_rmse=b["test_rmse_avg"])
+        b = b.assign(solver="sgld (sample)")
+        frames.append(pd.concat([a, b, avg], ignore_index=True).assign(dataset=label, real=train.source.real))
+        meas.append(Measurement(CLAIM, float(a.test_rmse.iloc[-1] - a.test_rmse.min()), label, train.source.real,
+                                note=f"C-SGD d={d}: final minus best test RMSE over {params['epochs']} epochs"))
+    return attach(pd.concat(frames, ignore_index=True), sources=sources, measurements=meas)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    dsets = list(dict.fromkeys(df.dataset))
+    fig, axes = figure(ncols=len(dsets), width=4.6, height=3.6)
+    for ax, ds in zip(axes[0], dsets):
+        for s, g in df[df.dataset == ds].groupby("solver", sort=False):
+            ax.plot(g.epoch, g.test_rmse, "o-", ms=3, label=s)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test RMSE")
+        ax.set_title(standin_title(f"{ds.split(' [')[0]}, d = {params['d']}", [ds]), fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("Liu et al. Fig. 6: convergence of SGD vs SGLD", fontsize=10, y=1.05)
+    return fig

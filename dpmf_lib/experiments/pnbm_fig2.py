@@ -1,0 +1,103 @@
+"""PNBM paper, Figure 2: RMSE vs ε (user level, written x·τ) — DPPS-PNBM, DPPS-MF, non-private PCC and COS.
+
+DPPS-PNBM: SGLD (eq. 11) on the log-posterior scaled by κ = min(1, ε/(4B)), B = (5 - 1)² τ, τ = 200, one released
+sample (the last state). DPPS-MF is Liu et al.'s posterior-sampling MF from :mod:`dpmf_lib.privacy` (never a second
+implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rmse`); while that module is not available the figure leaves DPPS-MF out and says so (column ``note``,
+the title and the notebook). The non-private SGLD sample (κ = 1) is drawn as a reference line. The number of SGLD
+steps T and the minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import Measurement
+from ..nbm import runs
+from ..outputs import attach
+from ..plotting import figure, standin_title
+from .pnbm_fig1 import knn_rows, sources_of
+
+CLAIM_DPPS_KNN = "pnbm-5.2-dpps-pnbm-beats-knn-x0.1"
+CLAIM_DPPSMF_KNN = "pnbm-5.2-dpps-mf-beats-knn-x0.1"
+
+
+def dpps_fixed(p: dict) -> dict:
+    return {"tau": p["tau"], "T": p["T"], "L": p["L"], "xi": p["xi"], "Nk": p["pnbm_Nk"], "init_high": p["init_high"]}
+
+
+def dpps_grid(p: dict) -> dict:
+    return {"eta1": p["dpps_eta1"], "lam": p["dpps_lam"], "rho": p["dpps_rho"]}
+
+
+def dpps_frames(ds: str, p: dict, xs) -> list[pd.DataFrame]:
+    eps = [float(x) * p["tau"] for x in xs]
+    out = [runs.run_grid("dpps-pnbm", ds, p["folds"], eps, dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"])]
+    return out
+
+
+def run(params: dict) -> pd.DataFrame:
+    p = params
+    datasets, notes = runs.available(p["datasets"])
+    mf_ok, mf_note = runs.dpps_mf_available()
+    if not mf_ok:
+        notes.append(f"DPPS-MF {mf_note}")
+    frames = []
+    for ds in datasets:
+        frames += knn_rows(ds, p)
+        frames += dpps_frames(ds, p, p["xs"])
+        frames.append(runs.run_grid("sgld-pnbm", ds, p["folds"], [None], dpps_grid(p), dpps_fixed(p), p["seed"],
+                                    p["n_jobs"]))
+        if mf_ok:
+            eps = [float(x) * p["tau"] for x in p["xs"]]
+            try:
+                frames.append(runs.run_grid("dpps-mf", ds, p["folds"], eps, {"eta": p["mf_eta"], "lam": p["mf_lam"],
+                                            "rho": p["mf_rho"], "d": p["mf_d"]},
+                                            {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]},
+                                            p["seed"], p["n_jobs"]))
+            except Exception as exc:  # noqa: BLE001 — the module is another engineer's, still moving: say so, go on
+                mf_ok = False
+                notes.append(f"DPPS-MF not yet: waits for dpmf_lib.privacy (call failed: {type(exc).__name__}: "
+                             f"{str(exc)[:160]})")
+    agg = runs.select_best(pd.concat(frames, ignore_index=True))
+    agg["x"] = agg["epsilon"] / p["tau"]
+    agg["folds"] = ",".join(map(str, p["folds"]))
+    agg["note"] = "; ".join(notes)
+    meas = []
+    for ds in datasets:
+        real = runs._dataset(ds).source.real
+        knn = min(runs.best_rmse(agg, ds, "pcc"), runs.best_rmse(agg, ds, "cos"))
+        note = f"folds {p['folds']}, profile {p['profile']}, T={p['T']}, L={p['L']}; grid selected on test folds"
+        if 0.1 in [float(x) for x in p["xs"]]:
+            e = 0.1 * p["tau"]
+            meas.append(Measurement(CLAIM_DPPS_KNN, knn - runs.best_rmse(agg, ds, "dpps-pnbm", e), ds, real, note))
+            if mf_ok:
+                meas.append(Measurement(CLAIM_DPPSMF_KNN, knn - runs.best_rmse(agg, ds, "dpps-mf", e), ds, real, note))
+    return attach(agg, sources=sources_of(datasets), measurements=meas)
+
+
+def plot(df: pd.DataFrame, params: dict):
+    datasets = list(df.dataset.unique())
+    fig, axes = figure(ncols=1, nrows=max(1, len(datasets)), width=6.0, height=4.0)
+    for r, ds in enumerate(datasets):
+        ax = axes[r][0]
+        sel = df[(df.dataset == ds) & df.selected]
+        for m, style in (("dpps-pnbm", "o-"), ("dpps-mf", "s-")):
+            g = sel[sel.method == m].sort_values("epsilon")
+            if len(g):
+                ax.errorbar(g.x, g.rmse, yerr=g.rmse_std.fillna(0), fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
+        for m, ls in (("pcc", ":"), ("cos", "-."), ("sgld-pnbm", "--")):
+            g = sel[sel.method == m]
+            if len(g):
+                ax.axhline(float(g.rmse.iloc[0]), ls=ls, lw=1.2, color="0.35" if m != "sgld-pnbm" else "0.6",
+                           label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.3f}")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"x  (user-level ε = x · τ, τ = {params['tau']})")
+        ax.set_ylabel("test RMSE (mean over folds)")
+        title = f"{ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)"
+        if "DPPS-MF not yet" in str(df.note.iloc[0]):
+            title += "\nDPPS-MF not shown: not yet, waits for dpmf_lib.privacy"
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.suptitle(standin_title("PNBM paper, Figure 2: DPPS-PNBM vs DPPS-MF vs PCC/COS", datasets), fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,187 @@
+"""Cache-efficient SGD (C-SGD, Liu et al. 2015 Algorithm 2 and Sections 5.1–5.3) and the naive SGD baseline.
+
+Update per rating (eq. 3, with biases; u_j uses the old u_i):
+    e   = r_ij − (<u_i, v_j> + b_i + b_j + b_0)
+    u_i ← (1 − ηλ) u_i + η e v_j,     v_j ← (1 − ηλ) v_j + η e u_i
+    b_i ← b_i + η (e − λ_b b_i),      b_j ← b_j + η (e − λ_b b_j),      b_0 = training mean (fixed)
+with η_t = η0 / t^γ per round t = 1, 2, ... (Section 6.3). Choices not fixed by the paper: b_0 fixed at the training
+mean; bias regularizer λ_b = λ unless given; factors initialised N(0, 0.1²).
+
+Both orders run the same kernel ``_sgd_epoch`` (``prange`` over segments, see :mod:`dpmf_lib.mf.layout`); C-SGD uses
+the tiered user-block layout and optional software prefetch of the item vector ``prefetch_stride`` ratings ahead
+(Section 6.5 uses stride 2; default 0 = off here because on this machine it measured no gain at d = 2048 and a loss at
+small d — see the ``mf`` benchmark's ``csgd_prefetch2`` records), naive SGD a random permutation of all ratings.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ..errors import ParameterError
+from .layout import Layout, naive_layout, tiered_layout
+from .model import MFModel, check_dim, check_step, init_model, learning_rate
+from .prefetch import prefetch_row
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+@njit(cache=True, fastmath=True, inline="always")
+def _sgd_range(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf):
+    d = U.shape[1]
+    shrink = np.float32(1.0) - eta * lam
+    for k in range(start, stop):
+        if pf > 0 and k + pf < stop:
+            prefetch_row(V, items[k + pf])
+        i = users[k]
+        j = items[k]
+        s = np.float32(0.0)
+        for f in range(d):
+            s += U[i, f] * V[j, f]
+        e = vals[k] - (s + bu[i] + bi[j] + b0)
+        ee = eta * e
+        for f in range(d):
+            uf = U[i, f]
+            vf = V[j, f]
+            U[i, f] = shrink * uf + ee * vf
+            V[j, f] = shrink * vf + ee * uf
+        bu[i] += eta * (e - lamb * bu[i])
+        bi[j] += eta * (e - lamb * bi[j])
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _sgd_epoch(users, items, vals, seg, U, V, bu, bi, b0, eta, lam, lamb, pf):
+    n_seg = seg.shape[0] - 1
+    for s in prange(n_seg):
+        _sgd_range(users, items, vals, seg[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
+
+
+@njit(cache=True, fastmath=True)
+def _sgd_epoch_serial(users, items, vals, seg, U, V, bu, bi, b0, eta, lam, lamb, pf):
+    """The same loop without the parallel backend (one thread; used under cachegrind)."""
+    for s in range(seg.shape[0] - 1):
+        _sgd_range(users, items, vals, seg[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
+
+
+@contextmanager
+def num_threads(n: int | None):
+    """Run numba parallel regions with ``n`` threads (None: leave as is)."""
+    if n is None:
+        yield
+        return
+    if not isinstance(n, (int, np.integer)) or not 1 <= n <= numba.config.NUMBA_NUM_THREADS:
+        raise ParameterError(f"n_threads must be an integer in [1, {numba.config.NUMBA_NUM_THREADS}], got {n!r}")
+    old = numba.get_num_threads()
+    numba.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+@dataclass
+class TrainResult:
+    model: MFModel  # in the Ratings id space
+    history: "pd.DataFrame"  # one row per round: epoch, eta, seconds, wall, updates_per_s, test_rmse, ...
+    layout: Layout | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def updates_per_s(self) -> float:
+        h = self.history
+        return float(h["updates"].sum() / h["seconds"].sum())
+
+
+def _internal_model(model: MFModel, layout: Layout) -> MFModel:
+    return MFModel(np.ascontiguousarray(model.U), np.ascontiguousarray(model.V[layout.item_perm]),
+                   np.ascontiguousarray(model.bu), np.ascontiguousarray(model.bi[layout.item_perm]), model.b0)
+
+
+def _external_model(m: MFModel, layout: Layout) -> MFModel:
+    V = np.empty_like(m.V)
+    V[layout.item_perm] = m.V
+    bi = np.empty_like(m.bi)
+    bi[layout.item_perm] = m.bi
+    return MFModel(m.U, V, m.bu, bi, m.b0)
+
+
+def make_layout(train, order: str, *, block_users=1000, tiers=(500, 4000), seed=0) -> Layout:
+    """``order``: "tiered" (C-SGD, users interleaved within a group), "tiered-usermajor", or "naive"."""
+    if order == "tiered":
+        return tiered_layout(train, block_users=block_users, tiers=tiers, seed=seed)
+    if order == "tiered-usermajor":
+        return tiered_layout(train, block_users=block_users, tiers=tiers, interleave=1)
+    if order == "naive":
+        return naive_layout(train, seed=seed)
+    raise ParameterError(f"order must be 'tiered' (C-SGD), 'tiered-usermajor' or 'naive', got {order!r}")
+
+
+def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma: float = 1.0, lam: float = 5e-3,
+              lam_bias: float | None = None, order: str = "tiered", block_users: int = 1000, tiers=(500, 4000),
+              prefetch_stride: int = 0, n_threads: int | None = None, seed: int = 0, test=None,
+              init_scale: float | None = None, model: MFModel | None = None, layout: Layout | None = None,
+              time_budget: float | None = None) -> TrainResult:
+    """Train the biased MF model with C-SGD (``order="tiered"``) or naive SGD (``order="naive"``).
+
+    ``test`` (a Ratings) is evaluated after every round (outside the timed kernel). ``seconds`` in the history is
+    the kernel time of the round; ``wall`` the cumulative kernel time. ``time_budget`` stops after the round that
+    crosses it. Defaults are the paper's Netflix settings (η0 = 0.02, λ = 5·10⁻³, γ = 1).
+    """
+    import pandas as pd
+
+    d = check_dim(d)
+    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
+    eta0 = check_step("eta0", eta0)
+    gamma = check_step("gamma", gamma, allow_zero=True)
+    lam = check_step("lam", lam, allow_zero=True)
+    lamb = lam if lam_bias is None else check_step("lam_bias", lam_bias, allow_zero=True)
+    if not isinstance(prefetch_stride, (int, np.integer)) or prefetch_stride < 0:
+        raise ParameterError(f"prefetch_stride must be an integer ≥ 0 (0 = off), got {prefetch_stride!r}")
+    lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
+    b0 = float(train.values.mean())
+    m0 = model.copy() if model is not None else init_model(train.n_users, train.n_items, d, seed=seed,
+                                                            scale=init_scale, b0=b0)
+    m = _internal_model(m0, lay)
+    test_u = test_i = None
+    if test is not None:
+        test_u, test_i = test.users, lay.to_internal_items(test.items)
+    rows, wall = [], 0.0
+    with num_threads(n_threads):
+        for t in range(1, epochs + 1):
+            eta = np.float32(learning_rate(eta0, gamma, t))
+            t0 = time.perf_counter()
+            _sgd_epoch(lay.users, lay.items, lay.values, lay.seg, m.U, m.V, m.bu, m.bi, np.float32(m.b0), eta,
+                       np.float32(lam), np.float32(lamb), np.int64(prefetch_stride))
+            dt = time.perf_counter() - t0
+            wall += dt
+            row = {"epoch": t, "eta": float(eta), "seconds": dt, "wall": wall, "updates": lay.n_ratings,
+                   "updates_per_s": lay.n_ratings / dt}
+            if test is not None:
+                row["test_rmse"] = _rmse(m, test_u, test_i, test.values)
+            rows.append(row)
+            if not np.all(np.isfinite(m.U[:1])):
+                raise ParameterError(f"SGD diverged in round {t} (non-finite factors): lower eta0 (now {eta0})")
+            if time_budget is not None and wall >= time_budget:
+                break
+    return TrainResult(_external_model(m, lay), pd.DataFrame(rows), lay,
+                       {"order": lay.kind, "d": d, "n_threads": n_threads or numba.get_num_threads()})
+
+
+def _rmse(m: MFModel, users, items, values) -> float:
+    p = m.predict(users, items)
+    return float(np.sqrt(np.mean((p.astype(np.float64) - values) ** 2)))
+
+
+def sgd_flops_bytes(d: int) -> tuple[float, float]:
+    """Per rating update: floating-point operations and the bytes of factor traffic the update must move if nothing
+    were cached (read u_i, v_j, write both: 16·d bytes, plus 12 bytes of rating triple and 16 of biases).
+    FLOPs: dot 2d, update 6d (two scaled axpys with shrink), ~10 for error and biases."""
+    return 8.0 * d + 10.0, 16.0 * d + 28.0

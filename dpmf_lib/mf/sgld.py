@@ -1,0 +1,350 @@
+"""Fast SGLD for the biased MF posterior (Liu et al. 2015, Sections 4 and 5.4), and an exact (eager-noise) mode.
+
+Target (λ_r, Λ_u, Λ_v diagonal; s = ``likelihood_scale``; w_r optional per-rating weights):
+    log p(U, V, b | R) = −(s λ_r / 2) Σ_r w_r (r − r̂_r)² − ½ Σ_i u_iᵀΛ_u u_i − ½ Σ_j v_jᵀΛ_v v_j − (λ_b/2)(Σ b_i² + Σ b_j²)
+Step for rating r = (i, j) at step size η (Welling & Teh 2011 with a one-rating minibatch; the paper's eq. 4 and the
+N/N_i prior scaling of Section 5.4):
+    u_i ← u_i + (η/2) [ N s λ_r w_r e v_j − (N/N_i) Λ_u u_i ] + pending noise
+and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of the round. ζ = 1 samples the posterior;
+ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
+
+Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
+closed under addition, so this equals eager noise in distribution); at round end every vector is flushed for its
+remaining steps. The counters come from the layout (see :mod:`dpmf_lib.mf.layout`). Vectors with no training rating
+have the prior as conditional posterior and interact with nothing: they are integrated out during the run (held at the
+prior mean 0, so test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then
+exact for the rated rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
+
+Noise source: ``noise="table"`` reads contiguous segments of a :class:`~dpmf_lib.mf.noise.GaussianTable` from random
+offsets; ``noise="normal"`` draws fresh Box–Muller normals. ``mode="exact"`` = fresh normals + eager noise (every vector
+gets its own draw at every step; cost O(N (n_users + n_items) d) per round — only for small validation problems).
+
+Hyper-parameters: unless ``fixed_lambda`` is given, Λ_u, Λ_v (diagonal) are Gibbs-sampled once per round from their
+Gamma(α, β) conditionals — shape α + n/2, rate β + ½ Σ u_ik² over the n rows with ratings (β is read as a rate; the paper says only "α = 1.0,
+β = 100.0"). λ_r and λ_b are fixed parameters.
+
+For Liu Algorithm 1 (DP posterior sampling, density ∝ exp(−ε/(4B) F)): pass ``likelihood_scale``, per-rating ``weights``
+w_i, and ``fixed_lambda``; the returned ``SGLDResult.samples_V`` holds the V samples to release.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit, prange
+
+from ..errors import ParameterError
+from .csgd import _external_model, _internal_model, make_layout, num_threads
+from .layout import Layout
+from .model import MFModel, check_dim, check_step, init_model, learning_rate
+from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
+from .prefetch import prefetch_row
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+@njit(cache=True, inline="always")
+def _block_state(base, s):
+    st, z = splitmix_next(base ^ (np.uint64(s) * np.uint64(0xD6E8FEB86659FD93)))
+    return z
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _add_noise(A, b, row, sd, use_table, ext, size, state, buf, upd_b):
+    d = A.shape[1]
+    if use_table:
+        state, o = randint_below(state, size)
+        for f in range(d):
+            A[row, f] += sd * ext[o + f]
+        if upd_b:
+            b[row] += sd * ext[o + d]
+    else:
+        state = standard_normals(state, buf)
+        for f in range(d):
+            A[row, f] += sd * buf[f]
+        if upd_b:
+            b[row] += sd * buf[d]
+    return state
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b):
+    d = U.shape[1]
+    i = users[k]
+    j = items[k]
+    s = np.float32(0.0)
+    for f in range(d):
+        s += U[i, f] * V[j, f]
+    e = vals[k] - (s + bu[i] + bi[j] + b0)
+    g = lik * e
+    if has_w:
+        g = g * w[k]
+    pu = pwu[i]
+    pv = pwv[j]
+    if upd_v:
+        for f in range(d):
+            uf = U[i, f]
+            vf = V[j, f]
+            U[i, f] = uf + h * (g * vf - pu * Lu[f] * uf)
+            V[j, f] = vf + h * (g * uf - pv * Lv[f] * vf)
+        if upd_b:
+            bi[j] += h * (g - pv * lamb * bi[j])
+    else:
+        for f in range(d):
+            U[i, f] += h * (g * V[j, f] - pu * Lu[f] * U[i, f])
+    if upd_b:
+        bu[i] += h * (g - pu * lamb * bu[i])
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
+                     Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b):
+    n_seg = seg.shape[0] - 1
+    d = U.shape[1]
+    h = np.float32(0.5) * eta
+    ze = zeta * eta
+    for s in prange(n_seg):
+        state = _block_state(base, s)
+        buf = np.empty(d + 2, dtype=np.float32)
+        start = seg[s]
+        stop = seg[s + 1]
+        for k in range(start, stop):
+            if pf > 0 and k + pf < stop:
+                prefetch_row(V, items[k + pf])
+            state = _add_noise(U, bu, users[k], np.sqrt(np.float32(gap_u[k]) * ze), use_table, ext, size, state, buf,
+                               upd_b)
+            if upd_v:
+                state = _add_noise(V, bi, items[k], np.sqrt(np.float32(gap_v[k]) * ze), use_table, ext, size, state,
+                                   buf, upd_b)
+            _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b)
+
+
+@njit(cache=True)
+def _sgld_epoch_eager(users, items, vals, w, has_w, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb,
+                      use_table, ext, size, base, cnt_u, cnt_v, upd_v, upd_b):
+    d = U.shape[1]
+    h = np.float32(0.5) * eta
+    sd = np.sqrt(zeta * eta)
+    state = _block_state(base, 0)
+    buf = np.empty(d + 2, dtype=np.float32)
+    for k in range(users.shape[0]):
+        for i in range(U.shape[0]):
+            if cnt_u[i] > 0:
+                state = _add_noise(U, bu, i, sd, use_table, ext, size, state, buf, upd_b)
+        if upd_v:
+            for j in range(V.shape[0]):
+                if cnt_v[j] > 0:
+                    state = _add_noise(V, bi, j, sd, use_table, ext, size, state, buf, upd_b)
+        _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b)
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _flush(A, b, flush, cnt, ze, Lprior, lamb, zeta, use_table, ext, size, base, upd_b):
+    """Round end: pending noise for rows with ratings (rows without ratings are skipped: see ``_fill_unrated``)."""
+    n = A.shape[0]
+    d = A.shape[1]
+    chunk = 1024
+    n_chunks = (n + chunk - 1) // chunk
+    for c in prange(n_chunks):
+        state = _block_state(base, c)
+        buf = np.empty(d + 2, dtype=np.float32)
+        for r in range(c * chunk, min(n, (c + 1) * chunk)):
+            if cnt[r] > 0 and flush[r] > 0:
+                state = _add_noise(A, b, r, np.sqrt(np.float32(flush[r]) * ze), use_table, ext, size, state, buf,
+                                   upd_b)
+
+
+@dataclass
+class SGLDResult:
+    model: MFModel  # the last sample, in the Ratings id space
+    history: "pd.DataFrame"  # per round: epoch, eta, seconds, wall, updates_per_s, test_rmse, test_rmse_avg, lambda_u, ...
+    samples_V: list = field(default_factory=list)  # V samples (Ratings item ids) kept every ``keep_every`` rounds
+    samples_U: list = field(default_factory=list)  # U samples, only with ``keep_users=True``
+    Lambda_u: np.ndarray | None = None
+    Lambda_v: np.ndarray | None = None
+    layout: Layout | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def updates_per_s(self) -> float:
+        h = self.history
+        return float(h["updates"].sum() / h["seconds"].sum())
+
+
+def _as_lambda(x, d, name):
+    a = np.asarray(x, dtype=np.float32)
+    if a.ndim == 0:
+        a = np.full(d, float(a), dtype=np.float32)
+    if a.shape != (d,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ParameterError(f"{name} must be a positive scalar or a length-{d} positive vector, got {x!r}")
+    return np.ascontiguousarray(a)
+
+
+def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = None, gamma: float = 0.6,
+                zeta: float = 1.0, lambda_r: float = 1.0, alpha: float = 1.0, beta: float = 100.0,
+                lambda_init: float = 1.0, fixed_lambda=None, lam_bias: float = 1.0, likelihood_scale: float = 1.0,
+                weights: np.ndarray | None = None, mode: str = "fast", noise: str | None = None,
+                schedule: str | None = None, noise_table_size: int = 1 << 20, order: str = "tiered",
+                block_users: int = 1000, tiers=(500, 4000), prefetch_stride: int = 0, n_threads: int | None = None,
+                seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0, model: MFModel | None = None,
+                init_scale: float | None = None, layout: Layout | None = None, freeze_items: bool = False,
+                keep_users: bool = False, biases: bool = True,
+                time_budget: float | None = None) -> SGLDResult:
+    """Run SGLD for ``epochs`` rounds; returns the last sample, per-round history and kept V samples.
+
+    ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
+    is the same ηN). ``mode``: "fast" (lookup table + lazy noise) or "exact" (fresh normals + eager noise);
+    ``noise`` / ``schedule`` override either part. ``weights``: per-rating w_r aligned with ``train``.
+    ``fixed_lambda``: ``(Λ_u, Λ_v)`` scalars or length-d vectors, disables the Gibbs step.
+    ``biases=False``: the model without biases (b_i = b_j = 0, and b_0 = 0 unless ``model`` sets it), as in the
+    paper's Algorithm 1 (F(U, V) = Σ w_i (R_ij − u_iᵀv_j)² + λ(‖U‖² + ‖V‖²)).
+    ``keep_users``: also keep (U | b_u) samples (n_users × (d+1)) at the same rounds as V.
+    ``freeze_items``: keep V and the item biases fixed (sample U, b_u given V; e.g. conjugate checks, two-stage use).
+    ``test_rmse_avg`` averages test predictions over the samples after ``burn_in`` rounds (posterior predictive mean).
+    """
+    import pandas as pd
+
+    d = check_dim(d)
+    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
+    if mode not in ("fast", "exact"):
+        raise ParameterError(f"mode must be 'fast' or 'exact', got {mode!r}")
+    noise = noise or ("table" if mode == "fast" else "normal")
+    schedule = schedule or ("lazy" if mode == "fast" else "eager")
+    if noise not in ("table", "normal"):
+        raise ParameterError(f"noise must be 'table' or 'normal', got {noise!r}")
+    if schedule not in ("lazy", "eager"):
+        raise ParameterError(f"schedule must be 'lazy' or 'eager', got {schedule!r}")
+    N = train.n_ratings
+    eta0 = 0.02 / N if eta0 is None else check_step("eta0", eta0)
+    gamma = check_step("gamma", gamma, allow_zero=True)
+    zeta = check_step("zeta", zeta)
+    lambda_r = check_step("lambda_r", lambda_r)
+    alpha = check_step("alpha", alpha)
+    beta = check_step("beta", beta)
+    lam_bias = check_step("lam_bias", lam_bias)
+    likelihood_scale = check_step("likelihood_scale", likelihood_scale)
+    if schedule == "eager":
+        work = N * (train.n_users + train.n_items) * (d + 1)
+        if work > 5e9:
+            raise ParameterError(f"schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per round; "
+                                 "use it only on small validation problems (or schedule='lazy')")
+    lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
+    has_w = weights is not None
+    if has_w:
+        w_in = np.asarray(weights, dtype=np.float32)
+        if w_in.shape != (N,) or not np.all(np.isfinite(w_in)) or np.any(w_in < 0):
+            raise ParameterError(f"weights must be {N} finite non-negative numbers aligned with the training ratings")
+        w = np.ascontiguousarray(w_in[lay.order])
+    else:
+        w = np.zeros(1, dtype=np.float32)
+    cnt_u = np.bincount(lay.users, minlength=lay.n_users)
+    cnt_v = np.bincount(lay.items, minlength=lay.n_items)
+    pwu = np.where(cnt_u > 0, N / np.maximum(cnt_u, 1), 0.0).astype(np.float32)
+    pwv = np.where(cnt_v > 0, N / np.maximum(cnt_v, 1), 0.0).astype(np.float32)
+    if schedule == "lazy":
+        gap_u, gap_v, fl_u, fl_v = lay.lazy_counters()
+    use_table = noise == "table"
+    table = GaussianTable.create(int(noise_table_size), seed=seed) if use_table else None
+    ext = table.extended(d + 2) if use_table else np.zeros(1, np.float32)
+    size = table.size if use_table else 1
+    if fixed_lambda is not None:
+        if not (isinstance(fixed_lambda, (tuple, list)) and len(fixed_lambda) == 2):
+            raise ParameterError("fixed_lambda must be a pair (Lambda_u, Lambda_v) of scalars or length-d vectors")
+        Lu, Lv = _as_lambda(fixed_lambda[0], d, "fixed_lambda[0]"), _as_lambda(fixed_lambda[1], d, "fixed_lambda[1]")
+    else:
+        Lu = Lv = _as_lambda(lambda_init, d, "lambda_init")
+    b0 = float(train.values.mean())
+    m0 = model.copy() if model is not None else init_model(train.n_users, train.n_items, d, seed=seed,
+                                                            scale=init_scale, b0=b0 if biases else 0.0)
+    if not biases:
+        m0.bu[:] = 0
+        m0.bi[:] = 0
+    m = _internal_model(m0, lay)
+    unrated_u, unrated_v = cnt_u == 0, cnt_v == 0
+    m.U[unrated_u] = 0
+    m.bu[unrated_u] = 0
+    if not freeze_items:
+        m.V[unrated_v] = 0
+        m.bi[unrated_v] = 0
+    b0 = float(m.b0)
+    lik = np.float32(likelihood_scale * lambda_r * N)
+    rng = np.random.default_rng([seed, 0x561D])
+    test_i = lay.to_internal_items(test.items) if test is not None else None
+    pred_sum, n_avg = None, 0
+    rows, samples, samples_u, wall = [], [], [], 0.0
+    with num_threads(n_threads if schedule == "lazy" else 1):
+        for t in range(1, epochs + 1):
+            eta = np.float32(learning_rate(eta0, gamma, t))
+            base = stream_seed(seed, t)
+            t0 = time.perf_counter()
+            if schedule == "lazy":
+                _sgld_epoch_lazy(lay.users, lay.items, lay.values, w, has_w, gap_u, gap_v, lay.seg, m.U, m.V, m.bu,
+                                 m.bi, np.float32(b0), eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv,
+                                 np.float32(lam_bias), use_table, ext, size, base, np.int64(prefetch_stride),
+                                 not freeze_items, biases)
+            else:
+                fl_u, fl_v = np.zeros(lay.n_users, np.int64), np.zeros(lay.n_items, np.int64)
+                _sgld_epoch_eager(lay.users, lay.items, lay.values, w, has_w, m.U, m.V, m.bu, m.bi, np.float32(b0),
+                                  eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv, np.float32(lam_bias), use_table, ext,
+                                  size, base, cnt_u, cnt_v, not freeze_items, biases)
+            ze = np.float32(zeta * eta)
+            _flush(m.U, m.bu, fl_u, cnt_u, ze, Lu, np.float32(lam_bias), np.float32(zeta), use_table, ext, size,
+                   stream_seed(seed, t, 1), biases)
+            if not freeze_items:
+                _flush(m.V, m.bi, fl_v, cnt_v, ze, Lv, np.float32(lam_bias), np.float32(zeta), use_table, ext, size,
+                       stream_seed(seed, t, 2), biases)
+            dt = time.perf_counter() - t0
+            wall += dt
+            if fixed_lambda is None:  # Gibbs step for the diagonal precisions, once per round
+                Lu = _gibbs_lambda(m.U[~unrated_u], alpha, beta, rng)
+                if not freeze_items:
+                    Lv = _gibbs_lambda(m.V[~unrated_v], alpha, beta, rng)
+            row = {"epoch": t, "eta": float(eta), "seconds": dt, "wall": wall, "updates": N, "updates_per_s": N / dt,
+                   "lambda_u": float(Lu.mean()), "lambda_v": float(Lv.mean())}
+            if not np.all(np.isfinite(m.U[:1])) or not np.all(np.isfinite(m.V[:1])):
+                raise ParameterError(f"SGLD diverged in round {t} (non-finite factors): lower eta0 (now {eta0:g})")
+            if test is not None:
+                p = m.predict(test.users, test_i).astype(np.float64)
+                row["test_rmse"] = float(np.sqrt(np.mean((p - test.values) ** 2)))
+                if t > burn_in:
+                    pred_sum = p if pred_sum is None else pred_sum + p
+                    n_avg += 1
+                    row["test_rmse_avg"] = float(np.sqrt(np.mean((pred_sum / n_avg - test.values) ** 2)))
+            if keep_every and t > burn_in and (t - burn_in) % keep_every == 0:
+                fill_rng = np.random.default_rng([seed, t, 0xF11])
+                mo = _fill_unrated(m.copy(), unrated_u, unrated_v if not freeze_items else None, Lu, Lv, lam_bias,
+                                   zeta, biases, fill_rng)
+                samples.append(_external_model(mo, lay).V.copy())
+                if keep_users:
+                    samples_u.append(np.concatenate([mo.U, mo.bu[:, None]], axis=1))
+            rows.append(row)
+            if time_budget is not None and wall >= time_budget:
+                break
+    m = _fill_unrated(m, unrated_u, unrated_v if not freeze_items else None, Lu, Lv, lam_bias, zeta, biases,
+                      np.random.default_rng([seed, 0xF11]))
+    return SGLDResult(_external_model(m, lay), pd.DataFrame(rows), samples, samples_u, Lu, Lv, lay,
+                      {"mode": mode, "noise": noise, "schedule": schedule, "d": d, "eta0": eta0,
+                       "noise_table_size": int(noise_table_size) if use_table else None})
+
+
+def _fill_unrated(m: MFModel, unrated_u, unrated_v, Lu, Lv, lam_bias, zeta, biases, rng) -> MFModel:
+    """Rows without ratings drawn from their conditional posterior, the prior N(0, ζ Λ⁻¹) (in place; returns m)."""
+    for A, b, mask, L in ((m.U, m.bu, unrated_u, Lu), (m.V, m.bi, unrated_v, Lv)):
+        if mask is None or not mask.any():
+            continue
+        k = int(mask.sum())
+        A[mask] = (rng.standard_normal((k, A.shape[1])) * np.sqrt(zeta / L)).astype(np.float32)
+        if biases:
+            b[mask] = (rng.standard_normal(k) * np.sqrt(zeta / lam_bias)).astype(np.float32)
+    return m
+
+
+def _gibbs_lambda(A: np.ndarray, alpha: float, beta: float, rng: np.random.Generator) -> np.ndarray:
+    n = A.shape[0]
+    ss = np.einsum("ij,ij->j", A, A, dtype=np.float64)
+    return rng.gamma(alpha + 0.5 * n, 1.0 / (beta + 0.5 * ss)).astype(np.float32)

@@ -1,0 +1,286 @@
+"""Item-item probabilistic NBM (the paper's reference [29], item-item instance), its two DP trainers, and the baselines.
+
+Public API (all seeded; ε ≤ 0 / NaN raise :class:`~dpmf_lib.errors.ParameterError`):
+- :func:`prepare` → :class:`NBMData` (user CSR, centred ratings, item means);
+- :func:`predict`, :func:`rmse`; :func:`knn_rmse` (non-private PCC / COS baselines);
+- :func:`train_pnbm` — SGD (4)-(5), noise-free (``epsilon=None``) or DPSGD-PNBM (Algorithm 1, reconstructed);
+- :func:`sample_pnbm` — SGLD (11), non-private (``epsilon=None``) or DPPS-PNBM (Algorithm 2, reconstructed);
+- :func:`train_dpsgd_mf` — DPSGD-MF baseline (Berlioz et al. 2015, the paper's [4]).
+
+Algorithm 1 (DPSGD-PNBM) as reconstructed here — the paper's algorithm box is missing, every line is our choice guided
+by section 3:
+  0. preprocessing: train only on the ratings of users with > 20 training ratings (``min_user_ratings``);
+  1. S ← β S⁰,  S⁰_ij ~ U(0, ``init_high``) i.i.d. for i ≠ j, S_ii = 0 (data-independent, so the start leaks nothing;
+     ``init="pcc"`` starts from β·PCC instead — NOT private, for the non-private comparison only);
+  2. for t = 1..K:
+  3.   Φ ← L = round(γ 𝓛) ratings drawn uniformly without replacement from the preprocessed training set;
+  4.   G ← Σ_{(u,i)∈Φ} e_ui ∂r̂_ui/∂S with |e| ≤ 0.5 + (φ-1)/(t+1), |c_uj - p sgn(s_ij)| ≤ φ, |S_i| I_u ≥ C (kernels.py);
+  5.   b_t ← ΔF^(t)/ε^(t) = 2(0.5 + (φ-1)/(t+1)) φ/C · Kγ/ε;
+  6.   G ← G + Lap(0, b_t) on every off-diagonal entry of the M×M gradient (entries outside u's neighbours included,
+       so the support of the noise does not depend on the data);
+  7.   S ← S - η (β G + λ S)  (the gradient is up-scaled by β, undoing the 1/β shrink of eq. 5 under rescaling);
+  8. release S (predictions use it with each user's own training ratings).
+The neighbour set of (u, i) is the N_k rated items with the largest current |s_ij|. Item means r̄_i come from the
+training fold without noise (the paper does not privatise them either). Caveat (stated in the notebooks): the paper's
+ΔF bounds one gradient *entry* of one rating; a rating r_uj also enters the predictions of u's other items as a
+neighbour, and a row of G has many entries, so the L1 sensitivity of the released gradient is larger than ΔF. We
+implement the paper's noise scale as stated and report its ε as the paper defines it.
+
+Algorithm 2 (DPPS-PNBM) as reconstructed here:
+  0. trim every user to ≤ τ random training ratings; B = (r_max - r_min)² τ; κ = min(1, ε/(4B));
+  1. S ← S⁰ (as above with β = 1); H_ij = P(items i and j both in Φ) for minibatches of L draws with replacement;
+  2. for t = 1..T: η_t = η_1 t^(-ξ);  Φ ← L ratings drawn with replacement;
+  3.   S ← S - (η_t/2) κ (𝓛/L Σ_Φ g_ui + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + z_t,  z_t ~ N(0, ϱ η_t) on every off-diagonal entry;
+  4. release S^(T) (one sample).
+g_ui uses e = clip(r̂, r_min, r_max) - r so that each squared error is ≤ (r_max - r_min)² (the bound B assumes it); the
+derivative is taken through r̂ as if unclipped. Model (2) without the C bound (C = 0). ϱ multiplies the noise variance
+only (Liu et al.'s temperature; the paper's "multiply the step size by ϱ ... √(ϱ η_t) ≫ η_t" reads that way).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..data.ratings import Ratings
+from ..errors import ParameterError
+from . import accounting as acc
+from .data import trim_to_tau, users_with_more_than
+from .kernels import grad_kernel, mf_epoch_kernel, mf_predict_kernel, predict_kernel, sgld_update_kernel
+from .rng import as_generator
+from .similarity import cosine, item_means, pcc
+
+
+@dataclass(frozen=True)
+class NBMData:
+    """Training ratings in the kernels' layout: user CSR (int64 indptr, int32 items), centred float32 values."""
+
+    uptr: np.ndarray
+    uitems: np.ndarray
+    uvals: np.ndarray
+    ucent: np.ndarray
+    rbar: np.ndarray
+    n_users: int
+    n_items: int
+    rating_scale: tuple[float, float]
+
+
+def prepare(train: Ratings, rbar: np.ndarray | None = None) -> NBMData:
+    if train.n_ratings == 0:
+        raise ParameterError("the training set is empty")
+    csr = train.user_csr()
+    rbar = item_means(train) if rbar is None else np.ascontiguousarray(rbar, dtype=np.float32)
+    cent = np.ascontiguousarray(csr.values - rbar[csr.indices], dtype=np.float32)
+    return NBMData(csr.indptr, csr.indices, csr.values, cent, rbar, train.n_users, train.n_items, train.rating_scale)
+
+
+def _check_nk(Nk):
+    if not (isinstance(Nk, (int, np.integer)) and Nk >= 1):
+        raise ParameterError(f"parameter 'Nk' (neighbour size) must be an integer >= 1, got {Nk!r}")
+    return int(Nk)
+
+
+def predict(S: np.ndarray, data: NBMData, test: Ratings, *, Nk: int, C: float = 0.0) -> np.ndarray:
+    """Clipped predictions (eq. 2) for the test pairs from each user's training ratings in ``data``."""
+    S = np.ascontiguousarray(S, dtype=np.float32)
+    if S.shape != (data.n_items, data.n_items):
+        raise ParameterError(f"similarity matrix has shape {S.shape}, expected {(data.n_items, data.n_items)}")
+    out = np.empty(test.n_ratings, dtype=np.float32)
+    lo, hi = data.rating_scale
+    predict_kernel(S, data.uptr, data.uitems, data.ucent, data.rbar, test.users, test.items, _check_nk(Nk),
+                   float(C), float(lo), float(hi), out)
+    return out
+
+
+def rmse(pred: np.ndarray, test: Ratings) -> float:
+    return float(np.sqrt(np.mean((pred.astype(np.float64) - test.values) ** 2)))
+
+
+def knn_rmse(train: Ratings, test: Ratings, kind: str, Nk: int = 900) -> float:
+    """Non-private item-item kNN baseline: similarity ``pcc`` or ``cos``, prediction (2) with C = 0."""
+    sims = {"pcc": pcc, "cos": cosine}
+    if kind not in sims:
+        raise ParameterError(f"unknown similarity '{kind}'; choose one of {sorted(sims)}")
+    data = prepare(train)
+    return rmse(predict(sims[kind](train), data, test, Nk=Nk, C=0.0), test)
+
+
+def init_similarity(n_items: int, scale: float, high: float, rng) -> np.ndarray:
+    S = (rng.random((n_items, n_items), dtype=np.float32) * np.float32(high * scale)).astype(np.float32)
+    np.fill_diagonal(S, 0.0)
+    return S
+
+
+def _group_by_item(items: np.ndarray, users: np.ndarray, vals: np.ndarray, n_items: int):
+    order = np.argsort(items, kind="stable")
+    bptr = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(np.bincount(items, minlength=n_items), out=bptr[1:])
+    return bptr, np.ascontiguousarray(users[order]), np.ascontiguousarray(vals[order])
+
+
+def gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: int, C: float, e_max: float = math.inf,
+             f_max: float = math.inf, clip_pred: bool = False) -> np.ndarray:
+    """Σ over the given ratings of e_ui ∂r̂_ui/∂S (eq. 5) with the kernels' clips; float32 M×M."""
+    bptr, bu, bv = _group_by_item(np.asarray(items, np.int32), np.asarray(users, np.int32),
+                                  np.asarray(vals, np.float32), data.n_items)
+    G = np.zeros_like(S, dtype=np.float32)
+    lo, hi = data.rating_scale
+    grad_kernel(np.ascontiguousarray(S, dtype=np.float32), data.uptr, data.uitems, data.ucent, data.rbar, bptr, bu, bv,
+                _check_nk(Nk), float(C), float(e_max), float(f_max), float(lo), float(hi), bool(clip_pred), G)
+    return G
+
+
+@dataclass
+class PNBMResult:
+    S: np.ndarray
+    epsilon: float | None  # the paper's ε (rating level for DPSGD, user level for DPPS); None: non-private
+    epsilon_amplified: float | None  # DPSGD: K ln(1 + γ(e^{ε/(Kγ)} - 1)); DPPS: None
+    noise_scales: list = field(default_factory=list)  # DPSGD: Laplace b_t per iteration; DPPS: noise sd per step
+    history: list = field(default_factory=list)  # (iteration, test RMSE) when a test set was given
+    info: dict = field(default_factory=dict)
+
+
+def _check_pos(name, v):
+    if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)) and v > 0):
+        raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
+
+
+def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, lam: float = 0.05, beta: float = 10.0,
+               C: float = 10.0, Nk: int = 500, gamma: float = 1.0, min_user_ratings: int = 20, init: str = "uniform",
+               init_high: float = 0.2, seed=0, test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
+    """SGD training of the probabilistic NBM; DPSGD-PNBM when ``epsilon`` is a number (Algorithm 1, module doc)."""
+    if epsilon is not None:
+        acc.check_epsilon(epsilon)
+    for n, v in (("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
+        _check_pos(n, v)
+    if not (isinstance(lam, (int, float)) and lam >= 0):
+        raise ParameterError(f"parameter 'lam' must be >= 0, got {lam!r}")
+    acc.epsilon_per_iteration(1.0, K, gamma)  # validates K and gamma
+    rng = as_generator(seed)
+    lo, hi = train.rating_scale
+    phi = hi - lo
+    rbar = item_means(train)
+    full = prepare(train, rbar)
+    dp_train = users_with_more_than(train, min_user_ratings)
+    if dp_train.n_ratings == 0:
+        raise ParameterError(f"no user has more than {min_user_ratings} training ratings; lower 'min_user_ratings'")
+    dp = prepare(dp_train, rbar)
+    M = train.n_items
+    if init == "uniform":
+        S = init_similarity(M, beta, init_high, rng)
+    elif init == "pcc":
+        S = np.ascontiguousarray(beta * pcc(train), dtype=np.float32)
+    else:
+        raise ParameterError(f"unknown init '{init}'; choose 'uniform' (data-independent) or 'pcc' (not private)")
+    n = dp_train.n_ratings
+    L = max(1, int(round(gamma * n)))
+    res = PNBMResult(S, None if epsilon is None else float(epsilon),
+                     None if epsilon is None else acc.amplified_epsilon(epsilon, K, gamma))
+    off = ~np.eye(M, dtype=bool)
+    t0 = time.perf_counter()
+    for t in range(1, K + 1):
+        idx = np.sort(rng.choice(n, size=L, replace=False)) if L < n else np.arange(n)
+        G = gradient(S, dp, dp_train.users[idx], dp_train.items[idx], dp_train.values[idx], Nk=Nk, C=C,
+                     e_max=acc.error_clamp(t, phi), f_max=phi)
+        if epsilon is not None:
+            b = acc.laplace_scale(t, epsilon, K, gamma, phi, C)
+            G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
+            res.noise_scales.append(b)
+        S -= np.float32(eta) * (np.float32(beta) * G + np.float32(lam) * S)
+        np.fill_diagonal(S, 0.0)
+        if test is not None and eval_every and (t % eval_every == 0 or t == K):
+            res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
+    res.S = S
+    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "seconds": time.perf_counter() - t0}
+    if test is not None:
+        res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=C), test)
+    return res
+
+
+def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L: int = 1000, eta1: float = 8e-6,
+                xi: float = 0.3, rho: float = 0.006, lam: float = 0.02, Nk: int = 500, init_high: float = 0.2, seed=0,
+                test: Ratings | None = None, eval_every: int = 0, init_S: np.ndarray | None = None) -> PNBMResult:
+    """SGLD sampling (eq. 11) of the similarity posterior; DPPS-PNBM when ``epsilon`` (user level) is a number."""
+    if epsilon is not None:
+        acc.check_epsilon(epsilon)
+    for n, v in (("eta1", eta1), ("rho", rho), ("init_high", init_high), ("xi", xi)):
+        _check_pos(n, v)
+    if not (isinstance(T, (int, np.integer)) and T >= 1 and isinstance(L, (int, np.integer)) and L >= 1):
+        raise ParameterError(f"parameters 'T' and 'L' must be integers >= 1, got T={T!r}, L={L!r}")
+    rng = as_generator(seed)
+    rbar = item_means(train)
+    full = prepare(train, rbar)
+    tr = trim_to_tau(train, tau, rng)
+    data = prepare(tr, rbar)
+    B = acc.loglik_bound(train.rating_scale, tau)
+    kappa = acc.posterior_scale(epsilon, B)
+    M = train.n_items
+    H = acc.pair_inclusion_prob(tr.item_counts(), L)
+    Hinv = np.divide(1.0, H, out=np.zeros_like(H), where=H > 0).astype(np.float32)
+    S = init_similarity(M, 1.0, init_high, rng) if init_S is None else np.array(init_S, dtype=np.float32)
+    n = tr.n_ratings
+    res = PNBMResult(S, None if epsilon is None else float(epsilon), None)
+    t0 = time.perf_counter()
+    for t in range(1, T + 1):
+        eta = eta1 * t ** (-xi)
+        idx = rng.integers(0, n, size=L)
+        G = gradient(S, data, tr.users[idx], tr.items[idx], tr.values[idx], Nk=Nk, C=0.0, clip_pred=True)
+        present = np.zeros(M, dtype=np.uint8)
+        present[tr.items[idx]] = 1
+        sd = math.sqrt(rho * eta)
+        Z = rng.standard_normal(size=S.shape, dtype=np.float32)
+        sgld_update_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, Z)
+        res.noise_scales.append(sd)
+        if test is not None and eval_every and (t % eval_every == 0 or t == T):
+            res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=0.0), test)))
+    res.S = S
+    res.info = {"kappa": kappa, "B": B, "n_trimmed": n, "L": L, "seconds": time.perf_counter() - t0}
+    if test is not None:
+        res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
+    return res
+
+
+@dataclass
+class MFResult:
+    P: np.ndarray
+    Q: np.ndarray
+    rbar: np.ndarray  # item means used as offsets
+    epsilon: float | None
+    noise_scale: float | None
+    rmse: float | None = None
+
+
+def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e-4, lam: float = 0.02, d: int = 10,
+                   e_max: float = 2.0, init_std: float = 0.1, seed=0, test: Ratings | None = None) -> MFResult:
+    """DPSGD-MF of Berlioz et al. (2015), the paper's baseline [4]: K epochs of SGD over all ratings in random order;
+    each rating's error gets Laplace noise of scale K φ/ε (φ = r_max - r_min, ε/K per epoch, every rating used once
+    per epoch) and is clamped to ±``e_max`` (our choice: 2.0; [4] clamps but the paper does not give the value).
+    Prediction r̄_i + p_u·q_i with the item means r̄_i of the training fold (not privatised — the same item means the
+    NBMs use, so all methods share one baseline); P, Q ~ N(0, init_std²)."""
+    if epsilon is not None:
+        acc.check_epsilon(epsilon)
+    for n, v in (("eta", eta), ("e_max", e_max), ("init_std", init_std)):
+        _check_pos(n, v)
+    if not (isinstance(d, (int, np.integer)) and d >= 1 and isinstance(K, (int, np.integer)) and K >= 1):
+        raise ParameterError(f"parameters 'd' and 'K' must be integers >= 1, got d={d!r}, K={K!r}")
+    rng = as_generator(seed)
+    lo, hi = train.rating_scale
+    P = (rng.standard_normal((train.n_users, d)) * init_std).astype(np.float32)
+    Q = (rng.standard_normal((train.n_items, d)) * init_std).astype(np.float32)
+    rbar = item_means(train)
+    b = None if epsilon is None else K * (hi - lo) / float(epsilon)
+    n = train.n_ratings
+    for _ in range(K):
+        order = rng.permutation(n).astype(np.int64)
+        noise = rng.laplace(0.0, b, size=n) if b is not None else np.zeros(n)
+        mf_epoch_kernel(train.users, train.items, train.values, order, noise, P, Q, rbar, float(eta), float(lam),
+                        float(e_max))
+    res = MFResult(P, Q, rbar, None if epsilon is None else float(epsilon), b)
+    if test is not None:
+        out = np.empty(test.n_ratings, dtype=np.float32)
+        mf_predict_kernel(P, Q, rbar, test.users, test.items, float(lo), float(hi), out)
+        res.rmse = rmse(out, test)
+    return res

@@ -1,0 +1,26 @@
+"""Differential privacy by posterior sampling (Liu, Wang & Smola 2015, Section 3, Algorithm 1, Theorem 2).
+
+Public API (all in :mod:`dpmf_lib.privacy.posterior_sampling`)
+- :func:`check_privacy_params` — validates ε, τ, κ, ρ (raises ``ParameterError`` naming the parameter)
+- :func:`user_weights` — w_i, B_i and B from per-user counts (Algorithm 1 line 1, Section 6.6)
+- :func:`fixed_priors` — Λ_u, Λ_v (and a bias precision) from a non-private SGLD run (Section 6.6)
+- :func:`preprocess` → :class:`Preprocessed` — seeded trimming to τ + per-rating weights
+- :func:`likelihood_scale` — the SGLD ``likelihood_scale`` that makes the sampler target exp(−ε/(4B)·F)
+- :func:`sample_private` → :class:`PrivateRelease` — SGLD on the scaled posterior with fixed Λ_u, Λ_v and the
+  prediction-range rejection loop of Algorithm 1 lines 5–6 (with a count of how often it binds); releases V only
+- :func:`local_user_factors` — each user's ridge regression (eq. 5) against the released V (numba; reference
+  :func:`local_user_factors_reference`)
+- :func:`range_violations` — out-of-range predictions over all (user, item) pairs (numba; reference
+  :func:`range_violations_reference`)
+- :func:`privacy_accounting` — per-user personalized ε_i (Theorem 2) and the realized log-likelihood at the sample
+- :func:`privacy_summary` — user-level ε, rating-level ε/τ, quantiles of ε_i / ε
+"""
+
+from .posterior_sampling import (PrivateRelease, Preprocessed, check_privacy_params, fixed_priors, likelihood_scale,
+                                 local_user_factors, local_user_factors_reference, preprocess, privacy_accounting,
+                                 privacy_summary, range_violations, range_violations_reference, sample_private,
+                                 user_weights)
+
+__all__ = ["PrivateRelease", "Preprocessed", "check_privacy_params", "fixed_priors", "likelihood_scale",
+           "local_user_factors", "local_user_factors_reference", "preprocess", "privacy_accounting", "privacy_summary",
+           "range_violations", "range_violations_reference", "sample_private", "user_weights"]

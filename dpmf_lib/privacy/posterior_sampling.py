@@ -1,0 +1,506 @@
+"""Differentially private matrix factorization by posterior sampling (Liu, Wang & Smola 2015, Section 3).
+
+Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
+
+1. Weights (Section 6.6): w_i = min(ρ, B₀ / (m_i c)) with B₀ = τ c ("We set B = τ(5 − 1 + κ)²"), m_i the user's
+   number of training ratings *before* trimming (Algorithm 1 lists "number of ratings of each user {m_1..m_n}" and
+   line 1 uses min{τ, m_i}, so m_i is the untrimmed count). Users without ratings get w_i = 0.
+2. Line 1: B = max_i min(τ, m_i) w_i c, and B_i = min(τ, m_i) w_i c (Theorem 2). ``Preprocessed.B_weights`` keeps B₀;
+   ``B == B₀`` whenever some user has ρ·min(τ, m_i) ≥ τ (e.g. any user with ≥ τ ratings when ρ ≥ 1). Note: B as the
+   paper computes it is a max over the data; a formally data-independent bound is B₀ — both are recorded.
+3. Line 2: each user with m_i > τ keeps τ ratings chosen uniformly at random (seeded,
+   :func:`dpmf_lib.data.splits.trim_per_user`).
+4. Lines 3–4: sample (U, V) ∝ exp(−ε/(4B) Σ_i Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)²) × prior, by SGLD
+   (:func:`dpmf_lib.mf.sample_sgld`, which targets exp(−(s λ_r/2) Σ w (r − r̂)² − ½ uᵀΛ_u u − ½ vᵀΛ_v v − ...); we pass
+   s = ε / (2 B λ_r)). The paper scales the whole F, regularizer included; Section 6.6 instead fixes Λ_u, Λ_v at the
+   values of a non-private SGLD run ("because we are sampling P(U, V | rest)"), which is what we do: the prior is not
+   rescaled (it is data-independent, so the privacy argument — the exponential mechanism on the data term — is
+   unchanged). With λ_r = 2 the non-private posterior exp(−F) is exactly the case ε = 4B.
+   r̂_ij = u_iᵀv_j + b_i + b_j + b_0 (the paper omits biases "for convenience"): b_j is released with v_j, b_i is fitted
+   locally with u_i, and b_0 is fixed at the data-independent midpoint (r_min + r_max)/2 (the training mean would leak).
+   The chain starts from a data-independent random initialisation (N(0, 0.1²) factors, zero biases).
+5. Lines 5–6: while some prediction r̂_ij over all pairs (every user with a training rating × every item, observed or
+   not) lies outside [r_min − κ, r_max + κ], draw a new sample. A new draw = the same chain continued for ``resample_rounds`` more rounds at the final step size (a
+   Markov-chain stand-in for an independent draw). The loop stops after ``max_resamples`` redraws; the release then
+   carries ``constraint_satisfied=False`` and the count of violating pairs: the worst-case guarantee of Theorem 1 does
+   not formally hold for such a sample (we report this rather than silently clipping).
+6. Release V (and the item biases) only; each user fits (u_i, b_i) by the ridge regression of eq. (5) on their own
+   training ratings (all of them — users have no privacy expectation towards themselves), with the prior precision of
+   the sampler as ridge: (λ_r Σ_j x_j x_jᵀ + diag(Λ_u, λ_b)) z_i = λ_r Σ_j x_j (r_ij − b_0 − b_j), x_j = (v_j, 1).
+   This is the conditional posterior mean of (u_i, b_i) given V; eq. (5) is its bias-free form with a scalar λ.
+
+Accounting (Theorem 2, Section 6.7): user-level ε; rating-level ε/τ; personalized ε_i = ε B_i / (2B); and the realized
+per-user log-likelihood at the released sample ℓ_i = ε/(4B) Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)² (the user's term in the
+exponent). The proof of Theorem 2 bounds the privacy ratio by exp(2 × the bound on the user's log-likelihood), so the
+realized analogue of ε_i is 2ℓ_i = ε L_i / (2B) with L_i = Σ w_i (r_ij − r̂_ij)²; the paper's "a typical user's personal
+privacy loss is about ε/25" is compared with the median of 2ℓ_i / ε. This is a realized value at one sample, not a
+worst-case bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from numba import njit, prange
+
+from ..errors import ParameterError
+
+# ----------------------------------------------------------------------------------------------- parameter checks
+
+
+def _finite(name, value):
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+    if not np.isfinite(v):
+        raise ParameterError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def check_epsilon(epsilon) -> float:
+    v = _finite("epsilon", epsilon)
+    if v <= 0:
+        raise ParameterError(f"epsilon (the privacy loss) must be > 0, got {epsilon!r}; "
+                             "use a large value such as 4B for the non-private posterior")
+    return v
+
+
+def check_privacy_params(*, epsilon=None, tau=None, kappa=None, rho=None) -> dict:
+    """Validate the parameters of Algorithm 1 that are given; returns them as plain numbers.
+
+    ε > 0 finite; τ an integer ≥ 1 (max ratings per user); κ > 0 finite (the paper: "a predefined positive parameter
+    κ"); ρ > 0 finite (the weight cap of Section 6.6).
+    """
+    out = {}
+    if epsilon is not None:
+        out["epsilon"] = check_epsilon(epsilon)
+    if tau is not None:
+        if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
+            raise ParameterError(f"tau (max ratings per user) must be an integer ≥ 1, got {tau!r}")
+        out["tau"] = int(tau)
+    if kappa is not None:
+        v = _finite("kappa", kappa)
+        if v <= 0:
+            raise ParameterError(f"kappa (margin of the prediction range [r_min − κ, r_max + κ]) must be > 0, "
+                                 f"got {kappa!r}")
+        out["kappa"] = v
+    if rho is not None:
+        v = _finite("rho", rho)
+        if v <= 0:
+            raise ParameterError(f"rho (the per-user weight cap) must be > 0, got {rho!r}")
+        out["rho"] = v
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- preprocessing
+
+
+def user_weights(m, *, tau: int, kappa: float, rho: float, rating_scale=(1.0, 5.0)):
+    """``(w, B_i, B, B0)`` from untrimmed per-user counts ``m`` (Section 6.6 and Algorithm 1 line 1).
+
+    w_i = min(ρ, B0 / (m_i c)), B0 = τ c, c = (Δ + κ)²; B_i = min(τ, m_i) w_i c; B = max_i B_i. Users with m_i = 0
+    get w_i = 0 and B_i = 0.
+    """
+    p = check_privacy_params(tau=tau, kappa=kappa, rho=rho)
+    m = np.asarray(m)
+    if m.ndim != 1 or (m.size and (m.min() < 0 or not np.issubdtype(m.dtype, np.integer))):
+        raise ParameterError("m (ratings per user) must be a 1-d array of non-negative integers")
+    lo, hi = float(rating_scale[0]), float(rating_scale[1])
+    if not hi > lo:
+        raise ParameterError(f"rating_scale must be (r_min, r_max) with r_max > r_min, got {rating_scale!r}")
+    c = (hi - lo + p["kappa"]) ** 2
+    B0 = p["tau"] * c
+    mf = m.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        w = np.where(m > 0, np.minimum(p["rho"], B0 / (np.maximum(mf, 1.0) * c)), 0.0)
+    B_i = np.minimum(p["tau"], mf) * w * c
+    B = float(B_i.max()) if B_i.size else 0.0
+    if B <= 0:
+        raise ParameterError("no user has a rating: B = max_i min(τ, m_i) w_i (Δ+κ)² is 0")
+    return w, B_i, B, B0
+
+
+@dataclass(frozen=True)
+class Preprocessed:
+    """Algorithm 1 preprocessing of a training set (see the module docstring)."""
+    train: object  # Ratings, trimmed to ≤ τ per user
+    m: np.ndarray  # int64 untrimmed ratings per user
+    kept: np.ndarray  # int64 ratings per user after trimming (= min(τ, m_i))
+    w: np.ndarray  # float64 per-user weight w_i
+    B_i: np.ndarray  # float64 per-user bound min(τ, m_i) w_i (Δ+κ)²
+    B: float  # max_i B_i (Algorithm 1 line 1)
+    B_weights: float  # τ (Δ+κ)², the B of the weight formula (Section 6.6)
+    rating_weights: np.ndarray  # float32 w_i of each rating of ``train`` (aligned)
+    tau: int
+    kappa: float
+    rho: float
+    rating_scale: tuple
+    n_trimmed: int  # ratings removed by trimming
+    seed: int = 0
+
+    @property
+    def delta(self) -> float:
+        return float(self.rating_scale[1] - self.rating_scale[0])
+
+    @property
+    def pred_range(self) -> tuple[float, float]:
+        return float(self.rating_scale[0] - self.kappa), float(self.rating_scale[1] + self.kappa)
+
+
+def preprocess(train, *, tau: int, kappa: float, rho: float, seed=0) -> Preprocessed:
+    """Seeded trimming to τ ratings per user and the weights of Section 6.6 (Algorithm 1 lines 1–2)."""
+    from ..data.splits import trim_per_user
+
+    p = check_privacy_params(tau=tau, kappa=kappa, rho=rho)
+    m = train.user_counts().astype(np.int64)
+    w, B_i, B, B0 = user_weights(m, tau=p["tau"], kappa=p["kappa"], rho=p["rho"], rating_scale=train.rating_scale)
+    trimmed = trim_per_user(train, p["tau"], seed=seed)
+    kept = trimmed.user_counts().astype(np.int64)
+    if not np.array_equal(kept, np.minimum(m, p["tau"])):  # guards the contract of trim_per_user
+        raise AssertionError("trim_per_user did not keep min(τ, m_i) ratings per user")
+    rw = np.ascontiguousarray(w[trimmed.users].astype(np.float32))
+    return Preprocessed(trimmed, m, kept, w, B_i, B, B0, rw, p["tau"], p["kappa"], p["rho"],
+                        (float(train.rating_scale[0]), float(train.rating_scale[1])),
+                        int(train.n_ratings - trimmed.n_ratings), seed if isinstance(seed, int) else 0)
+
+
+def likelihood_scale(epsilon: float, B: float, lambda_r: float) -> float:
+    """The ``likelihood_scale`` s of :func:`dpmf_lib.mf.sample_sgld` for the density exp(−ε/(4B) Σ w (r − r̂)²).
+
+    The sampler's data term is (s λ_r / 2) Σ w (r − r̂)², hence s = ε / (2 B λ_r).
+    """
+    return check_epsilon(epsilon) / (2.0 * float(B) * float(lambda_r))
+
+
+# ----------------------------------------------------------------------------------------------- range constraint
+
+
+@njit(cache=True, parallel=True, fastmath=False)
+def _range_kernel(U, V, bu, bi, b0, lo, hi, n_out, pmin, pmax):
+    n_users = U.shape[0]
+    n_items = V.shape[0]
+    d = U.shape[1]
+    for i in prange(n_users):
+        c = 0
+        mn = np.inf
+        mx = -np.inf
+        for j in range(n_items):
+            s = np.float64(0.0)
+            for f in range(d):
+                s += np.float64(U[i, f]) * np.float64(V[j, f])
+            p = s + bu[i] + bi[j] + b0
+            if p < lo or p > hi:
+                c += 1
+            if p < mn:
+                mn = p
+            if p > mx:
+                mx = p
+        n_out[i] = c
+        pmin[i] = mn
+        pmax[i] = mx
+
+
+def _check_factors(U, V, bu, bi):
+    U = np.ascontiguousarray(U, dtype=np.float32)
+    V = np.ascontiguousarray(V, dtype=np.float32)
+    bu = np.ascontiguousarray(bu, dtype=np.float32)
+    bi = np.ascontiguousarray(bi, dtype=np.float32)
+    if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1] or bu.shape != (U.shape[0],) or bi.shape != (V.shape[0],):
+        raise ParameterError(f"factor shapes do not match: U {U.shape}, V {V.shape}, bu {bu.shape}, bi {bi.shape}")
+    return U, V, bu, bi
+
+
+def range_violations(U, V, bu, bi, b0, lo, hi, users=None) -> dict:
+    """Predictions r̂_ij = u_iᵀv_j + b_i + b_j + b_0 outside [lo, hi] over all pairs (rows ``users`` of U, default all).
+
+    Returns ``{"n_out", "n_pairs", "min", "max"}`` (float64 accumulation; numba, parallel over users).
+    """
+    U, V, bu, bi = _check_factors(U, V, bu, bi)
+    if users is not None:
+        users = np.asarray(users, dtype=np.int64)
+        U, bu = np.ascontiguousarray(U[users]), np.ascontiguousarray(bu[users])
+    n = U.shape[0]
+    n_out = np.zeros(n, np.int64)
+    pmin = np.empty(n, np.float64)
+    pmax = np.empty(n, np.float64)
+    if n and V.shape[0]:
+        _range_kernel(U, V, bu, bi, float(b0), float(lo), float(hi), n_out, pmin, pmax)
+    return {"n_out": int(n_out.sum()), "n_pairs": int(n) * int(V.shape[0]),
+            "min": float(pmin.min()) if n and V.shape[0] else float("nan"),
+            "max": float(pmax.max()) if n and V.shape[0] else float("nan")}
+
+
+def range_violations_reference(U, V, bu, bi, b0, lo, hi, users=None) -> dict:
+    """Plain numpy version of :func:`range_violations` (dense prediction matrix; small problems only)."""
+    U, V, bu, bi = _check_factors(U, V, bu, bi)
+    if users is not None:
+        U, bu = U[np.asarray(users)], bu[np.asarray(users)]
+    P = U.astype(np.float64) @ V.astype(np.float64).T + bu[:, None].astype(np.float64) + bi[None, :] + float(b0)
+    return {"n_out": int(((P < lo) | (P > hi)).sum()), "n_pairs": int(P.size),
+            "min": float(P.min()) if P.size else float("nan"), "max": float(P.max()) if P.size else float("nan")}
+
+
+# ----------------------------------------------------------------------------------------------- local ridge (eq. 5)
+
+
+@njit(cache=True)
+def _cholesky_solve(A, b):
+    """Solve A x = b for symmetric positive definite A (in-place Cholesky; float64)."""
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = np.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    y = np.empty(n)
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+@njit(cache=True, parallel=True)
+def _ridge_kernel(indptr, idx, vals, V, bi, b0, reg, lam_r, U_out, bu_out):
+    n_users = indptr.shape[0] - 1
+    d = V.shape[1]
+    for i in prange(n_users):
+        A = np.zeros((d + 1, d + 1))
+        rhs = np.zeros(d + 1)
+        x = np.empty(d + 1)
+        for p in range(indptr[i], indptr[i + 1]):
+            j = idx[p]
+            for f in range(d):
+                x[f] = V[j, f]
+            x[d] = 1.0
+            y = vals[p] - b0 - bi[j]
+            for a in range(d + 1):
+                rhs[a] += lam_r * x[a] * y
+                for c in range(a + 1):
+                    A[a, c] += lam_r * x[a] * x[c]
+        for a in range(d + 1):
+            A[a, a] += reg[a]
+            for c in range(a):
+                A[c, a] = A[a, c]
+        z = _cholesky_solve(A, rhs)
+        for f in range(d):
+            U_out[i, f] = z[f]
+        bu_out[i] = z[d]
+
+
+def _ridge_inputs(V, bi, Lambda_u, lam_bias, lambda_r):
+    V = np.ascontiguousarray(V, dtype=np.float32)
+    bi = np.ascontiguousarray(bi, dtype=np.float32)
+    d = V.shape[1]
+    Lu = np.asarray(Lambda_u, dtype=np.float64)
+    Lu = np.full(d, float(Lu)) if Lu.ndim == 0 else Lu
+    if Lu.shape != (d,) or not np.all(np.isfinite(Lu)) or np.any(Lu <= 0):
+        raise ParameterError(f"Lambda_u must be a positive scalar or a length-{d} positive vector")
+    lam_bias = _finite("lam_bias", lam_bias)
+    lambda_r = _finite("lambda_r", lambda_r)
+    if lam_bias <= 0 or lambda_r <= 0:
+        raise ParameterError("lam_bias and lambda_r must be > 0")
+    reg = np.concatenate([Lu, [lam_bias]]).astype(np.float64)
+    return V, bi, reg, lambda_r
+
+
+def local_user_factors(ratings, V, bi, b0, *, Lambda_u, lam_bias: float = 1.0, lambda_r: float = 1.0):
+    """Each user's local fit (eq. 5 with biases) against released item factors; returns ``(U, bu)`` float32.
+
+    Solves (λ_r Σ_j x_j x_jᵀ + diag(Λ_u, λ_b)) z_i = λ_r Σ_j x_j (r_ij − b_0 − b_j), x_j = (v_j, 1), z_i = (u_i, b_i),
+    over the user's ratings in ``ratings`` (users without ratings get zeros). numba, parallel over users.
+    """
+    V, bi, reg, lambda_r = _ridge_inputs(V, bi, Lambda_u, lam_bias, lambda_r)
+    csr = ratings.user_csr()
+    U = np.zeros((ratings.n_users, V.shape[1]), np.float32)
+    bu = np.zeros(ratings.n_users, np.float32)
+    _ridge_kernel(csr.indptr, csr.indices, csr.values, V, bi, float(b0), reg, lambda_r, U, bu)
+    return U, bu
+
+
+def local_user_factors_reference(ratings, V, bi, b0, *, Lambda_u, lam_bias: float = 1.0, lambda_r: float = 1.0):
+    """Plain numpy version of :func:`local_user_factors` (``np.linalg.solve`` per user)."""
+    V, bi, reg, lambda_r = _ridge_inputs(V, bi, Lambda_u, lam_bias, lambda_r)
+    d = V.shape[1]
+    U = np.zeros((ratings.n_users, d), np.float32)
+    bu = np.zeros(ratings.n_users, np.float32)
+    for i in range(ratings.n_users):
+        sel = ratings.users == i
+        X = np.hstack([V[ratings.items[sel]].astype(np.float64), np.ones((sel.sum(), 1))])
+        y = ratings.values[sel].astype(np.float64) - b0 - bi[ratings.items[sel]]
+        z = np.linalg.solve(lambda_r * X.T @ X + np.diag(reg), lambda_r * X.T @ y)
+        U[i], bu[i] = z[:d], z[d]
+    return U, bu
+
+
+# ----------------------------------------------------------------------------------------------- sampling
+
+
+@dataclass
+class PrivateRelease:
+    """What Algorithm 1 releases (``V``, ``bi``, ``b0``) plus diagnostics that are *not* released."""
+    V: np.ndarray  # float32 (n_items, d): the release
+    bi: np.ndarray  # float32 item biases (released with V)
+    b0: float  # data-independent global offset
+    epsilon: float
+    B: float
+    likelihood_scale: float
+    Lambda_u: np.ndarray
+    Lambda_v: np.ndarray
+    lam_bias: float
+    lambda_r: float
+    constraint_satisfied: bool
+    n_resamples: int  # redraws made by the rejection loop (lines 5–6)
+    violations: list = field(default_factory=list)  # out-of-range pair count of every draw (first draw first)
+    n_pairs: int = 0
+    pred_min: float = float("nan")
+    pred_max: float = float("nan")
+    sampled_model: object = None  # the full (U, V, b) sample — internal, used for accounting only
+    history: pd.DataFrame | None = None
+
+    def local_model(self, ratings):
+        """The MFModel users obtain locally: (u_i, b_i) by eq. (5) on ``ratings``, with the released V, b_j, b_0."""
+        from ..mf import MFModel
+
+        U, bu = local_user_factors(ratings, self.V, self.bi, self.b0, Lambda_u=self.Lambda_u, lam_bias=self.lam_bias,
+                                   lambda_r=self.lambda_r)
+        return MFModel(U, self.V.copy(), bu, self.bi.copy(), float(self.b0))
+
+
+def step_size(scale: float, eta_n: float, eta_n_max: float, Lambda_u, Lambda_v) -> float:
+    """η0·N for a sampler whose likelihood is ``scale`` times the non-private one.
+
+    SGLD takes a per-round Langevin step of size η·N (every vector receives N steps of noise per round). The curvature
+    of the scaled posterior is roughly scale × (likelihood curvature) + Λ, so we use η0·N = eta_n / scale (eta_n is the
+    non-private value), capped at min(eta_n_max, 1 / max Λ) where the prior dominates. Our choice (the paper tunes η0
+    per setting without stating a rule).
+    """
+    cap = min(float(eta_n_max), 1.0 / float(max(np.max(Lambda_u), np.max(Lambda_v))))
+    return float(min(eta_n / max(scale, 1e-300), cap))
+
+
+def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: int = 16, lambda_r: float = 2.0,
+                   lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
+                   gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
+                   mode: str = "fast", seed: int = 0, n_threads: int | None = None, test=None,
+                   **sgld_kwargs) -> PrivateRelease:
+    """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
+
+    ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run). ``eta_n``: η0·N of
+    the non-private sampler; see :func:`step_size` for how it is adapted to ε. ``max_resamples``: cap of the
+    rejection loop of lines 5–6 (the paper loops until success); ``check_range=False`` skips the loop.
+    """
+    from ..mf import init_model, sample_sgld
+
+    eps = check_epsilon(epsilon)
+    if isinstance(max_resamples, bool) or not isinstance(max_resamples, (int, np.integer)) or max_resamples < 0:
+        raise ParameterError(f"max_resamples must be an integer ≥ 0, got {max_resamples!r}")
+    if not isinstance(resample_rounds, (int, np.integer)) or resample_rounds < 1:
+        raise ParameterError(f"resample_rounds must be an integer ≥ 1, got {resample_rounds!r}")
+    train = pre.train
+    s = likelihood_scale(eps, pre.B, lambda_r)
+    h = step_size(s * lambda_r / 2.0, eta_n, eta_n_max, Lambda_u, Lambda_v)
+    N = train.n_ratings
+    b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
+    m0 = init_model(train.n_users, train.n_items, d, seed=[seed, 0xD9], b0=b0)
+    common = dict(d=d, gamma=gamma, lambda_r=lambda_r, fixed_lambda=(Lambda_u, Lambda_v), lam_bias=lam_bias,
+                  likelihood_scale=s, weights=pre.rating_weights, mode=mode, n_threads=n_threads, test=test,
+                  **sgld_kwargs)
+    res = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=m0, seed=seed, **common)
+    hist = [res.history]
+    lo, hi = pre.pred_range
+    users = np.flatnonzero(pre.kept > 0)
+    viol, n_res, info = [], 0, {"n_pairs": 0, "min": float("nan"), "max": float("nan")}
+    if check_range:
+        while True:
+            mm = res.model
+            info = range_violations(mm.U, mm.V, mm.bu, mm.bi, mm.b0, lo, hi, users=users)
+            viol.append(info["n_out"])
+            if info["n_out"] == 0 or n_res >= max_resamples:
+                break
+            n_res += 1
+            eta_last = float(res.history["eta"].iloc[-1])
+            res = sample_sgld(train, epochs=int(resample_rounds), eta0=eta_last, model=res.model, layout=res.layout,
+                              seed=seed + 7919 * n_res, **{**common, "gamma": 0.0})
+            hist.append(res.history.assign(resample=n_res))
+    model = res.model
+    history = pd.concat(hist, ignore_index=True)
+    return PrivateRelease(model.V.copy(), model.bi.copy(), float(model.b0), eps, pre.B, s,
+                          np.broadcast_to(np.asarray(Lambda_u, np.float32), (d,)).copy(),
+                          np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
+                          float(lambda_r), bool(check_range and viol and viol[-1] == 0), n_res, viol,
+                          info["n_pairs"], info["min"], info["max"], model, history)
+
+
+def fixed_priors(sgld_result) -> dict:
+    """Prior precisions to hold fixed in the private sampler, from a non-private SGLD run (Section 6.6).
+
+    ``Lambda_u``, ``Lambda_v``: the run's final Gibbs-sampled diagonal precisions. ``lam_bias``: the paper has no
+    biases; we estimate their precision the same way, as the pooled (n_users + n_items) / Σ b² of the run's last
+    sample (our choice; the sampler otherwise fixes λ_b = 1, i.e. a bias prior sd of 1 rating point).
+    """
+    m = sgld_result.model
+    b = np.concatenate([m.bu, m.bi]).astype(np.float64)
+    return {"Lambda_u": np.asarray(sgld_result.Lambda_u, np.float32).copy(),
+            "Lambda_v": np.asarray(sgld_result.Lambda_v, np.float32).copy(),
+            "lam_bias": float(len(b) / max(float(b @ b), 1e-12))}
+
+
+# ----------------------------------------------------------------------------------------------- accounting
+
+
+def privacy_accounting(pre: Preprocessed, epsilon: float, model=None) -> pd.DataFrame:
+    """One row per user with ≥ 1 training rating: m, kept, w, B_i, eps_i = ε B_i / (2B) (Theorem 2), and — when the
+    sampled ``model`` (U, V, biases) is given — the realized weighted squared error L_i = Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)²,
+    the log-likelihood ℓ_i = ε L_i / (4B) and the realized personal loss eps_hat_i = 2 ℓ_i (see module docstring)."""
+    eps = check_epsilon(epsilon)
+    users = np.flatnonzero(pre.kept > 0)
+    df = pd.DataFrame({"user": users, "m": pre.m[users], "kept": pre.kept[users], "w": pre.w[users],
+                       "B_i": pre.B_i[users]})
+    df["eps_i"] = eps * df["B_i"] / (2.0 * pre.B)
+    df["eps_i_over_eps"] = df["B_i"] / (2.0 * pre.B)
+    if model is not None:
+        t = pre.train
+        p = model.predict(t.users, t.items).astype(np.float64)
+        se = pre.rating_weights.astype(np.float64) * (t.values.astype(np.float64) - p) ** 2
+        L = np.bincount(t.users, weights=se, minlength=t.n_users)[users]
+        df["L_i"] = L
+        df["bound_ok"] = L <= df["B_i"].to_numpy() * (1 + 1e-6)
+        df["loglik_i"] = eps * L / (4.0 * pre.B)
+        df["eps_hat_i"] = 2.0 * df["loglik_i"]
+        df["eps_hat_over_eps"] = L / (2.0 * pre.B)
+    return df
+
+
+def privacy_summary(pre: Preprocessed, epsilon: float, acc: pd.DataFrame | None = None) -> dict:
+    """User-level ε, rating-level ε/τ, B, and quantiles of the personalized losses."""
+    eps = check_epsilon(epsilon)
+    acc = privacy_accounting(pre, eps) if acc is None else acc
+    out = {"epsilon_user": eps, "epsilon_rating": eps / pre.tau, "B": pre.B, "B_weights": pre.B_weights,
+           "tau": pre.tau, "kappa": pre.kappa, "rho": pre.rho,
+           "eps_i_over_eps_median": float(acc["eps_i_over_eps"].median()),
+           "eps_i_over_eps_max": float(acc["eps_i_over_eps"].max()),
+           "share_users_full_bound": float((acc["B_i"] >= pre.B * (1 - 1e-9)).mean())}
+    if "eps_hat_over_eps" in acc:
+        out.update({"eps_hat_over_eps_median": float(acc["eps_hat_over_eps"].median()),
+                    "eps_hat_over_eps_mean": float(acc["eps_hat_over_eps"].mean()),
+                    "eps_hat_over_eps_p90": float(acc["eps_hat_over_eps"].quantile(0.9)),
+                    "share_users_within_bound": float(acc["bound_ok"].mean())})
+    return out

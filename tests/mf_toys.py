@@ -1,0 +1,31 @@
+"""Small synthetic problems shared by the tests/test_mf_*.py files."""
+
+import numpy as np
+
+from dpmf_lib.data.ratings import DataSource, Ratings
+
+
+def random_ratings(n_users=30, n_items=40, n_ratings=300, seed=0, power=1.2) -> Ratings:
+    """Distinct (user, item) pairs, power-law item popularity, ratings in [1, 5]."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, n_items + 1) ** power
+    p = rng.permutation(p / p.sum())
+    keys = set()
+    while len(keys) < n_ratings:
+        keys.add((int(rng.integers(n_users)), int(rng.choice(n_items, p=p))))
+    k = np.array(sorted(keys))
+    vals = rng.integers(1, 6, len(k)).astype(np.float32)
+    return Ratings(k[:, 0].astype(np.int32), k[:, 1].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
+                   DataSource("toy", False, note="test toy"))
+
+
+def conjugate_toy(n_users=200, n_items=10, d=3, seed=0, v_scale=0.3):
+    """Every user rates every item; item factors fixed. Returns (ratings, V)."""
+    rng = np.random.default_rng(seed)
+    V = (rng.standard_normal((n_items, d)) * v_scale).astype(np.float32)
+    Ustar = rng.standard_normal((n_users, d)).astype(np.float32)
+    users = np.repeat(np.arange(n_users), n_items).astype(np.int32)
+    items = np.tile(np.arange(n_items), n_users).astype(np.int32)
+    vals = (np.einsum("ij,ij->i", Ustar[users], V[items]) + rng.standard_normal(len(users))).astype(np.float32)
+    r = Ratings(users, items, vals, n_users, n_items, (-10.0, 10.0), DataSource("toy", False, note="conjugate toy"))
+    return r, V

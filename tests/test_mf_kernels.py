@@ -1,0 +1,136 @@
+"""C-SGD / naive SGD kernels vs the numpy reference, layouts, determinism, prefetch, serving."""
+
+import numba
+import numpy as np
+import pytest
+
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
+from dpmf_lib.mf.layout import lazy_counters
+from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
+from mf_toys import random_ratings
+
+KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
+
+
+@pytest.mark.parametrize("order", ["tiered", "tiered-usermajor", "naive"])
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_sgd_kernel_matches_reference_same_order(order, prefetch):
+    r = random_ratings()
+    lay = (naive_layout(r, seed=3, n_chunks=5) if order == "naive" else
+           tiered_layout(r, block_users=7, tiers=(5, 10), interleave=8 if order == "tiered" else 1))
+    m0 = init_model(r.n_users, r.n_items, 8, seed=1, b0=float(r.values.mean()))
+    res = train_sgd(r, d=8, model=m0, layout=lay, n_threads=1, prefetch_stride=prefetch, **KW)
+    ref = train_sgd_reference(lay, m0, lam=KW["lam"], lamb=KW["lam"], epochs=KW["epochs"], eta0=KW["eta0"],
+                              gamma=KW["gamma"])
+    for a, b in [(res.model.U, ref.U), (res.model.V, ref.V), (res.model.bu, ref.bu), (res.model.bi, ref.bi)]:
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    assert not np.allclose(res.model.U, m0.U)  # it did train
+
+
+def test_tiered_layout_order():
+    r = random_ratings(n_users=50, n_items=60, n_ratings=700, seed=2)
+    lay = tiered_layout(r, block_users=10, tiers=(5, 20))
+    counts = r.item_counts()
+    # internal ids are sorted by popularity
+    assert np.all(np.diff(counts[lay.item_perm]) <= 0)
+    assert lay.tier_bounds == (5, 25)
+    # same multiset of ratings
+    k1 = np.sort(r.users.astype(np.int64) * 1000 + r.items)
+    k2 = np.sort(lay.users.astype(np.int64) * 1000 + lay.item_perm[lay.items])
+    np.testing.assert_array_equal(k1, k2)
+    np.testing.assert_array_equal(lay.values, r.values[lay.order])
+    np.testing.assert_array_equal(lay.item_rank[lay.item_perm], np.arange(r.n_items))  # consistent renumbering
+    np.testing.assert_array_equal(lay.to_internal_items(r.items[lay.order]), lay.items)
+    # within each block: tier non-decreasing; within a tier users interleaved round-robin (default)
+    for s in range(len(lay.seg) - 1):
+        a, b = lay.seg[s], lay.seg[s + 1]
+        assert np.all(lay.users[a:b] // 10 == s)
+        tier = np.searchsorted(np.array(lay.tier_bounds), lay.items[a:b], side="right")
+        assert np.all(np.diff(tier) >= 0)
+        for t in np.unique(tier):
+            us = lay.users[a:b][tier == t]
+            assert np.all(np.diff(us // 8) >= 0)  # batches of 8 users in order
+            for bt in np.unique(us // 8):
+                ub = us[us // 8 == bt]
+                n_u = len(np.unique(ub))
+                np.testing.assert_array_equal(ub[:n_u], np.unique(ub))  # first round: each batch user once
+    um = tiered_layout(r, block_users=10, tiers=(5, 20), interleave=1)
+    for s in range(len(um.seg) - 1):
+        a, b = um.seg[s], um.seg[s + 1]
+        tier = np.searchsorted(np.array(um.tier_bounds), um.items[a:b], side="right")
+        for t in np.unique(tier):
+            assert np.all(np.diff(um.users[a:b][tier == t]) >= 0)
+
+
+def test_lazy_counters_sum_to_round_length():
+    r = random_ratings(seed=4)
+    lay = tiered_layout(r, block_users=7, tiers=(5, 10))
+    gu, gv, fu, fv = lazy_counters(lay.users, lay.items, r.n_users, r.n_items)
+    n = r.n_ratings
+    tot_u = np.bincount(lay.users, weights=gu, minlength=r.n_users) + fu
+    tot_v = np.bincount(lay.items, weights=gv, minlength=r.n_items) + fv
+    assert np.all(tot_u == n) and np.all(tot_v == n)
+    # hand check against an explicit last-touched counter
+    last = {}
+    for k, u in enumerate(lay.users):
+        assert gu[k] == k - last.get(u, -1)
+        last[u] = k
+
+
+def test_same_seed_one_thread_bit_identical():
+    r = random_ratings(n_users=60, n_items=50, n_ratings=600, seed=5)
+    a = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
+    b = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
+    assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
+    c = train_sgd(r, d=16, epochs=2, n_threads=1, seed=8, block_users=10, tiers=(5, 10))
+    assert a.model.U.tobytes() != c.model.U.tobytes()
+
+
+def test_two_threads_still_converges():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 numba threads")
+    r = random_ratings(n_users=200, n_items=80, n_ratings=4000, seed=6)
+    res = train_sgd(r, d=8, epochs=10, eta0=0.02, gamma=0.0, lam=0.05, n_threads=2, block_users=20, tiers=(10, 20),
+                    test=r)
+    h = res.history["test_rmse"].to_numpy()
+    assert np.isfinite(h).all() and h[-1] < h[0]
+
+
+def test_prefetch_emits_instruction():
+    """The C-SGD inner loop (recompiled without the on-disk cache, which cannot be inspected) contains prefetches."""
+    from dpmf_lib.mf.csgd import _sgd_range
+
+    fresh = numba.njit(fastmath=True)(_sgd_range.py_func)
+    r = random_ratings()
+    m = init_model(r.n_users, r.n_items, 32, seed=0)
+    f = np.float32
+    fresh(r.users, r.items, r.values, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3), f(0.01), f(0.0), f(0.0), 2)
+    asm = "".join(fresh.inspect_asm().values())
+    assert "prefetcht0" in asm
+
+
+def test_bad_parameters_raise():
+    r = random_ratings()
+    with pytest.raises(ParameterError, match="order"):
+        train_sgd(r, order="random")
+    with pytest.raises(ParameterError, match="eta0"):
+        train_sgd(r, eta0=float("nan"))
+    with pytest.raises(ParameterError, match="d "):
+        train_sgd(r, d=0)
+    with pytest.raises(ParameterError, match="tiers"):
+        train_sgd(r, tiers=(0, 5))
+
+
+def test_topk_matches_reference_and_excludes_seen():
+    r = random_ratings(n_users=40, n_items=70, n_ratings=500, seed=9)
+    m = init_model(r.n_users, r.n_items, 6, seed=2)
+    m.bi[:] = np.random.default_rng(0).standard_normal(r.n_items).astype(np.float32)
+    got = top_k(m, 5, block=7)
+    ref = topk_reference(m.U, m.V, m.bi, 5)
+    np.testing.assert_array_equal(got, ref)
+    seen = r.user_csr()
+    got2 = top_k(m, 5, block=16, seen=seen)
+    mask = np.zeros((r.n_users, r.n_items), bool)
+    mask[r.users, r.items] = True
+    np.testing.assert_array_equal(got2, topk_reference(m.U, m.V, m.bi, 5, exclude=mask))

@@ -1,0 +1,144 @@
+"""SGLD: kernel vs reference, conjugate posterior, lazy vs eager noise, lookup-table normality, determinism."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.mf import GaussianTable, MFModel, init_model, sample_sgld, tiered_layout
+from dpmf_lib.mf.noise import stream_seed
+from dpmf_lib.mf.reference import conjugate_posterior, sgld_epoch_lazy_reference
+from dpmf_lib.mf.sgld import _sgld_epoch_lazy
+from mf_toys import conjugate_toy, random_ratings
+
+
+def test_lazy_kernel_matches_reference_one_round():
+    r = random_ratings(seed=1)
+    lay = tiered_layout(r, block_users=7, tiers=(5, 10))
+    gu, gv, _, _ = lay.lazy_counters()
+    d = 6
+    m = init_model(r.n_users, r.n_items, d, seed=3, b0=3.0)
+    table = GaussianTable.create(997, seed=2)
+    ext = table.extended(d + 2)
+    N = r.n_ratings
+    cu, cv = np.bincount(lay.users, minlength=r.n_users), np.bincount(lay.items, minlength=r.n_items)
+    pwu = np.where(cu > 0, N / np.maximum(cu, 1), 0).astype(np.float32)
+    pwv = np.where(cv > 0, N / np.maximum(cv, 1), 0).astype(np.float32)
+    Lu = np.linspace(1, 2, d).astype(np.float32)
+    Lv = np.linspace(2, 3, d).astype(np.float32)
+    f = np.float32
+    eta, zeta, lik, lamb = f(0.02 / N), f(0.5), f(1.0 * N), f(1.0)
+    base = stream_seed(11, 1)
+    A = [m.U.copy(), m.V.copy(), m.bu.copy(), m.bi.copy()]
+    B = [x.copy() for x in A]
+    import numba
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        _sgld_epoch_lazy(lay.users, lay.items, lay.values, np.zeros(1, f), False, gu, gv, lay.seg, *A, f(3.0), eta,
+                         zeta, lik, pwu, pwv, Lu, Lv, lamb, True, ext, table.size, base, 2, True, True)
+    finally:
+        numba.set_num_threads(old)
+    sgld_epoch_lazy_reference(lay, gu, gv, *B, 3.0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext, table.size, base)
+    for a, b in zip(A, B):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    assert not np.allclose(A[0], m.U)
+
+
+def _toy_run(mode, seed, rounds, r, V, d, **kw):
+    model = MFModel(np.zeros((r.n_users, d), np.float32), V.copy(), np.zeros(r.n_users, np.float32),
+                    np.zeros(r.n_items, np.float32), 0.0)
+    N = r.n_ratings
+    return sample_sgld(r, d=d, epochs=rounds, eta0=kw.pop("h", 0.005) / N, gamma=0.0, zeta=kw.pop("zeta", 1.0),
+                       lambda_r=1.0, fixed_lambda=(2.0, 1.0), lam_bias=1.0, mode=mode, model=model, freeze_items=True,
+                       keep_every=1, keep_users=True, n_threads=1, seed=seed, tiers=(3, 3), block_users=50,
+                       noise_table_size=1 << 16, **kw)
+
+
+def _standardized(res, r, V, d, burn, thin, zeta=1.0):
+    n_items = r.n_items
+    S = np.stack(res.samples_U[burn::thin]).astype(np.float64)  # (T, users, d+1)
+    Lu = np.full(d, 2.0)
+    out = []
+    L = None
+    for i in range(r.n_users):
+        sl = slice(i * n_items, (i + 1) * n_items)
+        mu, C = conjugate_posterior(V, np.zeros(n_items), 0.0, r.items[sl], r.values[sl], Lu, 1.0, 1.0, zeta)
+        if L is None:
+            L = np.linalg.cholesky(np.linalg.inv(C))  # whitening: z = Lᵀ (x − μ) ~ N(0, I)
+        out.append((S[:, i, :] - mu) @ L)
+    return np.concatenate(out)  # (T·users, d+1)
+
+
+@pytest.mark.parametrize("zeta", [1.0, 0.5])
+def test_sgld_conjugate_toy_matches_exact_posterior(zeta):
+    d = 3
+    r, V = conjugate_toy(n_users=200, n_items=10, d=d)
+    res = _toy_run("fast", 0, 1200, r, V, d, zeta=zeta)
+    z = _standardized(res, r, V, d, burn=200, thin=40, zeta=zeta)  # ~25 nearly independent rounds × 200 users
+    assert np.all(np.abs(z.mean(axis=0)) < 0.1), z.mean(axis=0)
+    var = z.var(axis=0)
+    # discretisation inflates the variance by ~ h·P/2 (≤ 3% here); sampling error of the variance ~ 2–4 %
+    assert np.all((var > 0.88) & (var < 1.15)), var
+
+
+def test_lazy_and_eager_noise_agree_in_distribution():
+    d = 2
+    r, V = conjugate_toy(n_users=20, n_items=8, d=d, seed=3)
+    lazy = _toy_run("fast", 1, 8000, r, V, d, noise="normal", h=0.01)
+    eager = _toy_run("exact", 2, 8000, r, V, d, h=0.01)
+    zl = _standardized(lazy, r, V, d, burn=200, thin=40)
+    ze = _standardized(eager, r, V, d, burn=200, thin=40)
+    for k in range(d + 1):
+        assert stats.ks_2samp(zl[:, k], ze[:, k]).pvalue > 1e-3
+        assert stats.ttest_ind(zl[:, k], ze[:, k], equal_var=False).pvalue > 1e-3
+        assert 0.8 < zl[:, k].var() / ze[:, k].var() < 1.25
+
+
+def test_lookup_table_noise_is_normal():
+    t = GaussianTable.create(1 << 16, seed=4)
+    assert stats.normaltest(t.values).pvalue > 1e-3
+    x = t.draw(4000, 16, seed=5)  # segments read like the kernel reads them
+    flat = x[:, 0]  # one value per segment (independent offsets)
+    assert stats.kstest(flat, "norm").pvalue > 1e-3
+    assert abs(x.mean()) < 0.03 and abs(x.std() - 1) < 0.03
+    seg = t.draw(2, 16, seed=5)
+    np.testing.assert_array_equal(seg, x[:2])  # deterministic
+
+
+def test_sgld_same_seed_one_thread_bit_identical():
+    r = random_ratings(n_users=60, n_items=50, n_ratings=600, seed=5)
+    kw = dict(d=8, epochs=3, n_threads=1, block_users=10, tiers=(5, 10), noise_table_size=4096)
+    a = sample_sgld(r, seed=3, **kw)
+    b = sample_sgld(r, seed=3, **kw)
+    c = sample_sgld(r, seed=4, **kw)
+    assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
+    assert a.model.U.tobytes() != c.model.U.tobytes()
+
+
+def test_weights_and_scale_enter_likelihood():
+    """Halving the likelihood scale equals halving every per-rating weight (same stream, same seed)."""
+    r = random_ratings(seed=7)
+    kw = dict(d=4, epochs=2, n_threads=1, seed=1, noise_table_size=1024, tiers=(5, 10), block_users=7)
+    a = sample_sgld(r, likelihood_scale=0.5, **kw)
+    b = sample_sgld(r, weights=np.full(r.n_ratings, 0.5), **kw)
+    np.testing.assert_allclose(a.model.U, b.model.U, rtol=1e-5, atol=1e-6)
+
+
+def test_sgld_bad_parameters_raise():
+    r = random_ratings()
+    with pytest.raises(ParameterError, match="zeta"):
+        sample_sgld(r, zeta=0)
+    with pytest.raises(ParameterError, match="mode"):
+        sample_sgld(r, mode="slow")
+    with pytest.raises(ParameterError, match="weights"):
+        sample_sgld(r, weights=np.ones(3))
+    with pytest.raises(ParameterError, match="fixed_lambda"):
+        sample_sgld(r, fixed_lambda=(1.0, -1.0))
+
+
+def test_no_bias_mode_keeps_biases_zero():
+    r = random_ratings(seed=8)
+    res = sample_sgld(r, d=4, epochs=2, biases=False, n_threads=1, noise_table_size=1024, tiers=(5, 10), block_users=7)
+    assert res.model.b0 == 0.0 and not res.model.bu.any() and not res.model.bi.any()
+    assert np.isfinite(res.model.U).all()
