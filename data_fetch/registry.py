@@ -5,7 +5,7 @@ One :class:`DatasetSpec` per dataset id. Facts are recorded only where we are su
 - Archive checksums: the GroupLens ``.zip.md5`` sidecar values for ml-100k/1m/10m (the same values appear in many
   independent downloaders). SHA-256 of the archives is *not* recorded (no authoritative source); a fetch records the
   SHA-256 it observes in the dataset's ``.manifest.json`` and marks it as observed, not checked.
-- Per-file SHA-256 for ml-100k: computed from the mirror ``/work/shared/data/ml-100k`` (the files of the official zip).
+- Per-file SHA-256 for ml-100k: computed from the workbook's mirror ``../shared/data/ml-100k`` (the files of the official zip).
 - Published shapes: the dataset documentation (users × items × ratings, rating scale). Where a paper reports a
   different shape (Balu's thesis Table 4.1 is after preprocessing) it is kept in ``paper_shapes``; for EachMovie the
   brief is to use the thesis numbers, so its ``shape`` *is* the thesis's (the original release is in paper_shapes).

@@ -13,7 +13,9 @@ from dpmf_lib.data.standin import (GENERATOR_VERSION, alias_table, cache_path, f
                                    zipf_mandelbrot_mass)
 from dpmf_lib.errors import ParameterError
 
-ML100K_MIRROR = "/work/shared/data/ml-100k/u.data"
+from conftest import SHARED_DATA
+
+ML100K_MIRROR = SHARED_DATA / "ml-100k" / "u.data"
 
 
 def _no_duplicates(r):
