@@ -25,6 +25,10 @@ from .paths import REPO_ROOT, data_dir, figures_dir, notebooks_dir
 from .registry import Entry, load_registry, select, unregistered_notebooks
 
 CODE_DIRS = ("dpmf_lib", "data_fetch")
+# joblib's loky workers cap these to cpu_count // n_jobs; a notebook's kernel must see the caller's values instead
+# (the work happens in the kernel, and e.g. liu_fig3 measures scaling over threads).
+THREAD_LIMIT_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def code_digest() -> str:
@@ -67,10 +71,17 @@ def up_to_date(entry: Entry, digest: str) -> bool:
 
 
 def execute(name: str, profile: str, digest: str, env: dict | None = None) -> dict:
-    """Execute one notebook with papermill; returns the run record (also written to ``figures/<name>/run.json``)."""
+    """Execute one notebook with papermill; returns the run record (also written to ``figures/<name>/run.json``).
+
+    ``env``: variables to set for the kernel; a value of ``None`` removes the variable.
+    """
     import papermill as pm
 
-    os.environ.update(env or {})
+    for key, value in (env or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     out = figures_dir() / name
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -162,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         (skipped if (not args.force and up_to_date(e, digest)) else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
-    env = {"DPMF_SWEEP_BACKEND": args.backend}
+    env = {"DPMF_SWEEP_BACKEND": args.backend, **{v: os.environ.get(v) for v in THREAD_LIMIT_VARS}}
     if args.scheduler:
         env["DPMF_DASK_SCHEDULER"] = args.scheduler
     failures = []

@@ -58,3 +58,22 @@ def test_up_to_date_needs_matching_hash_and_outputs(figures_tmp):
 def test_unknown_only_pattern_fails_cleanly(capsys):
     assert reproduce.main(["--only", "nosuch_*"]) == 2
     assert "no implemented notebook matches" in capsys.readouterr().err
+
+
+def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, monkeypatch):
+    """loky caps NUMBA_NUM_THREADS & co. in its workers; the runner hands the kernel the caller's values."""
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    code = ("import os, json, pathlib\n"
+            "pathlib.Path(os.environ['DPMF_FIGURES_DIR'], 'env.json').write_text("
+            "json.dumps({v: os.environ.get(v) for v in ('NUMBA_NUM_THREADS', 'OMP_NUM_THREADS')}))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"), nbformat.v4.new_code_cell(code)])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / "envcheck.ipynb")
+    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # as loky would have set it in a worker
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    reproduce.execute("envcheck", "smoke", "h", {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"})
+    seen = json.loads((figures_tmp / "env.json").read_text())
+    assert seen == {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"}
