@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from ..claims import Measurement
 from ..outputs import attach
@@ -76,9 +77,11 @@ def plot(df: pd.DataFrame, params: dict):
                 else h["test_rmse"]
             ax.plot(h["wall"], y, "o-", ms=3, label=solver)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log ranges
         ax.set_xlabel("wall time (s)")
         ax.set_ylabel("test RMSE")
-        ax.set_title(standin_title(f"{ds.split(' [')[0]}, d = {d}", [ds]), fontsize=9)
+        ax.set_title(f"{ds}, d = {d}", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("Liu et al. Fig. 2: test RMSE vs time (C-SGD, SGLD, libmf, surprise)", fontsize=10, y=1.06)
+    fig.suptitle(standin_title("Liu et al. Fig. 2: test RMSE vs time (C-SGD, SGLD, libmf, surprise)",
+                               df.dataset.unique()), fontsize=10, y=1.08)
     return fig

@@ -70,7 +70,7 @@ def plot(df: pd.DataFrame, params: dict):
         ax.set_xlabel("threads")
         ax.set_ylabel("million updates / s")
         ax.set_xticks(sorted(g.threads.unique()))
-        ax.set_title(standin_title(f"{ds.split(' [')[0]}, d = {d}", [ds]), fontsize=9)
+        ax.set_title(f"{ds}, d = {d}", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("Liu et al. Fig. 3: throughput vs threads (2-core shared machine)", fontsize=10, y=1.05)
+    fig.suptitle(standin_title("Liu et al. Fig. 3: throughput vs threads (2-core shared machine)", df.dataset.unique()), fontsize=10, y=1.05)
     return fig

@@ -55,7 +55,7 @@ def plot(df: pd.DataFrame, params: dict):
         ax.set_xscale("log")
         ax.set_xlabel("lookup table size (numbers)")
         ax.set_ylabel("test RMSE (posterior mean)")
-        ax.set_title(standin_title(f"{ds.split(' [')[0]}, d = {params['d']}", [ds]), fontsize=9)
+        ax.set_title(f"{ds}, d = {params['d']}", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("Liu et al. Fig. 4: Gaussian lookup-table size vs test RMSE", fontsize=10, y=1.05)
+    fig.suptitle(standin_title("Liu et al. Fig. 4: Gaussian lookup-table size vs test RMSE", df.dataset.unique()), fontsize=10, y=1.05)
     return fig

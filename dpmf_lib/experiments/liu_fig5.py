@@ -58,7 +58,7 @@ def plot(df: pd.DataFrame, params: dict):
         g.plot.bar(ax=ax, rot=0, logy=True)
         ax.set_xlabel("dimension d")
         ax.set_ylabel(f"seconds for {int(df.epochs.iloc[0])} epochs")
-        ax.set_title(standin_title(ds.split(' [')[0], [ds]), fontsize=9)
+        ax.set_title(ds, fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("Liu et al. Fig. 5: time per run by solver", fontsize=10, y=1.05)
+    fig.suptitle(standin_title("Liu et al. Fig. 5: time per run by solver", df.dataset.unique()), fontsize=10, y=1.05)
     return fig

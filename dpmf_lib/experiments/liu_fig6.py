@@ -42,7 +42,7 @@ def plot(df: pd.DataFrame, params: dict):
             ax.plot(g.epoch, g.test_rmse, "o-", ms=3, label=s)
         ax.set_xlabel("epoch")
         ax.set_ylabel("test RMSE")
-        ax.set_title(standin_title(f"{ds.split(' [')[0]}, d = {params['d']}", [ds]), fontsize=9)
+        ax.set_title(f"{ds}, d = {params['d']}", fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("Liu et al. Fig. 6: convergence of SGD vs SGLD", fontsize=10, y=1.05)
+    fig.suptitle(standin_title("Liu et al. Fig. 6: convergence of SGD vs SGLD", df.dataset.unique()), fontsize=10, y=1.05)
     return fig

@@ -149,7 +149,7 @@ def plot(df: pd.DataFrame, params: dict):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("dimension d")
         ax.set_ylabel(f"{name} data miss rate (%)")
-        ax.set_title(standin_title(name, list(df.dataset.unique())), fontsize=9)
+        ax.set_title(name, fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle(f"Liu et al. Table 2: cache miss rates (cachegrind; {df.caches.iloc[0]})", fontsize=9, y=1.05)
+    fig.suptitle(standin_title(f"Liu et al. Table 2: cache miss rates (cachegrind; {df.caches.iloc[0]})", df.dataset.unique()), fontsize=9, y=1.05)
     return fig
