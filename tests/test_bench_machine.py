@@ -41,3 +41,8 @@ def test_machine_suite_writes_the_documented_json(tmp_path):
 def test_unknown_suite_is_a_clear_error(capsys):
     assert bench_cli.main(["nosuch"]) == 2
     assert "unknown suite" in capsys.readouterr().err
+
+
+def test_ratio_without_target_is_reported_not_judged():
+    r = ratio("x", 2.0, None)
+    assert r["target"] is None and r["met"] is None

@@ -13,8 +13,14 @@ def record(name: str, metric: str, value: float, unit: str, **params) -> dict:
     return {"name": name, "params": params, "metric": metric, "value": float(value), "unit": unit}
 
 
-def ratio(name: str, value: float, target: str) -> dict:
-    """``target`` is a readable condition such as ``">= 3"``; ``met`` says whether ``value`` satisfies it."""
+def ratio(name: str, value: float, target: str | None) -> dict:
+    """``target`` is a readable condition such as ``">= 3"``; ``met`` says whether ``value`` satisfies it.
+
+    ``None``: a ratio worth reporting that no issue or paper sets a target for (``met`` is then ``None``) — better
+    than inventing a target the value cannot miss.
+    """
+    if target is None:
+        return {"name": name, "value": float(value), "target": None, "met": None}
     op, _, num = target.partition(" ")
     bound = float(num)
     met = {">=": value >= bound, "<=": value <= bound, ">": value > bound, "<": value < bound}.get(op)

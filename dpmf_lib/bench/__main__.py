@@ -60,8 +60,8 @@ def main(argv=None) -> int:
     else:
         print(text)
     for r in doc["ratios"]:
-        print(f"ratio {r['name']}: {r['value']:.3g} (target {r['target']}: {'met' if r.get('met') else 'NOT met'})",
-              file=sys.stderr)
+        verdict = "no target" if r.get("target") is None else ("met" if r.get("met") else "NOT met")
+        print(f"ratio {r['name']}: {r['value']:.3g} (target {r.get('target')}: {verdict})", file=sys.stderr)
     return 0
 
 
