@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from dpmf_lib.attacks import blip_flip_probability, bloom_codebook, jlt_sigma
+from dpmf_lib.attacks import blip_flip_probability, jlt_sigma
 from dpmf_lib.attacks import theory
 
 

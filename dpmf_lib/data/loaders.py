@@ -553,7 +553,7 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
     if not files:
         raise DataFormatError(paths, None, "no Netflix rating files found",
                               "expected training_set/mv_*.txt or combined_data_*.txt")
-    parts, offsets = [], []
+    parts = []
     it = files
     if progress:
         from tqdm import tqdm

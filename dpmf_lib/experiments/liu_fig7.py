@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ..claims import Measurement
+from ..data import load_ratings
+from ..data.splits import random_split
 from ..errors import ParameterError
 from ..outputs import attach
 from ..plotting import figure, standin_title
@@ -41,15 +43,7 @@ B_CLAIM = "liu-6.6-B-netflix-tau100"
 
 def load(ds: str, params: dict):
     """The dataset (real when present, else its labelled stand-in) and its seeded train/test split."""
-    try:
-        from ..data import load_ratings
-
-        r = load_ratings(ds, seed=params["seed"], standin_scale=params["standin_scale"])
-    except ModuleNotFoundError:  # dpmf_lib.data.datasets not written yet: the MF helper's labelled fallback
-        from ..mf.data import load_for_mf
-
-        r = load_for_mf(ds, seed=params["seed"], standin_scale=params["standin_scale"])
-    from ..data.splits import random_split
+    r = load_ratings(ds, seed=params["seed"], standin_scale=params["standin_scale"])
 
     tf = float(params["test_fraction"])
     if not 0 < tf < 1:

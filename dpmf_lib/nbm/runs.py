@@ -58,15 +58,6 @@ def available(datasets) -> tuple[list, list]:
     return ok, notes
 
 
-def dpps_mf_available() -> tuple[bool, str]:
-    """Whether :mod:`dpmf_lib.privacy` offers Liu et al.'s DP posterior-sampling MF (DPPS-MF in this paper)."""
-    try:
-        from ..privacy import preprocess, sample_private  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 — any import problem means "not ready"
-        return False, f"not yet: waits for dpmf_lib.privacy ({type(exc).__name__}: {exc})"
-    return True, "dpmf_lib.privacy.sample_private"
-
-
 def dpps_mf_rmse(train, test, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float = 0.3,
                  tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
                  lambda_r: float = 2.0) -> float:
@@ -116,9 +107,6 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         out["rmse"] = res.info["rmse"]
         out["posterior_scale"] = res.info["kappa"]
     else:  # dpps-mf
-        ok, why = dpps_mf_available()
-        if not ok:
-            raise ParameterError(f"DPPS-MF: {why}")
         out["rmse"] = dpps_mf_rmse(train, test, epsilon=epsilon, seed=s, **cfg)
     out["seconds"] = time.perf_counter() - t0
     return out
