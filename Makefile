@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test lab bench data venv clean clean-figures report list
+.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts
 
 all: figures
 
@@ -50,7 +50,12 @@ list: $(STAMP)
 	$(PY) -m dpmf_lib.reproduce --list
 
 report: $(STAMP)
-	$(PY) -c "from dpmf_lib.report import write_report; print(*write_report())"
+	$(PY) -m dpmf_lib.report
+
+# The verdicts at `ci` must match params/expected_verdicts.yaml (accept a deliberate change with
+# `$(PY) -m dpmf_lib.report --accept-verdicts` and commit the file with it).
+check-verdicts: $(STAMP)
+	$(PY) -m dpmf_lib.report --check-verdicts
 
 clean-figures:
 	find figures -mindepth 1 -not -name .gitkeep -delete

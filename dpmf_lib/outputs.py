@@ -1,6 +1,7 @@
 """What a notebook writes, and the provenance that goes with it.
 
-Every notebook ends with :meth:`NotebookRun.save`, which writes into ``figures/<name>/``:
+Every notebook ends with :meth:`NotebookRun.save`, which writes into ``figures/<name>/`` (the runner's canonical run)
+or ``figures/_runs/<name>-<profile>-<hash>/`` (any other run):
 ``<name>.png`` and ``<name>.svg`` (the figure), ``<name>.csv`` (the plotted numbers, with the ``dataset`` column
 naming real data or ``[synthetic stand-in]``), ``provenance.json`` (git commit, params, profile, datasets with
 checksums or "synthetic stand-in", seeds, package versions, wall time) and ``measurements.json`` (values of
@@ -9,9 +10,12 @@ checksums or "synthetic stand-in", seeds, package versions, wall time) and ``mea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -20,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .claims import Measurement
+from .claims import Measurement, merge_replicates
 from .data.ratings import DataSource
 from .params import load_params
 from .paths import REPO_ROOT, figures_dir
@@ -67,11 +71,40 @@ def seeds_of(params: dict) -> dict:
     return {k: v for k, v in params.items() if "seed" in k}
 
 
+#: Columns that hold wall-clock measurements (times, throughputs, bandwidths): they differ between two runs of the same
+#: seed, so :meth:`NotebookRun.save` moves them out of the main CSV into ``<name>_timings.csv``. A paper's value of
+#: such a quantity (``paper_*``) is a constant and stays. Experiments can name more in ``df.attrs["timing_columns"]``.
+TIMING_COLUMN = re.compile(r"^(seconds|wall|wall_s|runtime_s|us_per_vector)$|seconds|_per_s$|GBps|GFLOPs")
+
+
+def timing_columns(df: pd.DataFrame) -> list[str]:
+    named = set(df.attrs.get("timing_columns", []))
+    return [c for c in df.columns if c in named or (TIMING_COLUMN.search(str(c)) and not str(c).startswith("paper"))]
+
+
+RUN_DIR_VAR = "DPMF_RUN_DIR"  # set by the runner: the staging directory of a canonical run
+RUN_NOTEBOOK_VAR = "DPMF_RUN_NOTEBOOK"  # ... and the notebook it is for
+
+
+def params_digest(name: str, params: dict) -> str:
+    return hashlib.sha256(json.dumps([name, params], sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def scratch_dir(name: str, params: dict) -> Path:
+    """Where a run that is not the runner's canonical one writes: ``figures/_runs/<name>-<profile>-<hash>/``."""
+    return figures_dir() / "_runs" / f"{name}-{params['profile']}-{params_digest(name, params)}"
+
+
 class NotebookRun:
-    """One execution of a notebook: resolved parameters, a start time, and :meth:`save`.
+    """One execution of a notebook: resolved parameters, a start time, :meth:`replicate` and :meth:`save`.
 
     ``NotebookRun("liu_fig1", profile, overrides)`` loads ``params/liu_fig1.yaml`` at ``profile`` with ``overrides``
     (unknown names raise), applies the shared plotting style and starts the clock.
+
+    Where it writes: only the runner (``python -m dpmf_lib.reproduce``), with no overrides, writes the canonical
+    ``figures/<name>/`` (it hands the kernel a staging directory and renames it into place when the run succeeds).
+    Any other run — papermill by hand, JupyterLab, overrides — writes to ``figures/_runs/<name>-<profile>-<hash>/``
+    and says so, so a hand run can never replace the outputs the report is built from.
     """
 
     def __init__(self, name: str, profile: str = "ci", overrides: dict | None = None, *, out_dir: Path | None = None):
@@ -81,32 +114,133 @@ class NotebookRun:
         self.profile = profile
         self.overrides = dict(overrides or {})
         self.params = load_params(name, profile, self.overrides)
-        self.out_dir = Path(out_dir) if out_dir is not None else figures_dir() / name
+        staging = os.environ.get(RUN_DIR_VAR)
+        self.canonical = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and not self.overrides
+        if out_dir is not None:
+            self.out_dir = Path(out_dir)
+        elif self.canonical:
+            self.out_dir = Path(staging)
+        else:
+            self.out_dir = scratch_dir(name, self.params)
+            print(f"Outputs go to {self.out_dir} (a scratch run: figures/{name}/ is written only by "
+                  "`python -m dpmf_lib.reproduce`, with no overrides).")
+        self.measurements: list[dict] | None = None
+        self.replicate_seeds: list[int] = [self.params.get("seed", 0)]
         self.started = time.time()
         style()
 
+    # -- claims over seeds -------------------------------------------------------------------------------------------
+    def _judged_claims(self) -> dict:
+        from .claims import load_claims
+
+        return {c.id: c for c in load_claims()}
+
+    def seeds_needed(self, measurements: list[dict]) -> int:
+        """Seeds the claims measured here need at this profile.
+
+        Only measurements that can get a verdict at this profile count: on real data (a stand-in's is never judged),
+        not ``shown_not_judged``, and with ``min_profile`` at most this profile (below it the value is indicative and
+        more seeds would not change that). 1 when none does, or every one is deterministic.
+        """
+        from .claims import PROFILE_RANK
+
+        claims = self._judged_claims()
+        unknown = sorted({m["claim"] for m in measurements} - set(claims))
+        if unknown:
+            raise ValueError(f"{self.name}: measurements of claims not in params/claims.yaml: {unknown}")
+        rank = PROFILE_RANK.get(self.profile, 0)
+        need = [claims[m["claim"]].seeds_needed(self.profile) for m in measurements
+                if m["real"] and not claims[m["claim"]].shown_not_judged
+                and PROFILE_RANK[claims[m["claim"]].min_profile] <= rank]
+        return max(need, default=1)
+
+    def replicate(self, run, df: pd.DataFrame, n_seeds: int | None = None) -> pd.DataFrame:
+        """Measure the claims over seeds: re-run ``run(params)`` at ``seed + 1 … seed + n − 1`` and keep only their
+        claim measurements (the figure and the CSV stay those of ``seed``).
+
+        ``n`` is what the claims measured here need at this profile (3 at ``ci``, 5 at ``paper``, more where a claim
+        asks; 1 when every claim is deterministic or shown without a verdict). Returns one row per measurement: mean,
+        95 % interval over the seeds, and the verdict it would get (see :mod:`dpmf_lib.claims`).
+        """
+        from tqdm.auto import tqdm
+
+        base = list(df.attrs.get("measurements", []))
+        n = self.seeds_needed(base) if n_seeds is None else int(n_seeds)
+        seed0 = int(self.params.get("seed", 0))
+        seeds = [seed0 + k for k in range(max(1, n))]
+        runs = [base]
+        for s in tqdm(seeds[1:], desc=f"{self.name}: claims at further seeds", disable=len(seeds) < 2):
+            runs.append(list(run({**self.params, "seed": s}).attrs.get("measurements", [])))
+        self.measurements = merge_replicates(runs, seeds)
+        self.replicate_seeds = seeds
+        return self.claims_table()
+
+    def claims_table(self) -> pd.DataFrame:
+        """The claim measurements of this run with their interval and the verdict they would get."""
+        from .claims import judge_measurement
+
+        claims = self._judged_claims()
+        rows = []
+        for m in self._measurements():
+            c = claims.get(m["claim"])
+            j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
+            verdict = "stand-in only" if not m["real"] else (c.shown_not_judged and "shown, not judged"
+                                                             or j.verdict)
+            rows.append({"claim": m["claim"], "setting": m.get("setting", ""), "data": m["dataset"],
+                         "paper": None if c is None else c.reference, "ours": j.mean if j else m["value"],
+                         "95% interval": None if j is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
+                         "seeds": len(m.get("values") or [m["value"]]),
+                         "rule": None if c is None else c.rule(), "verdict": verdict,
+                         "why": "" if j is None else j.reason})
+        return pd.DataFrame(rows)
+
+    def _measurements(self) -> list[dict]:
+        return self.measurements or []
+
+    # -- outputs -----------------------------------------------------------------------------------------------------
     def save(self, df: pd.DataFrame, fig=None, *, extra_tables: dict[str, pd.DataFrame] | None = None) -> Path:
-        """Write figure, CSV, provenance and measurements; returns the output directory."""
+        """Write figure, CSV, provenance and measurements into a temporary directory, then rename it into place.
+
+        Wall-clock columns (:func:`timing_columns`) go to ``<name>_timings.csv`` (the whole table, timings included)
+        instead of the main CSV, so the same seed and thread count give a byte-identical ``<name>.csv``.
+        """
         if "dataset" not in df.columns:
             raise ValueError(f"{self.name}: the DataFrame needs a `dataset` column (Ratings.source.label) so that "
                              "the CSV says which rows come from real data and which from a synthetic stand-in")
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        stem = self.out_dir / self.name
+        if self.measurements is None:  # not replicated: the claims get this run's values only
+            own = list(df.attrs.get("measurements", []))
+            self.seeds_needed(own)  # unknown claim ids fail here, not in the report
+            self.measurements = merge_replicates([own], self.replicate_seeds)
+        measurements = [{**m, "profile": self.profile} for m in self.measurements]
+        final = self.out_dir
+        tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
+        if self.canonical:  # the runner's staging directory is itself renamed into place by the runner
+            tmp = final
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True, exist_ok=True)
+        stem = tmp / self.name
         if fig is not None:
             fig.savefig(stem.with_suffix(".png"))
             fig.savefig(stem.with_suffix(".svg"), metadata={"Date": None})
-        df.to_csv(stem.with_suffix(".csv"), index=False)
+        timing = timing_columns(df)
+        df.drop(columns=timing).to_csv(stem.with_suffix(".csv"), index=False)
+        if timing:
+            df.to_csv(tmp / f"{self.name}_timings.csv", index=False)
         for table_name, table in (extra_tables or {}).items():
-            table.to_csv(self.out_dir / f"{self.name}_{table_name}.csv", index=False)
+            table.to_csv(tmp / f"{self.name}_{table_name}.csv", index=False)
         sources = df.attrs.get("sources", [])
         provenance = {
             "notebook": self.name,
             "profile": self.profile,
+            "canonical": self.canonical,
             "params": self.params,
             "overrides": self.overrides,
             "datasets": sources or [{"dataset": None, "real": None, "note": "no dataset (synthetic by design)"}],
             "uses_standin": any(not s.get("real", True) for s in sources),
             "seeds": seeds_of(self.params),
+            "claim_seeds": self.replicate_seeds,
+            "timing_columns": timing,
             "git": git_state(),
             "packages": package_versions(),
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
@@ -114,9 +248,15 @@ class NotebookRun:
             "wall_time_s": round(time.time() - self.started, 3),
             "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        _write_json(self.out_dir / "provenance.json", provenance)
-        _write_json(self.out_dir / "measurements.json", df.attrs.get("measurements", []))
-        return self.out_dir
+        _write_json(tmp / "provenance.json", provenance)
+        _write_json(tmp / "measurements.json", measurements)
+        if tmp != final:
+            old = final.parent / f".{final.name}.old-{os.getpid()}"
+            if final.exists():
+                os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        return final
 
 
 def _numba_threads():

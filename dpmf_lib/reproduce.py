@@ -1,12 +1,20 @@
-"""Run the registered notebooks with papermill, skip what is up to date, and build the report.
+"""Run the registered notebooks with papermill, skip what is current, and build the report.
 
     python -m dpmf_lib.reproduce [--profile smoke|ci|paper] [--only PATTERN] [--jobs N]
                                  [--backend loky|dask --scheduler ADDRESS] [--force] [--list]
 
-A notebook is skipped when the hash of (profile, resolved params, the notebook, its params file, the library's code,
-the fetched datasets' manifests) equals the one its last successful run recorded in ``figures/<name>/run.json``.
-Each executed copy is kept as ``figures/<name>/<name>.ipynb``; a failure names the notebook, the failing cell and the
-error, and the run exits non-zero after building the report.
+Only this runner writes the canonical ``figures/<name>/``. It executes a notebook into a staging directory
+(``figures/.staging-<name>-<pid>``), passing its path to the kernel in ``$DPMF_RUN_DIR``; when the run ends the
+staging directory is renamed into place, so ``figures/<name>/`` always holds one whole run — never a half-written one,
+never a mix of two. A failed run replaces the old outputs too (with its executed notebook and ``run.json`` saying
+``failed``): the report must not keep showing results the current code no longer produces.
+
+A notebook is current (skipped) when its ``run.json`` says ``ok`` with the same run hash — profile, resolved params,
+the notebook, its params file, and the code of its experiment module and of everything that imports from
+``dpmf_lib``/``data_fetch`` (:mod:`dpmf_lib.dependencies`) — and every dataset it read is still in the state it read
+(real with the same checksum, or still absent for a stand-in). Each executed copy is kept as
+``figures/<name>/<name>.ipynb``; a failure names the notebook, the failing cell and the error, and the run exits
+non-zero after building the report.
 """
 
 from __future__ import annotations
@@ -15,42 +23,39 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
+from .dependencies import code_digest, data_states, states_of_run
 from .errors import WorkbookError
+from .outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR
 from .params import PROFILES, load_params
-from .paths import REPO_ROOT, data_dir, figures_dir, notebooks_dir
+from .paths import figures_dir, notebooks_dir
 from .registry import Entry, load_registry, select, unregistered_notebooks
 
-CODE_DIRS = ("dpmf_lib", "data_fetch")
 # joblib's loky workers cap these to cpu_count // n_jobs; a notebook's kernel must see the caller's values instead
 # (the work happens in the kernel, and e.g. liu_fig3 measures scaling over threads).
 THREAD_LIMIT_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def code_digest() -> str:
-    h = hashlib.sha256()
-    for d in CODE_DIRS:
-        for p in sorted((REPO_ROOT / d).rglob("*.py")):
-            h.update(str(p.relative_to(REPO_ROOT)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+def experiment_module(entry: Entry) -> str:
+    """The module a notebook's ``import ... as experiment`` names (``dpmf_lib.experiments.<name>`` by convention)."""
+    import re
+
+    text = entry.notebook.read_text(encoding="utf-8")
+    m = re.search(r"import (dpmf_lib\.[\w.]+) as experiment", text)
+    return m.group(1) if m else f"dpmf_lib.experiments.{entry.name}"
 
 
-def data_digest() -> str:
-    h = hashlib.sha256()
-    for p in sorted(data_dir().glob("*/.manifest.json")):
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
-def run_hash(entry: Entry, profile: str, code: str, data: str) -> str:
+def run_hash(entry: Entry, profile: str) -> str:
+    """Hash of what a run of ``entry`` at ``profile`` depends on, data aside (see the module docstring)."""
     params = load_params(entry.name, profile)
     h = hashlib.sha256()
-    for part in (profile, json.dumps(params, sort_keys=True, default=str), code, data):
+    for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
+                 code_digest("dpmf_lib.outputs")):
         h.update(part.encode())
     h.update(entry.notebook.read_bytes())
     h.update(entry.params_file.read_bytes())
@@ -61,17 +66,68 @@ def _outputs_present(out: Path, name: str) -> bool:
     return (out / "provenance.json").exists() and (out / f"{name}.csv").exists()
 
 
-def up_to_date(entry: Entry, digest: str) -> bool:
-    out = figures_dir() / entry.name
+def run_record(name: str) -> dict:
     try:
-        run = json.loads((out / "run.json").read_text())
+        return json.loads((figures_dir() / name / "run.json").read_text())
     except (OSError, ValueError):
-        return False
-    return run.get("hash") == digest and run.get("status") == "ok" and _outputs_present(out, entry.name)
+        return {}
+
+
+def staleness(entry: Entry, digest: str) -> str | None:
+    """Why the canonical outputs of ``entry`` are not current for run hash ``digest`` (None when they are)."""
+    out = figures_dir() / entry.name
+    run = run_record(entry.name)
+    if not run:
+        return "not run"
+    if run.get("status") != "ok":
+        return f"last run {run.get('status', 'unknown')}"
+    if run.get("hash") != digest:
+        return "code, params or notebook changed since the last run"
+    if not _outputs_present(out, entry.name):
+        return "outputs missing"
+    then = run.get("data_state") or {}
+    now = data_states([{"dataset": d} for d in then])
+    changed = sorted(d for d in then if now.get(d) != then[d])
+    if changed:
+        return "data changed since the last run: " + ", ".join(f"{d} ({then[d]} → {now.get(d)})" for d in changed)
+    return None
+
+
+def up_to_date(entry: Entry, digest: str) -> bool:
+    return staleness(entry, digest) is None
+
+
+def _swap_into_place(staging: Path, final: Path) -> None:
+    old = final.parent / f".old-{final.name}-{os.getpid()}"
+    if final.exists():
+        os.replace(final, old)
+    os.replace(staging, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_interrupted(fig_dir: Path | None = None) -> list[str]:
+    """Clean up after a runner that was killed mid-swap: restore ``.old-<name>-*`` when ``<name>`` is missing, and
+    remove leftover staging and old directories. Returns what it did."""
+    fig_dir = fig_dir or figures_dir()
+    done = []
+    if not fig_dir.is_dir():
+        return done
+    for old in sorted(fig_dir.glob(".old-*")):
+        name = old.name[len(".old-"):].rsplit("-", 1)[0]
+        if not (fig_dir / name).exists():
+            os.replace(old, fig_dir / name)
+            done.append(f"restored {name} from an interrupted run")
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+    for staging in sorted(fig_dir.glob(".staging-*")):
+        shutil.rmtree(staging, ignore_errors=True)
+        done.append(f"removed the unfinished {staging.name}")
+    return done
 
 
 def execute(name: str, profile: str, digest: str, env: dict | None = None) -> dict:
-    """Execute one notebook with papermill; returns the run record (also written to ``figures/<name>/run.json``).
+    """Execute one notebook with papermill into a staging directory and rename it to ``figures/<name>/``; returns
+    the run record (also written there as ``run.json``).
 
     ``env``: variables to set for the kernel; a value of ``None`` removes the variable.
     """
@@ -82,23 +138,35 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None) -> di
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    out = figures_dir() / name
-    out.mkdir(parents=True, exist_ok=True)
+    final = figures_dir() / name
+    staging = figures_dir() / f".staging-{name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    os.environ[RUN_DIR_VAR], os.environ[RUN_NOTEBOOK_VAR] = str(staging), name
     started = time.time()
     record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None}
     try:
-        pm.execute_notebook(str(notebooks_dir() / f"{name}.ipynb"), str(out / f"{name}.ipynb"),
+        pm.execute_notebook(str(notebooks_dir() / f"{name}.ipynb"), str(staging / f"{name}.ipynb"),
                             parameters={"profile": profile}, cwd=str(notebooks_dir()), kernel_name="python3",
                             progress_bar=False, log_output=False, request_save_on_cell_execute=False)
-        if not _outputs_present(out, name):
+        if not _outputs_present(staging, name):
             record.update(status="failed", error="the notebook ran but did not call NotebookRun.save()")
     except pm.PapermillExecutionError as exc:
         record.update(status="failed", error=f"cell {exc.exec_count} (index {exc.cell_index}): {exc.ename}: "
                                              f"{str(exc.evalue)[:500]}")
     except Exception as exc:  # kernel died, notebook unreadable, ...: report, never hide
         record.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+    finally:
+        os.environ.pop(RUN_DIR_VAR, None)
+        os.environ.pop(RUN_NOTEBOOK_VAR, None)
     record["runtime_s"] = round(time.time() - started, 2)
-    (out / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    if record["status"] == "ok":
+        prov = json.loads((staging / "provenance.json").read_text())
+        record["data_state"] = states_of_run(prov.get("datasets", []))
+    else:  # a failed run's partial measurements must never reach the report
+        (staging / "measurements.json").unlink(missing_ok=True)
+    (staging / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    _swap_into_place(staging, final)
     return record
 
 
@@ -162,11 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and not chosen:
         print(f"error: no implemented notebook matches --only {args.only!r} (see --list)", file=sys.stderr)
         return 2
-    code, data = code_digest(), data_digest()
+    for line in recover_interrupted():
+        print(line)
     todo, skipped = [], []
     for e in chosen:
         try:
-            digest = run_hash(e, args.profile, code, data)
+            digest = run_hash(e, args.profile)
         except WorkbookError as exc:
             print(f"error: {e.name}: {exc}", file=sys.stderr)
             return 2

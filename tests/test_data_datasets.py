@@ -26,16 +26,31 @@ def data_home(tmp_path, monkeypatch):
     return home
 
 
-def test_standin_when_absent(data_home):
+def test_absent_dataset_raises_unless_the_caller_opts_in_to_the_standin(data_home):
+    """No silent stand-in: a library user asking for ml-100k without the data gets an error naming the fix."""
     assert not dataset_available("ml-100k")
-    r = load_ratings("ml-100k")
+    with pytest.raises(DatasetUnavailable) as exc:
+        load_ratings("ml-100k")
+    msg = str(exc.value)
+    assert "python -m data_fetch ml-100k" in msg and "allow_standin=True" in msg and str(data_home / "ml-100k") in msg
+    r = load_ratings("ml-100k", allow_standin=True)
     assert not r.source.real and r.source.label == "ml-100k [synthetic stand-in]"
     assert r.describe()["ratings"] == 100_000
     assert not (data_home / "standins").exists()  # small stand-ins are not cached
-    with pytest.raises(DatasetUnavailable) as exc:
-        load_ratings("ml-100k", allow_standin=False)
-    msg = str(exc.value)
-    assert "python -m data_fetch ml-100k" in msg and "stand-in" in msg and str(data_home / "ml-100k") in msg
+
+
+def test_hua_loader_refuses_a_missing_ml100k(data_home):
+    from dpmf_lib.objpert.data import load_hua_dataset
+
+    with pytest.raises(DatasetUnavailable, match="python -m data_fetch ml-100k"):
+        load_hua_dataset("ml-100k")
+
+
+def test_notebooks_may_stand_in_only_for_data_that_cannot_be_had():
+    from dpmf_lib.data.datasets import standin_permitted
+
+    assert not standin_permitted("ml-100k")
+    assert standin_permitted("netflix") and standin_permitted("ml-1m")
 
 
 def test_unavailable_dataset_message(data_home):
@@ -43,7 +58,7 @@ def test_unavailable_dataset_message(data_home):
         load_ratings("netflix", allow_standin=False)
     msg = str(exc.value)
     assert "withdrew" in msg and "--from DIR" in msg and "mv_0000001.txt" in msg and "stand-in" in msg
-    r = load_ratings("netflix", standin_scale=0.001)
+    r = load_ratings("netflix", allow_standin=True, standin_scale=0.001)
     assert r.source.label == "netflix [synthetic stand-in]" and r.n_items == 17_770
 
 
@@ -52,7 +67,7 @@ def test_unknown_id_and_vectors(data_home):
         load_ratings("movielens")
     with pytest.raises(ParameterError, match="load_vectors"):
         load_ratings("sift1m")
-    v = load_vectors("sift1m", standin_scale=0.001)
+    v = load_vectors("sift1m", allow_standin=True, standin_scale=0.001)
     assert v.base.shape == (1000, 128) and v.query.shape == (100, 128) and v.base.dtype == np.float32
     assert not v.source.real and v.base.min() >= 0 and v.base.max() <= 255
     with pytest.raises(DatasetUnavailable):
@@ -85,10 +100,12 @@ def test_fetched_copy_is_used_and_checked(data_home, monkeypatch):
     p.write_bytes(bytes(raw))
     with pytest.raises(DataFormatError, match="differs from the expected .* \\(manifest\\)"):
         load_real("ml-100k")
-    # a directory without manifest is not a dataset
+    # a directory without manifest is not a dataset — and not absent either: it is damaged, and never replaced
+    # by a stand-in (not even for a caller that accepts stand-ins)
     (data_home / "ml-100k" / MANIFEST_NAME).unlink()
     assert not dataset_available("ml-100k")
-    assert not load_ratings("ml-100k").source.real
+    with pytest.raises(DatasetUnavailable, match="damaged.*python -m data_fetch ml-100k --force"):
+        load_ratings("ml-100k", allow_standin=True)
 
 
 def test_netflix_from_directory(data_home, tmp_path):

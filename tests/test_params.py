@@ -5,7 +5,7 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.params import PROFILES, load_params, require_positive
 from dpmf_lib.paths import params_dir
 
-PARAM_FILES = sorted(p for p in params_dir().glob("*.yaml") if p.stem not in ("registry", "claims"))
+PARAM_FILES = sorted(p for p in params_dir().glob("*.yaml") if p.stem not in ("registry", "claims", "expected_verdicts"))
 
 
 def write(tmp_path, doc):

@@ -30,6 +30,8 @@ def lowrank_toy(n_users=300, n_items=40, per_user=25, d=2, seed=0):
 
 
 def test_weights_and_B_on_hand_made_counts():
+    """Also Section 6.6's "B = 2500 ... for Netflix" (τ = 100, κ = 1, ρ = 1, 1..5 stars): arithmetic, so a test
+    here rather than a claim in params/claims.yaml."""
     m = np.array([0, 50, 100, 200, 400])  # τ = 100, κ = 1, scale 1..5: c = (4 + 1)² = 25, B0 = 2500
     w, B_i, B, B0 = ps.user_weights(m, tau=100, kappa=1.0, rho=1.0)
     assert B0 == 2500.0 and B == 2500.0

@@ -1,9 +1,12 @@
 import json
 
 import nbformat
+import pytest
 
 from dpmf_lib import reproduce
-from dpmf_lib.report import collect, write_report
+from dpmf_lib.dependencies import dataset_state, module_closure
+from dpmf_lib.paths import notebooks_dir
+from dpmf_lib.report import collect, read_expected, verdict_changes, write_expected, write_report
 from dpmf_lib.registry import load_registry
 
 
@@ -43,8 +46,8 @@ def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkey
 def test_up_to_date_needs_matching_hash_and_outputs(figures_tmp):
     _, entries = load_registry()
     e = next(x for x in entries if x.name == "liu_fig1")
-    digest = reproduce.run_hash(e, "smoke", reproduce.code_digest(), reproduce.data_digest())
-    assert digest != reproduce.run_hash(e, "ci", reproduce.code_digest(), reproduce.data_digest())
+    digest = reproduce.run_hash(e, "smoke")
+    assert digest != reproduce.run_hash(e, "ci")
     out = figures_tmp / e.name
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok"}))
@@ -53,6 +56,135 @@ def test_up_to_date_needs_matching_hash_and_outputs(figures_tmp):
     (out / f"{e.name}.csv").write_text("dataset\n")
     assert reproduce.up_to_date(e, digest)
     assert not reproduce.up_to_date(e, "other")
+
+
+def test_run_hash_covers_the_notebooks_own_code_not_all_code():
+    from dpmf_lib.paths import REPO_ROOT
+
+    def rel(module):
+        return {p.relative_to(REPO_ROOT).as_posix() for p in module_closure(module)}
+
+    files = rel(reproduce.experiment_module(_entry("liu_fig7")))
+    assert {"dpmf_lib/experiments/liu_fig7.py", "dpmf_lib/privacy/posterior_sampling.py", "dpmf_lib/data/datasets.py",
+            "dpmf_lib/__init__.py", "dpmf_lib/experiments/__init__.py", "data_fetch/registry.py"} <= files
+    assert not any("/attacks/" in f or "/lsh/" in f for f in files)  # another paper's code is not a dependency
+
+
+def test_standin_result_goes_stale_when_the_real_data_appears(figures_tmp):
+    _, entries = load_registry()
+    e = next(x for x in entries if x.name == "liu_fig1")
+    digest = reproduce.run_hash(e, "smoke")
+    out = figures_tmp / e.name
+    out.mkdir()
+    (out / "provenance.json").write_text("{}")
+    (out / f"{e.name}.csv").write_text("dataset\n")
+    # the run read ml-100k as absent (a stand-in); the mirror now holds the real data
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "data_state": {"ml-100k": "absent"}}))
+    why = reproduce.staleness(e, digest)
+    assert why and "data changed" in why and "ml-100k" in why
+    now = dataset_state("ml-100k")
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "data_state": {"ml-100k": now}}))
+    assert reproduce.staleness(e, digest) is None
+
+
+def test_failed_or_stale_runs_do_not_reach_the_report(figures_tmp):
+    _, entries = load_registry()
+    e = next(x for x in entries if x.name == "balu_table3_1")
+    out = figures_tmp / e.name
+    out.mkdir()
+    m = {"claim": "balu-3.5-ml100k-cavg", "value": 106.04, "dataset": "ml-100k", "real": True, "profile": "ci",
+         "values": [106.04], "guards": {}}
+    (out / "measurements.json").write_text(json.dumps([m]))
+    (out / "provenance.json").write_text("{}")
+    (out / f"{e.name}.csv").write_text("dataset\n")
+    digest = reproduce.run_hash(e, "ci")
+
+    def cavg():
+        return next(c for c in collect()[2] if c["id"] == "balu-3.5-ml100k-cavg")
+
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "profile": "ci"}))
+    assert cavg()["verdict"] == "reproduced"
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "failed", "profile": "ci"}))
+    assert cavg()["verdict"] == "not yet measured"
+    (out / "run.json").write_text(json.dumps({"hash": "older code", "status": "ok", "profile": "ci"}))
+    assert cavg()["verdict"] == "not yet measured"
+    row = next(r for r in collect()[1] if r["name"] == e.name)
+    assert row["status"] == "stale" and "changed" in row["why"]
+
+
+def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatch):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
+                                         nbformat.v4.new_code_cell("raise RuntimeError('now broken')")])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / "was_good.ipynb")
+    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    old = figures_tmp / "was_good"
+    old.mkdir()
+    (old / "measurements.json").write_text("[]")
+    (old / "was_good.csv").write_text("dataset\n")
+    rec = reproduce.execute("was_good", "smoke", "h")
+    assert rec["status"] == "failed"
+    assert sorted(p.name for p in old.iterdir()) == ["run.json", "was_good.ipynb"]
+    assert not list(figures_tmp.glob(".staging-*")) and not list(figures_tmp.glob(".old-*"))
+
+
+def test_recovery_after_a_kill_between_the_two_renames(figures_tmp):
+    (figures_tmp / ".old-liu_fig1-123").mkdir()
+    (figures_tmp / ".old-liu_fig1-123" / "run.json").write_text("{}")
+    (figures_tmp / ".staging-liu_fig1-456").mkdir()
+    done = reproduce.recover_interrupted()
+    assert (figures_tmp / "liu_fig1" / "run.json").exists() and len(done) == 2
+    assert not list(figures_tmp.glob(".*"))
+
+
+@pytest.mark.slow
+def test_hand_run_with_overrides_cannot_replace_canonical_outputs(figures_tmp, tmp_path):
+    """The README's papermill-by-hand call writes to figures/_runs/, never figures/<name>/; the same seed gives a
+    byte-identical CSV in both places."""
+    import papermill as pm
+
+    rec = reproduce.execute("liu_fig1", "smoke", reproduce.run_hash(_entry("liu_fig1"), "smoke"))
+    assert rec["status"] == "ok", rec["error"]
+    canon = figures_tmp / "liu_fig1"
+    before = {p.name: p.read_bytes() for p in canon.iterdir()}
+    for overrides in ({"seed": 1}, {}):
+        pm.execute_notebook(str(notebooks_dir() / "liu_fig1.ipynb"), str(tmp_path / "out.ipynb"),
+                            parameters={"profile": "smoke", "overrides": overrides}, cwd=str(notebooks_dir()),
+                            kernel_name="python3", progress_bar=False)
+    assert {p.name: p.read_bytes() for p in canon.iterdir()} == before
+    assert reproduce.up_to_date(_entry("liu_fig1"), reproduce.run_hash(_entry("liu_fig1"), "smoke"))
+    runs = sorted((figures_tmp / "_runs").iterdir())
+    assert len(runs) == 2 and all(r.name.startswith("liu_fig1-smoke-") for r in runs)
+    same_seed = [r for r in runs if json.loads((r / "provenance.json").read_text())["params"]["seed"] == 0]
+    assert (same_seed[0] / "liu_fig1.csv").read_bytes() == before["liu_fig1.csv"]
+    assert not json.loads((same_seed[0] / "provenance.json").read_text())["canonical"]
+
+
+def _entry(name):
+    return next(x for x in load_registry()[1] if x.name == name)
+
+
+def test_verdict_regression_guard(tmp_path):
+    path = tmp_path / "expected.yaml"
+    write_expected({"a": "reproduced", "b": "inconclusive"}, path)
+    expected = read_expected(path)
+    assert verdict_changes({"a": "reproduced", "b": "inconclusive"}, expected) == []
+    changes = verdict_changes({"a": "differs", "b": "inconclusive", "c": "reproduced"}, expected)
+    assert changes == ["a: reproduced → differs", "c: new claim, verdict 'reproduced' not in the expected file"]
+    path.write_text("verdicts:\n  a: [reproduced, inconclusive]\n")
+    assert verdict_changes({"a": "inconclusive"}, read_expected(path)) == []
+
+
+def test_committed_expected_verdicts_name_every_claim():
+    """params/expected_verdicts.yaml must be updated with claims.yaml: a claim added or removed without it fails."""
+    from dpmf_lib.claims import VERDICTS, load_claims
+
+    expected = read_expected()
+    assert set(expected) == {c.id for c in load_claims()}
+    assert all(set(v) <= set(VERDICTS) for v in expected.values())
 
 
 def test_unknown_only_pattern_fails_cleanly(capsys):

@@ -87,8 +87,9 @@ def item_priors(train: Profiles, alpha: float = 0.5) -> np.ndarray:
 
 
 def load_dataset(dataset_id: str = "ml-100k", seed: int = 0) -> Ratings:
-    """The dataset through :func:`dpmf_lib.data.load_ratings` (real when fetched or mirrored, else a labelled
-    synthetic stand-in)."""
+    """The dataset through :func:`dpmf_lib.data.load_ratings`: real when fetched or mirrored; a labelled synthetic
+    stand-in only for datasets that cannot be had here (:func:`dpmf_lib.data.datasets.standin_permitted`)."""
     from ..data import load_ratings
+    from ..data.datasets import standin_permitted
 
-    return load_ratings(dataset_id, seed=seed)
+    return load_ratings(dataset_id, allow_standin=standin_permitted(dataset_id), seed=seed)

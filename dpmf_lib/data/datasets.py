@@ -6,8 +6,10 @@
 the same file checks as a fetch: required files, known sizes and SHA-256 from the registry) — nothing is copied, so
 tests and notebooks never write into ``data/`` implicitly, and nothing is ever downloaded. Real data is returned with
 ``DataSource(real=True, checksum=<sha256 of the ratings file>)``; the file is re-hashed and must match the manifest
-(or the registry, for a mirror). Otherwise, if ``allow_standin``, the synthetic stand-in of
-:mod:`dpmf_lib.data.standin` (``real=False``); else :class:`DatasetUnavailable` with the registry's explanation.
+(or the registry, for a mirror). Absent, it raises :class:`DatasetUnavailable` naming ``python -m data_fetch ID``,
+unless the caller opts in with ``allow_standin=True`` (the synthetic stand-in of :mod:`dpmf_lib.data.standin`,
+``real=False``, labelled everywhere). A damaged copy always raises. The workbook's experiments opt in only for the
+datasets in :data:`STANDIN_WHEN_ABSENT` (see :func:`standin_permitted`).
 
 ``standin_scale`` and ``seed`` only concern stand-ins: real data is always returned whole (scale it down explicitly,
 e.g. with :func:`dpmf_lib.data.splits.sample_items` or ``trim_per_user``). Nothing is cached in the repository: the
@@ -49,10 +51,18 @@ def dataset_available(dataset_id: str, *, data_dir=None, include_mirror: bool = 
 
 
 def _real_location(spec: DatasetSpec, data_dir) -> tuple[Path, str] | None:
-    """(directory, "manifest" | "mirror") holding the real files, or None."""
+    """(directory, "manifest" | "mirror") holding the real files, or None when the dataset is absent.
+
+    A ``data/<id>/`` that exists but fails its manifest check is damaged, not absent: that raises, naming the fix,
+    instead of quietly trying the mirror or a stand-in.
+    """
     target = _root(data_dir) / spec.id
-    if manifest_problem(target, spec.id) is None:
+    problem = manifest_problem(target, spec.id)
+    if problem is None:
         return target, "manifest"
+    if target.exists():
+        raise DatasetUnavailable(f"{spec.id}: the copy in {target} is damaged ({problem}) — run "
+                                 f"`python -m data_fetch {spec.id} --force`")
     mirror = mirror_dir(spec.id)
     if mirror is not None:
         verify_tree(spec, mirror)
@@ -120,21 +130,54 @@ def _absent_reason(spec: DatasetSpec, data_dir) -> str:
     return f"it is not in {where}, and {spec.reason.rstrip('.')}"
 
 
-def load_ratings(dataset_id: str, *, allow_standin: bool = True, seed: int = 0, standin_scale: float = 1.0,
-                 data_dir=None) -> Ratings:
-    """The real dataset when present (or in ``$DPMF_DATA_MIRROR``), else its labelled synthetic stand-in.
+#: Datasets the workbook's own runs may replace by a labelled stand-in when absent: those that cannot be had on the
+#: machines it is built on (not downloadable, or not reachable without a network). ml-100k is the one dataset CI
+#: mirrors and ``make data`` fetches, so a notebook never substitutes it: without it, it stops and names the fix.
+STANDIN_WHEN_ABSENT = frozenset({"ml-1m", "ml-10m", "netflix", "yahoo-music", "eachmovie", "digg", "sift1m"})
 
-    ``allow_standin=False`` raises :class:`DatasetUnavailable` instead of falling back. Unknown ids raise
-    :class:`ParameterError` listing the valid ids.
+
+def standin_permitted(dataset_id: str) -> bool:
+    """Whether a notebook may run ``dataset_id`` on its labelled stand-in when the real data is absent."""
+    return dataset_id in STANDIN_WHEN_ABSENT
+
+
+def load_ratings(dataset_id: str, *, allow_standin: bool = False, seed: int = 0, standin_scale: float = 1.0,
+                 data_dir=None) -> Ratings:
+    """The real dataset from ``data/<id>/`` (or ``$DPMF_DATA_MIRROR``).
+
+    Absent, it raises :class:`DatasetUnavailable` naming ``python -m data_fetch ID`` — unless the caller opts in with
+    ``allow_standin=True``, which returns the labelled synthetic stand-in (``source.real`` False, label
+    "<id> [synthetic stand-in]"). A copy that is present but damaged (manifest, size or checksum wrong) always
+    raises: it is never replaced by a stand-in. Unknown ids raise :class:`ParameterError` listing the valid ids.
     """
     spec = get_spec(dataset_id)
     if spec.kind == "vectors":
         raise ParameterError(f"{dataset_id} holds vectors, not ratings: use dpmf_lib.data.datasets.load_vectors")
-    if dataset_available(dataset_id, data_dir=data_dir):
+    if _real_location(spec, data_dir) is not None:
         return load_real(dataset_id, data_dir=data_dir)
     if not allow_standin:
-        raise DatasetUnavailable(unavailable_message(spec, _absent_reason(spec, data_dir)))
+        raise DatasetUnavailable(unavailable_message(spec, _absent_reason(spec, data_dir))
+                                 + " (or pass allow_standin=True for its labelled synthetic stand-in)")
     return load_standin(dataset_id, seed=seed, scale=standin_scale, data_root=_root(data_dir))
+
+
+def real_checksum(dataset_id: str, *, data_dir=None) -> str | None:
+    """The checksum :func:`load_ratings` would record for the real dataset now (None when absent; raises when
+    damaged). A fetched copy answers from its manifest (sizes checked, no re-hash); a mirror is hashed."""
+    spec = get_spec(dataset_id)
+    found = _real_location(spec, data_dir)
+    if found is None:
+        return None
+    target, how = found
+    files = [str(target / "sift_base.fvecs")] if spec.kind == "vectors" else _ratings_files(spec, target)
+    if how == "mirror":
+        return _checked_checksum(spec, target, files, how)
+    listed = (read_manifest(target) or {}).get("files", {})
+    rels = [Path(f).relative_to(target).as_posix() for f in files]
+    if len(rels) == 1:
+        return listed.get(rels[0], {}).get("sha256")
+    lines = "".join(f"{rel} {listed.get(rel, {}).get('sha256')}\n" for rel in rels)
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -213,9 +256,10 @@ def sift_standin(*, seed: int = 0, scale: float = 1.0) -> VectorSet:
     return VectorSet(base, query, None, DataSource("sift1m", False, checksum, note))
 
 
-def load_vectors(dataset_id: str = "sift1m", *, allow_standin: bool = True, seed: int = 0,
+def load_vectors(dataset_id: str = "sift1m", *, allow_standin: bool = False, seed: int = 0,
                  standin_scale: float = 1.0, data_dir=None) -> VectorSet:
-    """SIFT1M base/query/groundtruth when fetched (or in the mirror), else the labelled stand-in."""
+    """SIFT1M base/query/groundtruth when fetched (or in the mirror); absent, the labelled stand-in if
+    ``allow_standin``, else :class:`DatasetUnavailable`."""
     spec = get_spec(dataset_id)
     if spec.kind != "vectors":
         raise ParameterError(f"{dataset_id} holds ratings: use load_ratings")

@@ -50,6 +50,7 @@ MSE_CLAIMS = {m: f"balu-5.1-mse-{m.replace('+', '-')}" for m in PAPER}
 ENTROPY_CLAIM = "balu-5.1-entropy-qolsh"
 SPEED_CLAIM = "balu-5.1-qolsh-encoding-us"
 BEST_TRACTABLE_CLAIM = "balu-5.1-qolsh-best-tractable-mse"
+FRAME_AVERAGED = ("lsh", "lsh+frame", "qolsh")  # fast enough to encode under many frames
 
 
 def run(params: dict) -> pd.DataFrame:
@@ -104,7 +105,8 @@ def run(params: dict) -> pd.DataFrame:
                "dataset": src.label, "profile": params.get("profile")}
         rows.append(row)
         note = f"n={n_m:,}, profile {params.get('profile')}"
-        meas.append(Measurement(MSE_CLAIMS[m], row["mse"], src.label, True, note))
+        if m not in FRAME_AVERAGED:
+            meas.append(Measurement(MSE_CLAIMS[m], row["mse"], src.label, True, note + ", one frame"))
         if m == "qolsh":
             meas.append(Measurement(SPEED_CLAIM, row["us_per_vector"], src.label, True,
                                     f"one thread, best of {params['timing_repeats']}, {n_t:,} vectors"))
@@ -126,6 +128,14 @@ def run(params: dict) -> pd.DataFrame:
         df["mse_frames_mean"] = [spread.get(k, (np.nan, np.nan))[0] for k in df.key]
         df["mse_frames_sd"] = [spread.get(k, (np.nan, np.nan))[1] for k in df.key]
         df["n_frames"] = n_fr
+    for m in [k for k in methods if k in FRAME_AVERAGED]:
+        # the claim is about the encoder, not about one draw of its frame (frame-to-frame sd ≈ 0.05 for LSH, more
+        # than the tolerance): its value is the mean over n_frames frames, or the one frame when n_frames = 1
+        if n_fr > 1:
+            meas.append(Measurement(MSE_CLAIMS[m], spread[m][0], src.label, True,
+                                    f"mean over {n_fr} frames (sd {spread[m][1]:.3f}), {len(Xs):,} vectors each"))
+        else:
+            meas.append(Measurement(MSE_CLAIMS[m], float(df.set_index("key").mse[m]), src.label, True, "one frame"))
     keys = set(df.key)
     if {"qolsh", "antisparse", "lsh", "lsh+frame"} <= keys:
         mse = df.set_index("key").mse

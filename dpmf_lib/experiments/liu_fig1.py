@@ -28,6 +28,7 @@ import pandas as pd
 from ..bench.machine import cache_sizes
 from ..claims import Measurement
 from ..data import load_ratings
+from ..data.datasets import standin_permitted
 from ..outputs import attach
 from ..plotting import figure, standin_title
 
@@ -92,7 +93,8 @@ def run(params: dict) -> pd.DataFrame:
     caches = cache_sizes()
     frames, sources, measurements = [], [], []
     for ds in params["datasets"]:
-        r = load_ratings(ds, seed=params["seed"], standin_scale=params["standin_scale"])
+        r = load_ratings(ds, allow_standin=standin_permitted(ds), seed=params["seed"],
+                     standin_scale=params["standin_scale"])
         label, real = r.source.label, r.source.real
         counts = r.item_counts()
         dist = count_distribution(counts).assign(table="distribution")

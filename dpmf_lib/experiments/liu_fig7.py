@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..data import load_ratings
+from ..data.datasets import standin_permitted
 from ..data.splits import random_split
 from ..errors import ParameterError
 from ..outputs import attach
@@ -38,12 +39,12 @@ from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 
 RATING_DP_CLAIM = "liu-6.7-rating-dp-small-accuracy-loss"
-B_CLAIM = "liu-6.6-B-netflix-tau100"
 
 
 def load(ds: str, params: dict):
     """The dataset (real when present, else its labelled stand-in) and its seeded train/test split."""
-    r = load_ratings(ds, seed=params["seed"], standin_scale=params["standin_scale"])
+    r = load_ratings(ds, allow_standin=standin_permitted(ds), seed=params["seed"],
+                     standin_scale=params["standin_scale"])
 
     tf = float(params["test_fraction"])
     if not 0 < tf < 1:
@@ -169,8 +170,6 @@ def run(params: dict) -> pd.DataFrame:
                              "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
                              "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
             if rho == params["rho"][0]:
-                measurements.append(Measurement(B_CLAIM, pre.B, label, real,
-                                                note=f"tau={tau}, kappa={params['kappa']}, rho={rho}"))
                 if float(tau) in pts:
                     measurements.append(Measurement(
                         RATING_DP_CLAIM, pts[float(tau)] - pts[4.0 * pre.B], label, real,

@@ -64,12 +64,19 @@ def run(params: dict) -> pd.DataFrame:
         real = runs._dataset(ds).source.real
         knn = min(runs.best_rmse(agg, ds, "pcc"), runs.best_rmse(agg, ds, "cos"))
         note = f"folds {p['folds']}, profile {p['profile']}; grid selected on test folds"
+        # guards (params/claims.yaml): the noise-free MF must have trained, the selected K must be off its grid's edge
+        mf_gain = runs.item_means_rmse(ds, p["folds"]) - runs.best_rmse(agg, ds, "mf")
+        k_interior = runs.grid_interior(runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan")),
+                                        p["pnbm_K"]) if 1.0 in [float(e) for e in p["epsilons"]] else float("nan")
         if 1.0 in [float(e) for e in p["epsilons"]]:
-            meas.append(Measurement(CLAIM_PNBM_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note))
+            meas.append(Measurement(CLAIM_PNBM_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
+                                    guards={"k_grid_interior": k_interior}))
             meas.append(Measurement(CLAIM_PNBM_MF, runs.best_rmse(agg, ds, "dpsgd-mf", 1.0)
-                                    - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note))
+                                    - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
+                                    guards={"baseline_gain_over_item_means": mf_gain, "k_grid_interior": k_interior}))
         if 20.0 in [float(e) for e in p["epsilons"]]:
-            meas.append(Measurement(CLAIM_MF_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-mf", 20.0), ds, real, note))
+            meas.append(Measurement(CLAIM_MF_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-mf", 20.0), ds, real, note,
+                                    guards={"baseline_gain_over_item_means": mf_gain}))
     return attach(agg, sources=sources_of(datasets), measurements=meas)
 
 

@@ -60,7 +60,8 @@ def run(params: dict) -> pd.DataFrame:
         note = f"folds {p['folds']}, profile {p['profile']}, T={p['T']}, L={p['L']}; grid selected on test folds"
         if 0.1 in [float(x) for x in p["xs"]]:
             e = 0.1 * p["tau"]
-            meas.append(Measurement(CLAIM_DPPS_KNN, knn - runs.best_rmse(agg, ds, "dpps-pnbm", e), ds, real, note))
+            meas.append(Measurement(CLAIM_DPPS_KNN, knn - runs.best_rmse(agg, ds, "dpps-pnbm", e), ds, real, note,
+                                    guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", e)}))
             meas.append(Measurement(CLAIM_DPPSMF_KNN, knn - runs.best_rmse(agg, ds, "dpps-mf", e), ds, real, note))
     return attach(agg, sources=sources_of(datasets), measurements=meas)
 

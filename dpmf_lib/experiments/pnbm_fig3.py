@@ -37,8 +37,11 @@ def run(params: dict) -> pd.DataFrame:
     for ds in datasets:
         if 1.0 in [float(x) for x in p["xs"]]:
             v = runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0) - runs.best_rmse(agg, ds, "dpps-pnbm", 1.0 * p["tau"])
+            k = runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan"))
             meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real,
-                                    f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds"))
+                                    f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds",
+                                    guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", 1.0 * p["tau"]),
+                                            "k_grid_interior": runs.grid_interior(k, p["pnbm_K"])}))
     return attach(agg, sources=sources_of(datasets), measurements=meas)
 
 

@@ -4,6 +4,7 @@ else its labelled stand-in), optionally subsampled, and a seeded train/test spli
 from __future__ import annotations
 
 from ..data import load_ratings
+from ..data.datasets import standin_permitted
 from ..data.ratings import Ratings
 from ..data.splits import random_split, subsample
 from ..errors import ParameterError
@@ -11,7 +12,8 @@ from ..errors import ParameterError
 
 def load_for_mf(dataset: str, *, seed: int = 0, standin_scale: float = 1.0, max_ratings: int | None = None) -> Ratings:
     """The dataset for an MF experiment; ``max_ratings`` keeps a seeded random subset (noted in ``source.note``)."""
-    return subsample(load_ratings(dataset, seed=seed, standin_scale=standin_scale), max_ratings, seed)
+    r = load_ratings(dataset, allow_standin=standin_permitted(dataset), seed=seed, standin_scale=standin_scale)
+    return subsample(r, max_ratings, seed)
 
 
 def train_test(r: Ratings, test_fraction: float = 0.1, seed: int = 0) -> tuple[Ratings, Ratings]:

@@ -223,6 +223,8 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     S = init_similarity(M, 1.0, init_high, rng) if init_S is None else np.array(init_S, dtype=np.float32)
     n = tr.n_ratings
     res = PNBMResult(S, None if epsilon is None else float(epsilon), None)
+    # the start's RMSE: the guard "the chain moved" compares the released sample with it
+    rmse_start = rmse(predict(S, full, test, Nk=Nk, C=0.0), test) if test is not None else None
     t0 = time.perf_counter()
     for t in range(1, T + 1):
         eta = eta1 * t ** (-xi)
@@ -240,6 +242,7 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     res.info = {"kappa": kappa, "B": B, "n_trimmed": n, "L": L, "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
+        res.info["rmse_start"] = rmse_start
     return res
 
 

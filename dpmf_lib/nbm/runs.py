@@ -105,6 +105,7 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
     elif method in ("sgld-pnbm", "dpps-pnbm"):
         res = sample_pnbm(train, epsilon=epsilon if method == "dpps-pnbm" else None, seed=s, test=test, **cfg)
         out["rmse"] = res.info["rmse"]
+        out["rmse_start"] = res.info["rmse_start"]
         out["posterior_scale"] = res.info["kappa"]
     else:  # dpps-mf
         out["rmse"] = dpps_mf_rmse(train, test, epsilon=epsilon, seed=s, **cfg)
@@ -129,9 +130,10 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["dataset", "method", "epsilon", "config"]
     d = df.copy()
     d["epsilon"] = d["epsilon"].astype(float)
+    extra = {"rmse_start": ("rmse_start", "mean")} if "rmse_start" in d else {}
     agg = d.groupby(keys, dropna=False, sort=False).agg(
         rmse=("rmse", "mean"), rmse_std=("rmse", "std"), n_folds=("rmse", "size"),
-        epsilon_amplified=("epsilon_amplified", "first"), seconds=("seconds", "sum")).reset_index()
+        epsilon_amplified=("epsilon_amplified", "first"), seconds=("seconds", "sum"), **extra).reset_index()
     agg["selected"] = False
     best = agg.groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["rmse"].idxmin()
     agg.loc[best.values, "selected"] = True
@@ -146,6 +148,51 @@ def best_rmse(agg: pd.DataFrame, dataset: str, method: str, epsilon=None) -> flo
     else:
         sel = sel[np.isclose(sel.epsilon, float(epsilon))]
     return float(sel.rmse.iloc[0]) if len(sel) else float("nan")
+
+
+def _selected(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> pd.Series | None:
+    sel = agg[(agg.dataset == dataset) & (agg.method == method) & agg.selected]
+    sel = sel[sel.epsilon.isna()] if epsilon is None else sel[np.isclose(sel.epsilon, float(epsilon))]
+    return sel.iloc[0] if len(sel) else None
+
+
+def selected_config(agg: pd.DataFrame, dataset: str, method: str, epsilon=None) -> dict:
+    """The grid point selected for (method, ε), parsed from its ``config`` ("eta=0.1, K=10") into floats."""
+    row = _selected(agg, dataset, method, epsilon)
+    if row is None or not row["config"]:
+        return {}
+    return {k: float(v) for k, v in (kv.split("=") for kv in str(row["config"]).split(", "))}
+
+
+def grid_interior(value: float, grid) -> float:
+    """1.0 when ``value`` lies strictly inside its grid's range, 0.0 on an edge (a one-point grid is all edge): a
+    selection on the edge says the optimum may lie outside what was searched."""
+    grid = [float(g) for g in grid]
+    return 1.0 if min(grid) < float(value) < max(grid) else 0.0
+
+
+def chain_movement(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> float:
+    """|RMSE of the released sample − RMSE of the chain's data-independent start| for the selected grid point (mean
+    over folds): ~0 means the DPPS chain never left its start, and then it shows nothing about the posterior."""
+    row = _selected(agg, dataset, method, epsilon)
+    if row is None or "rmse_start" not in row or pd.isna(row["rmse_start"]):
+        return float("nan")
+    return float(abs(row["rmse"] - row["rmse_start"]))
+
+
+def item_means_rmse(dataset: str, folds_: list) -> float:
+    """Test RMSE of the item-mean predictor (the training mean of each item, the global mean for unseen items),
+    averaged over ``folds_``: the trivial baseline a trained model has to beat."""
+    out = []
+    for f in folds_:
+        train, test = fold_data(dataset, int(f))
+        counts = np.bincount(train.items, minlength=train.n_items)
+        sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
+        mu = float(train.values.mean())
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), mu)
+        pred = np.clip(means[test.items], *train.rating_scale)
+        out.append(float(np.sqrt(np.mean((pred - test.values) ** 2))))
+    return float(np.mean(out))
 
 
 def amplification_table(epsilons, K, gamma) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..data import load_ratings
+from ..data.datasets import standin_permitted
 from ..data.splits import random_split, subsample
 from .model import MFModel, make_model
 
@@ -38,7 +39,8 @@ def load_dataset(dataset: str, *, seed: int = 0, standin_scale: float = 1.0, max
 
     The subset (for the smoke profile) is written into ``source.note``.
     """
-    return subsample(load_ratings(dataset, seed=seed, standin_scale=standin_scale), max_ratings, seed)
+    r = load_ratings(dataset, allow_standin=standin_permitted(dataset), seed=seed, standin_scale=standin_scale)
+    return subsample(r, max_ratings, seed)
 
 
 @dataclass

@@ -1,0 +1,128 @@
+"""What a notebook's result depends on: the code it imports and the data files it read.
+
+The runner skips a notebook only when neither changed since its last good run, so this decides which results are
+current. Code: the notebook's experiment module and, transitively, every module of ``dpmf_lib`` and ``data_fetch``
+it imports (found statically with :mod:`ast`, imports inside functions included; a package import includes its
+``__init__``). Data: for every dataset a run read, the state it is in now — ``real:<sha256>`` of the ratings file(s)
+(from the fetched manifest, or hashed in the mirror) or ``absent`` — so a stand-in result goes stale the moment the
+real data appears, and a real result goes stale when the file changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from .paths import REPO_ROOT
+
+LOCAL_PACKAGES = ("dpmf_lib", "data_fetch")
+
+
+def _module_path(module: str) -> Path | None:
+    base = REPO_ROOT.joinpath(*module.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Local modules imported anywhere in ``path`` (module name ``module``)."""
+    is_pkg = path.name == "__init__.py"
+    package = module if is_pkg else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[:len(parts) - node.level + 1])
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
+    out = set()
+    for name in found:
+        if name.split(".")[0] not in LOCAL_PACKAGES:
+            continue
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            prefix = ".".join(parts[:k])
+            if _module_path(prefix) is not None:
+                out.add(prefix)
+    return out
+
+
+@lru_cache(maxsize=None)
+def module_closure(module: str) -> tuple[Path, ...]:
+    """The files of ``module`` and of every local module it imports, transitively (sorted)."""
+    parts = module.split(".")
+    todo, seen = [".".join(parts[:k]) for k in range(1, len(parts) + 1)], {}  # importing a.b.c runs a/__init__ too
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_path(name)
+        if path is None:
+            continue
+        seen[name] = path
+        todo.extend(_imports(path, name) - set(seen))
+    return tuple(sorted(set(seen.values())))
+
+
+def code_digest(module: str) -> str:
+    h = hashlib.sha256()
+    for p in module_closure(module):
+        h.update(p.relative_to(REPO_ROOT).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def dataset_state(dataset_id: str) -> str:
+    """``real:<checksum>`` when the real dataset can be loaded now, ``damaged: …`` when it is there but fails its
+    checks, else ``absent``. The checksum is the one ``load_ratings`` records in ``DataSource.checksum``."""
+    from .data.datasets import real_checksum
+    from .errors import WorkbookError
+
+    if not _registered(dataset_id):
+        return "unknown"
+    try:
+        checksum = real_checksum(dataset_id)
+    except WorkbookError as exc:
+        return f"damaged: {str(exc)[:200]}"
+    return "absent" if checksum is None else f"real:{checksum}"
+
+
+def data_states(sources: list[dict]) -> dict:
+    """The state each dataset of a run's provenance sources has *now* (see :func:`dataset_state`)."""
+    ids = sorted({s["dataset"] for s in sources if s.get("dataset")})
+    return {d: dataset_state(d) for d in ids}
+
+
+def _registered(dataset_id) -> bool:
+    from data_fetch.registry import get_spec
+
+    from .errors import WorkbookError
+
+    try:
+        get_spec(dataset_id)
+    except WorkbookError:
+        return False
+    return True
+
+
+def states_of_run(sources: list[dict]) -> dict:
+    """The state each registered dataset was in *when the run read it* (from its provenance sources); data made by
+    the experiment itself (a synthetic sphere, sklearn's digits) has no state to go stale."""
+    out = {}
+    for s in sources:
+        d = s.get("dataset")
+        if not d or not _registered(d):
+            continue
+        out[d] = f"real:{s.get('checksum')}" if s.get("real") else "absent"
+    return dict(sorted(out.items()))

@@ -1,0 +1,136 @@
+"""Verdicts: intervals over seeds, margins, guards, the profile a claim needs, every measurement judged."""
+
+import math
+
+import pytest
+import yaml
+
+from dpmf_lib.claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, Claim,
+                             Guard, Measurement, interval, judge, load_claims, merge_replicates, verdict)
+from dpmf_lib.errors import ParameterError
+
+
+def claim(**kw):
+    base = dict(id="c", paper="liu", where="s", quote="q", dataset="netflix", reference=0.44, unit="u",
+                measures="m", notebook="liu_fig1", tolerance=0.02, min_profile="ci")
+    base.update(kw)
+    return Claim(**base)
+
+
+def meas(values, *, dataset="netflix", real=True, profile="ci", setting="", guards=None, cid="c"):
+    m = Measurement(cid, sum(values) / len(values), dataset, real, setting=setting).as_dict()
+    m.update(values=list(values), profile=profile, guards=guards or {})
+    return m
+
+
+def test_interval_is_the_student_t_interval():
+    mean, lo, hi = interval([1.0, 2.0, 3.0])
+    # sd = 1, n = 3, t(0.975, 2) = 4.302653
+    assert mean == 2.0 and math.isclose(hi - mean, 4.302653 / math.sqrt(3), rel_tol=1e-6)
+    assert interval([5.0]) == (5.0, 5.0, 5.0)
+
+
+def test_tolerance_needs_the_whole_interval_inside_or_outside():
+    c = claim()
+    assert judge(c, [meas([0.44, 0.45, 0.445])]).verdict == REPRODUCED
+    assert judge(c, [meas([0.30, 0.31, 0.305])]).verdict == DIFFERS
+    straddle = judge(c, [meas([0.40, 0.46, 0.43])])
+    assert straddle.verdict == INCONCLUSIVE and "straddles" in straddle.reason
+
+
+def test_direction_needs_the_margin_not_just_the_sign():
+    c = claim(tolerance=None, direction="greater", reference=0.0, margin=0.005)
+    # liu-6.4-sgd-overfits passed on 0.00024: positive, but far inside the margin → differs, not reproduced
+    assert judge(c, [meas([0.00024, 0.00025, 0.00023])]).verdict == DIFFERS
+    assert judge(c, [meas([0.02, 0.021, 0.019])]).verdict == REPRODUCED
+    assert judge(c, [meas([0.0, 0.01, 0.005])]).verdict == INCONCLUSIVE
+    less = claim(tolerance=None, direction="less", reference=0.0, margin=0.01)
+    assert judge(less, [meas([-0.05, -0.04, -0.045])]).verdict == REPRODUCED
+    assert judge(less, [meas([-0.001, -0.002, -0.0015])]).verdict == DIFFERS
+
+
+def test_too_few_or_identical_seeds_are_inconclusive_unless_deterministic():
+    c = claim()
+    one = judge(c, [meas([0.44])])
+    assert one.verdict == INCONCLUSIVE and "needs 3" in one.reason
+    same = judge(c, [meas([0.44, 0.44, 0.44])])
+    assert same.verdict == INCONCLUSIVE and "seed does not reach" in same.reason
+    assert judge(claim(deterministic=True), [meas([0.44])]).verdict == REPRODUCED
+    assert "needs 5" in judge(c, [meas([0.44, 0.45, 0.445], profile="paper")]).reason
+    assert "needs 4" in judge(claim(min_seeds=4), [meas([0.44, 0.45, 0.445])]).reason
+
+
+def test_failed_or_missing_guard_makes_the_verdict_inconclusive():
+    g = Guard("baseline_gain_over_item_means", "the baseline must train", min=0.005)
+    c = claim(guards=(g,))
+    ok = meas([0.44, 0.45, 0.445], guards={"baseline_gain_over_item_means": [0.02, 0.03, 0.025]})
+    assert judge(c, [ok]).verdict == REPRODUCED
+    # DPSGD-MF that never trained: 1.0326 vs item means 1.0334 → gain 0.0008 in one seed
+    bad = meas([0.44, 0.45, 0.445], guards={"baseline_gain_over_item_means": [0.02, 0.0008, 0.025]})
+    j = judge(c, [bad])
+    assert j.verdict == INCONCLUSIVE and "guard failed" in j.reason and "baseline must train" in j.reason
+    missing = judge(c, [meas([0.44, 0.45, 0.445])])
+    assert missing.verdict == INCONCLUSIVE and "guard not measured" in missing.reason
+
+
+def test_below_min_profile_is_indicative_with_what_it_would_say():
+    c = claim(min_profile="paper", deterministic=True)
+    j = judge(c, [meas([0.44])])
+    assert j.verdict == INDICATIVE and "would be: reproduced" in j.reason and "needs paper" in j.reason
+    assert judge(c, [meas([0.44], profile="paper")]).verdict == REPRODUCED
+
+
+def test_every_setting_is_judged_not_the_last():
+    c = claim(deterministic=True)
+    good, bad = meas([0.44], setting="d=16"), meas([0.2], setting="d=64")
+    for order in ([good, bad], [bad, good]):
+        j = judge(c, order)
+        assert j.verdict == DIFFERS and "1 of 2 settings" in j.reason and "d=64" in j.reason
+    assert judge(c, [good, meas([0.45], setting="d=64")]).verdict == REPRODUCED
+
+
+def test_data_rules_standin_and_other_dataset():
+    c = claim(deterministic=True)
+    assert verdict(c, []) == (NOT_MEASURED, None)
+    assert verdict(c, [meas([0.2], dataset="ml-100k")])[0] == NOT_MEASURED
+    assert verdict(c, [meas([0.44], dataset="netflix [synthetic stand-in]", real=False)])[0] == STANDIN_ONLY
+    assert judge(claim(shown_not_judged="hardware-dependent"), [meas([9.0])]).verdict == SHOWN
+
+
+def test_merge_replicates_keeps_one_value_per_seed_and_marks_missing():
+    runs = [[meas([1.0], setting="a", guards={"g": 1.0}), meas([5.0], setting="b")],
+            [meas([2.0], setting="a", guards={"g": 2.0})],
+            [meas([3.0], setting="a", guards={"g": 3.0}), meas([6.0], setting="b")]]
+    for r in runs:
+        for m in r:
+            m.pop("values")
+            m["guards"] = {k: v[0] if isinstance(v, list) else v for k, v in m["guards"].items()}
+    merged = merge_replicates(runs, [0, 1, 2])
+    a, b = merged
+    assert a["values"] == [1.0, 2.0, 3.0] and a["value"] == 2.0 and a["guards"] == {"g": [1.0, 2.0, 3.0]}
+    assert math.isnan(b["values"][1])  # missing in one seed: never silently fewer seeds
+    assert judge(claim(reference=5.5, tolerance=10, deterministic=False), [{**b, "profile": "ci"}]).verdict \
+        == INCONCLUSIVE
+
+
+def _write_claims(tmp_path, **row):
+    base = dict(id="x", paper="liu", where="s", quote="q", dataset="netflix", reference=0.0, unit="u", measures="m",
+                notebook="liu_fig1", min_profile="ci", direction="greater", margin=0.01)
+    base.update(row)
+    p = tmp_path / "claims.yaml"
+    p.write_text(yaml.safe_dump({"claims": [{k: v for k, v in base.items() if v is not None}]}))
+    return p
+
+
+def test_loader_requires_margin_min_profile_and_well_formed_guards(tmp_path):
+    assert load_claims(_write_claims(tmp_path))[0].margin == 0.01
+    with pytest.raises(ParameterError, match="needs `margin:`"):
+        load_claims(_write_claims(tmp_path, margin=None))
+    with pytest.raises(ParameterError, match="min_profile"):
+        load_claims(_write_claims(tmp_path, min_profile=None))
+    with pytest.raises(ParameterError, match="min_profile must be ci or paper"):
+        load_claims(_write_claims(tmp_path, min_profile="smoke"))
+    with pytest.raises(ParameterError, match="guard 'g' needs `why`"):
+        load_claims(_write_claims(tmp_path, guards={"g": {"min": 1}}))
+    c = load_claims(_write_claims(tmp_path, guards={"g": {"min": 1, "why": "because"}}))[0]
+    assert c.guards == (Guard("g", "because", min=1),)

@@ -1,0 +1,73 @@
+"""NotebookRun: where a run writes, claims over seeds, timing columns out of the CSV."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from dpmf_lib.claims import Measurement
+from dpmf_lib.outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, NotebookRun, attach, timing_columns
+
+CLAIM = "balu-5.1-mse-lsh"  # min_profile ci, not deterministic, real synthetic data: 3 seeds at ci
+
+
+def toy_run(params):
+    df = pd.DataFrame({"dataset": ["synthetic-sphere-d8"], "mse": [0.4 + 0.001 * params["seed"]],
+                       "seconds": [0.123 * (params["seed"] + 1)]})
+    return attach(df, measurements=[Measurement(CLAIM, 0.43 + 0.001 * params["seed"], "synthetic-sphere-d8", True,
+                                                setting="frames")])
+
+
+def test_hand_runs_go_to_scratch_and_the_runner_to_its_staging_dir(figures_tmp, tmp_path, monkeypatch):
+    nb = NotebookRun("balu_table5_1", "smoke")
+    assert not nb.canonical and nb.out_dir.parent == figures_tmp / "_runs"
+    assert nb.out_dir.name.startswith("balu_table5_1-smoke-")
+    assert NotebookRun("balu_table5_1", "smoke", {"seed": 1}).out_dir != nb.out_dir
+    monkeypatch.setenv(RUN_DIR_VAR, str(tmp_path / "staging"))
+    monkeypatch.setenv(RUN_NOTEBOOK_VAR, "balu_table5_1")
+    assert NotebookRun("balu_table5_1", "smoke").canonical
+    assert not NotebookRun("balu_table5_1", "smoke", {"seed": 1}).canonical  # overrides are never canonical
+    monkeypatch.setenv(RUN_NOTEBOOK_VAR, "liu_fig1")
+    assert not NotebookRun("balu_table5_1", "smoke").canonical
+
+
+def test_replicate_measures_claims_over_seeds_and_keeps_the_figure_of_seed(figures_tmp):
+    nb = NotebookRun("balu_table5_1", "ci")
+    df = toy_run(nb.params)
+    table = nb.replicate(toy_run, df)
+    assert nb.replicate_seeds == [0, 1, 2]
+    row = table.iloc[0]
+    assert row["seeds"] == 3 and row["claim"] == CLAIM and abs(row["ours"] - 0.431) < 1e-12
+    assert row["verdict"] == "reproduced"  # [0.43, 0.432] ± t-interval lies within 0.434 ± 0.04
+    out = nb.save(df, None)
+    m = json.loads((out / "measurements.json").read_text())[0]
+    assert m["values"] == pytest.approx([0.43, 0.431, 0.432]) and m["profile"] == "ci" and m["seeds"] == [0, 1, 2]
+    # the CSV is seed 0's, without the wall-clock column; the timings file keeps it
+    assert (out / "balu_table5_1.csv").read_text() == "dataset,mse\nsynthetic-sphere-d8,0.4\n"
+    assert "seconds" in (out / "balu_table5_1_timings.csv").read_text()
+    assert json.loads((out / "provenance.json").read_text())["timing_columns"] == ["seconds"]
+    assert not list(out.parent.glob(".*tmp*"))  # written to a temporary directory, renamed into place
+
+
+def test_no_replicates_at_smoke_or_for_deterministic_and_unjudged_claims(figures_tmp):
+    nb = NotebookRun("balu_table5_1", "smoke")
+    nb.replicate(toy_run, toy_run(nb.params))
+    assert nb.replicate_seeds == [0]
+    nb = NotebookRun("liu_table2", "ci")  # cachegrind rates: hardware-dependent, shown not judged
+    m = Measurement("liu-6.5-csgd-l1-miss-d16", 2.0, "netflix", True).as_dict()
+    assert nb.seeds_needed([m]) == 1
+    standin = Measurement(CLAIM, 0.43, "synthetic-sphere-d8 [synthetic stand-in]", False).as_dict()
+    assert NotebookRun("balu_table5_1", "ci").seeds_needed([standin]) == 1  # a stand-in is never judged
+
+
+def test_a_measurement_of_an_unknown_claim_is_refused(figures_tmp):
+    nb = NotebookRun("balu_table5_1", "smoke")
+    df = attach(pd.DataFrame({"dataset": ["x"]}), measurements=[Measurement("no-such-claim", 1.0, "x", True)])
+    with pytest.raises(ValueError, match="no-such-claim"):
+        nb.save(df, None)
+
+
+def test_timing_columns_by_name():
+    df = pd.DataFrame(columns=["solver", "seconds", "wall", "updates_per_s", "read_GBps", "paper_read_GBps",
+                               "us_per_vector", "us_per_vector_paper", "test_rmse"])
+    assert timing_columns(df) == ["seconds", "wall", "updates_per_s", "read_GBps", "us_per_vector"]
