@@ -62,20 +62,27 @@ def make_mechanism(kind: str, eps: float, params: dict, n_items: int):
     raise ParameterError(f"unknown mechanism '{kind}'; use 'blip' or 'jlt'")
 
 
-def attack_one_eps(kind: str, eps_index: int, eps: float, params: dict, setup: Setup) -> list[dict]:
+def eps_stream(eps: float) -> int:
+    """The seed stream of one ε, from its value (µ-units): a result depends on ε, never on its place in the grid, so
+    the per-ε cache (keyed by value) can serve any ε list."""
+    return int(round(float(eps) * 1_000_000))
+
+
+def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[dict]:
     """Every attack on every attacked test user at one eps: one row per (user, attack)."""
     mech = make_mechanism(kind, eps, params, setup.test.n_items)
+    stream = eps_stream(eps)
     if kind == "jlt":
         mech.codebook.gram()  # once per eps task, shared by all users
     rows = []
     for u in setup.attacked:
         P = setup.test.profile(int(u))
-        obs = mech.sanitize(P, seed=_seed(params["seed"], 2, eps_index, u))
+        obs = mech.sanitize(P, seed=_seed(params["seed"], 2, stream, u))
         t0 = time.perf_counter()
         c_hat, ranks = decoders.attack(mech, obs, setup.q, attacks=tuple(params["attacks"]), f=params["prefilter_f"],
                                        burn_in=params["burn_in"], n_samples=params["n_samples"],
                                        c_fallback=setup.c_fallback, flat_prior=params.get("flat_prior", "catalog"),
-                                       seed=_seed(params["seed"], 3, eps_index, u))
+                                       seed=_seed(params["seed"], 3, stream, u))
         dt = time.perf_counter() - t0
         for a, rk in ranks.items():
             rows.append({"mechanism": kind, "eps": float(eps), "user": int(setup.test.users[u]), "attack": a,
@@ -123,7 +130,6 @@ def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.D
                                  f"got {params[name]!r}")
     setup = setup or prepare(params)
     eps_list = [float(e) for e in params["eps"]]
-    # eps is looked up from its index so that each grid call gets its own seed stream
     results = grid_map(_task, {"eps_index": list(range(len(eps_list)))},
                        fixed={"kind": kind, "eps_list": eps_list, "params": params, "setup": setup},
                        n_jobs=params.get("n_jobs"))
@@ -146,7 +152,7 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
         cached = pd.read_csv(f)
         if set(want) <= set(cached["attack"]):
             return cached[cached["attack"].isin(want)].to_dict("records")
-    rows = attack_one_eps(kind, eps_index, eps, params, setup)
+    rows = attack_one_eps(kind, eps, params, setup)
     if f is not None and (not f.exists() or set(want) >= set(pd.read_csv(f)["attack"])):
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_suffix(f".{os.getpid()}.tmp")
