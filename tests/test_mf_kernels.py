@@ -63,6 +63,36 @@ def test_tiered_layout_order():
             assert np.all(np.diff(um.users[a:b][tier == t]) >= 0)
 
 
+def _check_tiered_order(lay, block_users):
+    for s in range(len(lay.seg) - 1):
+        a, b = lay.seg[s], lay.seg[s + 1]
+        assert np.all(lay.users[a:b] // block_users == s), f"block {s} holds foreign users"
+        tier = np.searchsorted(np.array(lay.tier_bounds), lay.items[a:b], side="right")
+        assert np.all(np.diff(tier) >= 0), f"block {s}: tiers out of order"
+
+
+def test_tiered_layout_at_yahoo_scale_ids_does_not_overflow():
+    """Yahoo! Music's id space (1,000,990 users × 624,961 items) overflowed the int64 sort key of the interleave
+    step (≈ 1.9·10²¹): blocks held foreign users and tiers came out of order, silently."""
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.mf.layout import pack_keys
+
+    rng = np.random.default_rng(0)
+    n_users, n_items, n = 1_000_990, 624_961, 30_000
+    users = rng.integers(0, n_users, n).astype(np.int32)
+    items = np.minimum(rng.zipf(1.3, n) - 1, n_items - 1).astype(np.int32)
+    r = Ratings(users, items, rng.integers(1, 6, n).astype(np.float32), n_users, n_items, (1.0, 5.0),
+                DataSource("yahoo-music", False, None, "toy with Yahoo's id space"))
+    lay = tiered_layout(r, block_users=1000, tiers=(500, 4000), interleave=8)
+    _check_tiered_order(lay, 1000)
+    assert len(np.unique(lay.order)) == n
+    # the packed key sorts exactly like a lexsort on the parts, also where the mixed radix would overflow
+    parts = [(rng.integers(0, 3003, n), 3003), (rng.integers(0, n_users, n), n_users),
+             (rng.integers(0, n_items, n), n_items), (rng.integers(0, n_users, n), n_users)]
+    expected = np.lexsort([p[0] for p in reversed(parts)])
+    np.testing.assert_array_equal(np.argsort(pack_keys(*parts), kind="stable"), expected)
+
+
 def test_lazy_counters_sum_to_round_length():
     r = random_ratings(seed=4)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
