@@ -209,3 +209,19 @@ def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, 
     reproduce.execute("envcheck", "smoke", "h", {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"})
     seen = json.loads((figures_tmp / "env.json").read_text())
     assert seen == {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"}
+
+
+def test_kernels_run_over_ipc_without_the_tcp_warning(figures_tmp, tmp_path, monkeypatch, capfd):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
+                                         nbformat.v4.new_code_cell("x = 1 + 1")])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / "quiet.ipynb")
+    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    rec = reproduce.execute("quiet", "smoke", "h")
+    out = capfd.readouterr()
+    assert rec["status"] == "failed"  # it never calls NotebookRun.save(); what matters here is the console
+    assert "without encryption" not in out.err + out.out
+    assert not list(nbdir.glob("*ipc*"))  # no socket files left beside the notebooks
