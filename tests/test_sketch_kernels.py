@@ -145,3 +145,14 @@ def test_width_from_gain_eq_4_9_and_errors():
         make_model("sketchy", 10, 10, 3)
     with pytest.raises(ParameterError):
         make_model("feature_hashing", 10, 10, 3, k=4)
+
+
+def test_salts_of_different_seeds_are_unrelated():
+    """Consecutive seeds used to share 2k − 1 of their 2k salts (a shifted splitmix64 stream), so repetitions over
+    seeds 1000, 1001, ... re-used nearly the same hash functions."""
+    k = 4
+    a, b = hashing.make_salts(1000, k), hashing.make_salts(1001, k)
+    assert not set(a.ravel().tolist()) & set(b.ravel().tolist())
+    np.testing.assert_array_equal(hashing.make_salts(1000, k), a)  # deterministic in the seed
+    many = np.concatenate([hashing.make_salts(s, k).ravel() for s in range(200)])
+    assert len(np.unique(many)) == many.size

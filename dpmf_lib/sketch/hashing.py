@@ -68,13 +68,16 @@ def address_sign_ref(ident, l, salt, w: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_salts(seed: int, k: int) -> np.ndarray:
-    """Per-row salts, shape (2, k) uint64: row 0 for users, row 1 for items. Deterministic in ``seed``."""
+    """Per-row salts, shape (2, k) uint64: row 0 for users, row 1 for items. Deterministic in ``seed``.
+
+    Drawn from ``SeedSequence(seed)``, so different seeds give unrelated salts. (A splitmix64 stream started at
+    ``seed·φ`` made seeds s and s + 1 share 2k − 1 of their 2k salts: "independent" repetitions were nearly the same
+    hash functions, and tests over consecutive seeds had optimistic p-values.)
+    """
     if k < 1:
         raise ParameterError(f"sketch depth k must be >= 1, got {k}")
-    i = np.arange(1, 2 * k + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        state = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) * GOLDEN + i * GOLDEN  # splitmix64 stream
-    return np.ascontiguousarray(mix64_ref(state).reshape(2, k))
+    state = np.random.SeedSequence(int(seed) & 0xFFFFFFFFFFFFFFFF).generate_state(2 * k, dtype=np.uint64)
+    return np.ascontiguousarray(state.reshape(2, k))
 
 
 @njit(cache=True)
