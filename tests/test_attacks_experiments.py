@@ -49,7 +49,7 @@ def test_attack_grid_smoke_and_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path))
     p = load_params("balu_fig3_2", "smoke", {"eps": [59, 0], "n_attacked": 3, "n_samples": 200})
     a = ch3.run_attack_grid("blip", p)
-    assert set(a["attack"]) == {"popularity", "single", "mcmc_prior", "mcmc_flat"} and a["user"].nunique() == 3
+    assert set(a["attack"]) == {"popularity", "single", "single_prior", "mcmc_prior", "mcmc_flat"} and a["user"].nunique() == 3
     assert (a["dataset"] == "ml-100k").all()
     assert list((tmp_path / ".cache" / "balu_ch3").glob("blip_*.csv"))
     b = ch3.run_attack_grid("blip", {**p, "attacks": ["mcmc_prior"]})  # served from the cache

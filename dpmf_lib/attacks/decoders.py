@@ -176,7 +176,7 @@ def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarra
 
 
 # ---------------------------------------------------------------------------------------------------- one user
-ATTACKS = ("popularity", "single", "mcmc_prior", "mcmc_flat")
+ATTACKS = ("popularity", "single", "single_prior", "mcmc_prior", "mcmc_flat")
 
 
 def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 4.0, burn_in: int = 1000,
@@ -212,6 +212,10 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     if "single" in attacks:
         out["single"] = rank(single)
     lo_prior = log_odds(q)
+    if "single_prior" in attacks:
+        # the single decoder given the same item prior as the joint one (ours, not the thesis's): the fair baseline
+        # for "joint beats single", which otherwise also credits the joint decoder with the prior's gain
+        out["single_prior"] = rank(single + lo_prior)
     n_cand = int(min(N, max(1, math.ceil(f * c_hat))))
     for name in ("mcmc_prior", "mcmc_flat"):
         if name not in attacks:
