@@ -134,7 +134,13 @@ def _kernel_manager_class():
 
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
+            import tempfile
+            import uuid
+
             kwargs.setdefault("transport", "ipc")
+            # the socket files are <ip>-<n>: a prefix of its own per kernel, or two notebooks run at once (--jobs 2)
+            # would share sockets and read each other's messages ("Invalid Signature")
+            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"dpmf-kernel-{uuid.uuid4().hex}"))
             super().__init__(**kwargs)
 
     return IPCKernelManager

@@ -225,3 +225,10 @@ def test_kernels_run_over_ipc_without_the_tcp_warning(figures_tmp, tmp_path, mon
     assert rec["status"] == "failed"  # it never calls NotebookRun.save(); what matters here is the console
     assert "without encryption" not in out.err + out.out
     assert not list(nbdir.glob("*ipc*"))  # no socket files left beside the notebooks
+
+
+def test_two_kernels_at_once_do_not_share_ipc_sockets():
+    """--jobs 2 runs two kernels at once: each needs its own socket prefix (a shared one crossed their messages)."""
+    km = reproduce._kernel_manager_class()
+    a, b = km(kernel_name="python3"), km(kernel_name="python3")
+    assert a.transport == b.transport == "ipc" and a.ip != b.ip
