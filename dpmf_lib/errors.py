@@ -9,7 +9,7 @@ class DataFormatError(WorkbookError, ValueError):
     """A data file is malformed: names the file, the line and the problem."""
 
     def __init__(self, path, line: int | None, problem: str, fix: str | None = None):
-        self.path, self.line, self.problem = str(path), line, problem
+        self.path, self.line, self.problem, self.fix = str(path), line, problem, fix
         where = f"{path}" + (f", line {line}" if line is not None else "")
         msg = f"{where}: {problem}"
         if fix:

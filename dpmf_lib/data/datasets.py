@@ -120,7 +120,7 @@ def load_real(dataset_id: str, *, data_dir=None) -> Ratings:
     checksum = _checked_checksum(spec, target, files, how)
     source = DataSource(dataset=spec.id, real=True, checksum=checksum, note=_describe_origin(spec, target, how))
     path = files[0] if len(files) == 1 else files
-    return load_format(spec.format, path, rating_scale=spec.rating_scale, source=source)
+    return load_format(spec.format, path, rating_scale=spec.rating_scale, rating_step=spec.rating_step, source=source)
 
 
 def _absent_reason(spec: DatasetSpec, data_dir) -> str:

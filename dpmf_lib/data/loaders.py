@@ -13,8 +13,13 @@ Formats (the ``format`` field of :mod:`data_fetch.registry`):
 
 Choices:
 - Text is tokenised by numba kernels over the raw bytes (one pass, no Python per line) into float64 columns, then
-  validated with numpy; a malformed line stops the kernel and is reported with its 1-based line number. Ids and
-  timestamps up to 2**53 are exact in float64. Blank lines are skipped; ``\\r\\n`` endings are accepted.
+  validated with numpy; a malformed line stops the kernel and is reported with its 1-based line number. Blank lines
+  are skipped; ``\\r\\n`` endings, a UTF-8 byte-order mark and fields in double quotes (``"1","10","4"``) are accepted.
+- Ids: float64 holds integers exactly only up to 2**53, so ids beyond it would silently merge (9007199254740993 and
+  …992 become one user). The delimited formats (tab, ``::``, CSV, binary profiles) therefore also parse id fields as
+  exact int64 when they are plain integers; an id that does not fit in int64, or that is ≥ 2**53 and not written as a
+  plain integer (``1e20``), is a :class:`DataFormatError`. Formats read by their own tokeniser (Netflix, KDD Cup)
+  refuse ids ≥ 2**53 the same way. A file with no ratings at all is an error, not an empty ``Ratings``.
 - ``nan``/``inf`` are parsed as numbers so that :func:`~dpmf_lib.data.ratings.from_raw_ids` reports them as "not a
   finite number" rather than "non-numeric". Ratings outside the scale and duplicate (user, item) pairs are rejected by
   ``from_raw_ids``. Ids must be non-negative integers.
@@ -33,7 +38,7 @@ import numba
 import numpy as np
 
 from ..errors import DataFormatError
-from .ratings import DataSource, Ratings, from_raw_ids
+from .ratings import DataSource, Ratings, check_rating_scale, from_raw_ids
 
 # error codes of the tokenisers
 _OK, _TOO_FEW, _TOO_MANY, _NOT_NUMERIC, _NO_HEADER, _BAD_HEADER, _BAD_DATE, _COUNT_MISMATCH = range(8)
@@ -45,12 +50,56 @@ def _is_space(c):
 
 
 @numba.njit(cache=True)
-def _parse_number(buf, a, b):
-    """Parse buf[a:b] as a decimal number; returns (value, ok). Accepts sign, fraction, exponent, nan, inf."""
+def _trim(buf, a, b):
+    """buf[a:b] without surrounding spaces and one pair of double quotes (CSV writers quote every field)."""
     while a < b and _is_space(buf[a]):
         a += 1
     while b > a and _is_space(buf[b - 1]):
         b -= 1
+    if b - a >= 2 and buf[a] == 34 and buf[b - 1] == 34:  # "..."
+        a += 1
+        b -= 1
+        while a < b and _is_space(buf[a]):
+            a += 1
+        while b > a and _is_space(buf[b - 1]):
+            b -= 1
+    return a, b
+
+
+_INT64_MAX = np.int64(9223372036854775807)
+_ID_EXACT, _ID_NOT_PLAIN, _ID_OVERFLOW = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def _parse_int(buf, a, b):
+    """buf[a:b] as an exact int64 when it is a plain integer literal (optional sign, digits; quotes/spaces trimmed).
+
+    Returns (value, state): _ID_EXACT; _ID_NOT_PLAIN (e.g. "1e3", "1.5": the float parse decides); _ID_OVERFLOW
+    (plain digits beyond int64).
+    """
+    a, b = _trim(buf, a, b)
+    neg = False
+    if a < b and (buf[a] == 45 or buf[a] == 43):
+        neg = buf[a] == 45
+        a += 1
+    if a >= b:
+        return np.int64(0), _ID_NOT_PLAIN
+    v = np.int64(0)
+    for i in range(a, b):
+        c = np.int64(buf[i])
+        if c < 48 or c > 57:
+            return np.int64(0), _ID_NOT_PLAIN
+        d = c - 48
+        if v > (_INT64_MAX - d) // 10:
+            return np.int64(0), _ID_OVERFLOW
+        v = v * 10 + d
+    return (-v if neg else v), _ID_EXACT
+
+
+@numba.njit(cache=True)
+def _parse_number(buf, a, b):
+    """Parse buf[a:b] as a decimal number; returns (value, ok). Accepts sign, fraction, exponent, nan, inf."""
+    a, b = _trim(buf, a, b)
     if a >= b:
         return 0.0, False
     sign = 1.0
@@ -107,10 +156,12 @@ def _parse_number(buf, a, b):
 
 
 @numba.njit(cache=True)
-def _tokenize(buf, delim, n_fields, skip_first, out, lines):
+def _tokenize(buf, delim, n_fields, skip_first, out, lines, id_slot, ids, id_state):
     """Split ``buf`` into lines and fields; parse every field as a number into ``out[row, field]``.
 
-    ``delim`` is a 1- or 2-byte separator, or empty for runs of spaces/tabs. Returns (rows, err_code, err_line, field).
+    ``delim`` is a 1- or 2-byte separator, or empty for runs of spaces/tabs. Field ``f`` with ``id_slot[f] = k ≥ 0``
+    is also parsed exactly into ``ids[row, k]`` with its ``_parse_int`` state in ``id_state[row, k]``.
+    Returns (rows, err_code, err_line, field).
     """
     n = len(buf)
     dlen = len(delim)
@@ -155,6 +206,11 @@ def _tokenize(buf, delim, n_fields, skip_first, out, lines):
                 if not ok:
                     return row, _NOT_NUMERIC, line, f
                 out[row, f] = v
+                k = id_slot[f]
+                if k >= 0:
+                    iv, st = _parse_int(buf, start, i)
+                    ids[row, k] = iv
+                    id_state[row, k] = st
                 f += 1
                 if at_end:
                     break
@@ -372,9 +428,38 @@ def _tokenize_kddcup(buf, users, items, values, stamps, lines):
 # helpers
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _unreadable(path, exc: OSError) -> DataFormatError:
+    """A named error for a path that cannot be read (instead of a bare FileNotFoundError/IsADirectoryError)."""
+    if isinstance(exc, FileNotFoundError):
+        problem = "no such file"
+    elif isinstance(exc, IsADirectoryError):
+        problem = "is a directory, not a ratings file"
+    elif isinstance(exc, PermissionError):
+        problem = "cannot be read (permission denied)"
+    else:
+        problem = f"cannot be read ({exc.strerror or exc})"
+    return DataFormatError(path, None, problem, "check the path; `python -m data_fetch ID` installs a dataset in "
+                           "data/<id>/ (see `python -m data_fetch --list`)")
+
+
+def _open(path):
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
 def _read_bytes(path) -> np.ndarray:
-    with open(path, "rb") as fh:
-        return np.frombuffer(fh.read(), dtype=np.uint8)
+    """The file's bytes, without a UTF-8 byte-order mark (spreadsheet exports write one; it would make the first
+    field non-numeric or hide the first header name)."""
+    with _open(path) as fh:
+        data = fh.read()
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 def _line_text(buf: np.ndarray, line: int, limit: int = 80) -> str:
@@ -417,75 +502,139 @@ def _raise_token_error(path, buf, code, line, field, n_fields, layout):
     raise DataFormatError(path, int(line), problem, fix)
 
 
-def _check_ids(path, ids, lines, what):
-    bad = (ids < 0) | (ids != np.floor(ids)) | ~np.isfinite(ids)
+_EXACT_FLOAT_LIMIT = 2.0 ** 53  # float64 holds every integer below this exactly
+
+
+def _check_ids(path, ids, lines, what, exact=None, state=None):
+    """Raw ids as int64, refusing anything that is not a non-negative integer that can be held exactly.
+
+    ``ids``: the float64 parse; ``exact``/``state``: the exact int64 parse of :func:`_parse_int` where the tokeniser
+    made one (None: float only). Two ids above 2**53 that differ in the last digits parse to the same float, so a
+    float-only id ≥ 2**53 is refused rather than merged.
+    """
+    ids = np.asarray(ids, dtype=np.float64)
+    if state is None:
+        state = np.full(len(ids), _ID_NOT_PLAIN, dtype=np.int8)
+        exact = np.zeros(len(ids), dtype=np.int64)
+    plain, over = state == _ID_EXACT, state == _ID_OVERFLOW
+    by_float = ~plain & ~over
+    with np.errstate(invalid="ignore"):
+        not_int = by_float & (~np.isfinite(ids) | (ids < 0) | (ids != np.floor(ids)))
+        inexact = by_float & ~not_int & (ids >= _EXACT_FLOAT_LIMIT)
+    negative = plain & (exact < 0)
+    bad = not_int | inexact | negative | over
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise DataFormatError(path, int(lines[k]), f"{what} id {float(ids[k]):g} is not a non-negative integer",
-                              "ids must be whole numbers ≥ 0")
-    return ids.astype(np.int64)
+        if negative[k]:
+            raise DataFormatError(path, int(lines[k]), f"{what} id {int(exact[k])} is not a non-negative integer",
+                                  "ids must be whole numbers ≥ 0")
+        if not_int[k]:
+            raise DataFormatError(path, int(lines[k]), f"{what} id {float(ids[k]):g} is not a non-negative integer",
+                                  "ids must be whole numbers ≥ 0")
+        if over[k]:
+            raise DataFormatError(path, int(lines[k]), f"{what} id {float(ids[k]):.6g} does not fit in a 64-bit "
+                                  "integer (largest 9223372036854775807)",
+                                  "renumber the ids (e.g. by rank) before loading; they are not merged silently")
+        raise DataFormatError(path, int(lines[k]), f"{what} id {float(ids[k]):.17g} is ≥ 2**53 and was not read as "
+                              "a plain integer, so it cannot be held exactly (nearby ids would merge)",
+                              "write ids as plain integer digits below 2**63 (not 1e20 / 1.0), or renumber them")
+    out = exact.copy()
+    out[by_float] = ids[by_float].astype(np.int64)
+    return out
 
 
-def parse_columns(path, delimiter: str, n_fields: int, layout: str, skip_first: bool = False):
-    """Tokenise a delimited text file into a (rows, n_fields) float64 array and the 1-based line of each row."""
+def parse_columns(path, delimiter: str, n_fields: int, layout: str, skip_first: bool = False,
+                  id_fields: tuple[int, ...] = ()):
+    """Tokenise a delimited text file into a (rows, n_fields) float64 array and the 1-based line of each row.
+
+    With ``id_fields`` (field positions), also returns ``(ids, id_state)``: the exact int64 parse of those fields
+    (columns in ``id_fields`` order) and its :func:`_parse_int` state, for :func:`_check_ids`.
+    """
     buf = _read_bytes(path)
     n_lines = int(np.count_nonzero(buf == 10)) + 1
     out = np.empty((n_lines, n_fields), dtype=np.float64)
     lines = np.empty(n_lines, dtype=np.int64)
     delim = np.frombuffer(delimiter.encode(), dtype=np.uint8)
-    rows, code, line, field = _tokenize(buf, delim, n_fields, skip_first, out, lines)
+    id_slot = np.full(n_fields, -1, dtype=np.int64)
+    for k, f in enumerate(id_fields):
+        id_slot[f] = k
+    n_ids = max(1, len(id_fields))
+    ids = np.empty((n_lines if id_fields else 1, n_ids), dtype=np.int64)
+    id_state = np.empty((n_lines if id_fields else 1, n_ids), dtype=np.int8)
+    rows, code, line, field = _tokenize(buf, delim, n_fields, skip_first, out, lines, id_slot, ids, id_state)
     if code != _OK:
         _raise_token_error(path, buf, code, line, field, n_fields, layout)
+    if id_fields:
+        return out[:rows], lines[:rows], (ids[:rows], id_state[:rows])
     return out[:rows], lines[:rows]
 
 
-def _to_ratings(path, cols, lines, *, rating_scale, source, has_timestamp, timestamp_unit=1):
-    users = _check_ids(path, cols[:, 0], lines, "user")
-    items = _check_ids(path, cols[:, 1], lines, "item")
+def _to_ratings(path, cols, lines, *, rating_scale, source, has_timestamp, timestamp_unit=1, exact=None,
+                rating_step=None):
+    """Validated ``Ratings`` from parsed columns (user, item, rating[, timestamp]); ``exact`` = (ids, state) of the
+    user and item columns from :func:`parse_columns`."""
+    ids, state = exact if exact is not None else (None, None)
+    users = _check_ids(path, cols[:, 0], lines, "user", *((ids[:, 0], state[:, 0]) if ids is not None else ()))
+    items = _check_ids(path, cols[:, 1], lines, "item", *((ids[:, 1], state[:, 1]) if ids is not None else ()))
     ts = None
     if has_timestamp:
         ts = (cols[:, 3] * timestamp_unit).astype(np.int64)
     return from_raw_ids(users, items, cols[:, 2], rating_scale=rating_scale, source=source, path=str(path),
-                        timestamps=ts, line_numbers=lines)
+                        timestamps=ts, line_numbers=lines, rating_step=rating_step)
 
 
 def _default_source(path, dataset):
     return DataSource(dataset=dataset or Path(path).name, real=True, checksum=None, note=f"loaded from {path}")
 
 
+def _no_ratings(path) -> DataFormatError:
+    return DataFormatError(path, None, "no ratings in this file (it is empty, or holds only a header or blank "
+                           "lines)", "check that the download or copy completed and that this is the ratings file")
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # public loaders
+# Every loader: a missing/unreadable file, an empty file and a bad ``rating_scale`` are named errors before any work;
+# ``rating_step`` (the registry's spacing of rating values, e.g. 0.5) is checked on every rating when given.
 
 
 def load_tab(path, *, rating_scale, source: DataSource | None = None, dataset: str | None = None,
-             with_timestamp: bool | None = None) -> Ratings:
+             with_timestamp: bool | None = None, rating_step: float | None = None) -> Ratings:
     """``user<TAB>item<TAB>rating[<TAB>timestamp]`` (ml-100k ``u.data``). ``with_timestamp=None`` detects it."""
-    return _load_delimited(path, "\t", "<TAB>", rating_scale, source, dataset, with_timestamp)
+    return _load_delimited(path, "\t", "<TAB>", rating_scale, source, dataset, with_timestamp, rating_step)
 
 
 def load_double_colon(path, *, rating_scale, source: DataSource | None = None, dataset: str | None = None,
-                      with_timestamp: bool | None = None) -> Ratings:
+                      with_timestamp: bool | None = None, rating_step: float | None = None) -> Ratings:
     """``user::item::rating::timestamp`` (ml-1m / ml-10m ``ratings.dat``)."""
-    return _load_delimited(path, "::", "::", rating_scale, source, dataset, with_timestamp)
+    return _load_delimited(path, "::", "::", rating_scale, source, dataset, with_timestamp, rating_step)
 
 
-def _count_fields(path, delimiter) -> int:
-    """Number of fields on the first non-blank line."""
-    with open(path, "rb") as fh:
+def _first_line(path) -> bytes | None:
+    """The first non-blank line (stripped, without a byte-order mark), or None for a file with none."""
+    with _open(path) as fh:
+        first = True
         for raw in fh:
+            if first and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            first = False
             line = raw.strip()
             if line:
-                return len(line.split(delimiter.encode()))
-    return 4
+                return line
+    return None
 
 
-def _load_delimited(path, delimiter, shown, rating_scale, source, dataset, with_timestamp):
+def _load_delimited(path, delimiter, shown, rating_scale, source, dataset, with_timestamp, rating_step):
+    check_rating_scale(rating_scale, rating_step)
+    first = _first_line(path)
+    if first is None:
+        raise _no_ratings(path)
     if with_timestamp is None:
-        with_timestamp = _count_fields(path, delimiter) >= 4
+        with_timestamp = len(first.split(delimiter.encode())) >= 4
     names = ["user", "item", "rating"] + (["timestamp"] if with_timestamp else [])
-    cols, lines = parse_columns(path, delimiter, len(names), shown.join(names))
+    cols, lines, exact = parse_columns(path, delimiter, len(names), shown.join(names), id_fields=(0, 1))
     return _to_ratings(path, cols, lines, rating_scale=rating_scale, source=source or _default_source(path, dataset),
-                       has_timestamp=with_timestamp)
+                       has_timestamp=with_timestamp, exact=exact, rating_step=rating_step)
 
 
 _CSV_ROLES = {
@@ -496,11 +645,17 @@ _CSV_ROLES = {
 }
 
 
-def load_csv_header(path, *, rating_scale, source: DataSource | None = None, dataset: str | None = None) -> Ratings:
-    """Comma-separated with a header line naming the user, item, rating (and optionally timestamp) columns."""
-    with open(path, "rb") as fh:
-        header = fh.readline().decode("utf-8", "replace").strip()
-    names = [h.strip().strip('"').lower() for h in header.split(",")]
+def load_csv_header(path, *, rating_scale, source: DataSource | None = None, dataset: str | None = None,
+                    rating_step: float | None = None) -> Ratings:
+    """Comma-separated with a header line naming the user, item, rating (and optionally timestamp) columns.
+
+    Header names are matched case-insensitively, quoted or not; a UTF-8 byte-order mark is ignored."""
+    check_rating_scale(rating_scale, rating_step)
+    with _open(path) as fh:
+        header = fh.readline().decode("utf-8-sig", "replace").strip()
+    if not header:
+        raise _no_ratings(path)
+    names = [h.strip().strip('"').strip().lower() for h in header.split(",")]
     where = {}
     for role, aliases in _CSV_ROLES.items():
         hits = [k for k, name in enumerate(names) if name in aliases]
@@ -509,18 +664,20 @@ def load_csv_header(path, *, rating_scale, source: DataSource | None = None, dat
         elif role != "timestamp":
             raise DataFormatError(path, 1, f"header {header!r} has no {role} column",
                                   f"name it one of {', '.join(aliases)}")
-    cols, lines = parse_columns(path, ",", len(names), ",".join(names), skip_first=True)
+    cols, lines, (ids, state) = parse_columns(path, ",", len(names), ",".join(names), skip_first=True,
+                                              id_fields=(where["user"], where["item"]))
     order = [where["user"], where["item"], where["rating"]] + ([where["timestamp"]] if "timestamp" in where else [])
     return _to_ratings(path, np.ascontiguousarray(cols[:, order]), lines, rating_scale=rating_scale,
-                       source=source or _default_source(path, dataset), has_timestamp="timestamp" in where)
+                       source=source or _default_source(path, dataset), has_timestamp="timestamp" in where,
+                       exact=(ids, state), rating_step=rating_step)
 
 
 def load_binary_profiles(path, *, source: DataSource | None = None, dataset: str | None = None) -> Ratings:
     """``user<TAB>item`` lines (tabs or spaces): the items in each user's profile; every value is 1."""
-    cols, lines = parse_columns(path, "", 2, "user item")
+    cols, lines, exact = parse_columns(path, "", 2, "user item", id_fields=(0, 1))
     cols = np.column_stack([cols, np.ones(len(cols))])
     return _to_ratings(path, cols, lines, rating_scale=(1.0, 1.0), source=source or _default_source(path, dataset),
-                       has_timestamp=False)
+                       has_timestamp=False, exact=exact)
 
 
 def expand_paths(paths) -> list[str]:
@@ -538,7 +695,7 @@ def expand_paths(paths) -> list[str]:
 
 
 def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = None,
-                 progress: bool = False) -> Ratings:
+                 progress: bool = False, rating_step: float | None = None) -> Ratings:
     """Netflix Prize per-movie files (``training_set/mv_*.txt``) or the Kaggle ``combined_data_*.txt``.
 
     ``paths``: a directory (reads ``training_set/mv_*.txt``, else ``combined_data_*.txt``), a glob, or a list of files.
@@ -553,6 +710,7 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
     if not files:
         raise DataFormatError(paths, None, "no Netflix rating files found",
                               "expected training_set/mv_*.txt or combined_data_*.txt")
+    check_rating_scale(rating_scale, rating_step)
     parts = []
     it = files
     if progress:
@@ -570,7 +728,11 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
         rows, code, line, field = _tokenize_netflix(buf, u, i, v, d, ln)
         if code != _OK:
             _raise_token_error(f, buf, code, line, field, 3, "CustomerID,Rating,YYYY-MM-DD after a 'MovieID:' line")
+        # ids are checked per file so an error names the file; ids ≥ 2**53 are refused (float parse, not exact)
+        _check_ids(f, u[:rows], ln[:rows], "customer")
         parts.append((f, u[:rows], i[:rows], v[:rows], d[:rows], ln[:rows]))
+    if not any(len(x[1]) for x in parts):
+        raise _no_ratings(files[0] if len(files) == 1 else paths)
     users = np.concatenate([x[1] for x in parts])
     items = np.concatenate([x[2] for x in parts])
     values = np.concatenate([x[3] for x in parts])
@@ -587,11 +749,14 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
     try:
         return from_raw_ids(raw_users, raw_items, values, rating_scale=rating_scale,
                             source=source or _default_source(files[0], "netflix"), path="<netflix>",
-                            timestamps=days * 86400, line_numbers=np.arange(1, len(values) + 1))
+                            timestamps=days * 86400, line_numbers=np.arange(1, len(values) + 1),
+                            rating_step=rating_step)
     except DataFormatError as err:  # translate the global row number to the file and its line
+        if err.line is None:
+            raise
         row = err.line - 1
         f, line = where(row)
-        problem, fix = err.problem, (str(err).split(" — ", 1)[1] if " — " in str(err) else None)
+        problem, fix = err.problem, err.fix
         if problem.startswith("duplicate"):
             first = int(np.flatnonzero((raw_users == raw_users[row]) & (raw_items == raw_items[row]))[0])
             f0, line0 = where(first)
@@ -600,8 +765,10 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
         raise DataFormatError(f, line, problem, fix) from None
 
 
-def load_kddcup_yahoo(path, *, rating_scale=(0.0, 100.0), source: DataSource | None = None) -> Ratings:
+def load_kddcup_yahoo(path, *, rating_scale=(0.0, 100.0), source: DataSource | None = None,
+                      rating_step: float | None = None) -> Ratings:
     """Yahoo! Music KDD Cup 2011 ``trainIdx1.txt``-style file. Timestamps are ``day·86400 + seconds`` (file days)."""
+    check_rating_scale(rating_scale, rating_step)
     buf = _read_bytes(path)
     n = int(np.count_nonzero(buf == 10)) + 1
     u, i, v, s = (np.empty(n, np.float64) for _ in range(4))
@@ -614,7 +781,7 @@ def load_kddcup_yahoo(path, *, rating_scale=(0.0, 100.0), source: DataSource | N
     items = _check_ids(path, i[:rows], ln, "item")
     return from_raw_ids(users, items, v[:rows], rating_scale=rating_scale,
                         source=source or _default_source(path, "yahoo-music"), path=str(path),
-                        timestamps=s[:rows].astype(np.int64), line_numbers=ln)
+                        timestamps=s[:rows].astype(np.int64), line_numbers=ln, rating_step=rating_step)
 
 
 _VEC_DTYPES = {"fvecs": np.float32, "ivecs": np.int32, "bvecs": np.uint8}
@@ -630,11 +797,14 @@ def read_vecs(path, kind: str | None = None, *, count: int | None = None) -> np.
     if kind not in _VEC_DTYPES:
         raise DataFormatError(path, None, f"unknown vector file kind {kind!r}", "use fvecs, ivecs or bvecs")
     dtype = np.dtype(_VEC_DTYPES[kind])
-    size = os.path.getsize(path)
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     if size < 4:
         raise DataFormatError(path, None, f"file has {size} bytes, too small for a dimension header",
                               "the file is empty or truncated; fetch it again")
-    with open(path, "rb") as fh:
+    with _open(path) as fh:
         d = int(np.frombuffer(fh.read(4), dtype="<i4")[0])
         if d <= 0 or d > 1 << 20:
             raise DataFormatError(path, None, f"first dimension header is {d}", "this is not a TEXMEX vecs file")
@@ -664,18 +834,20 @@ def write_vecs(path, array: np.ndarray) -> None:
         fh.write(np.hstack([head, body]).tobytes())
 
 
-def load_format(fmt: str, path, *, rating_scale, source: DataSource | None = None) -> Ratings:
-    """Dispatch on a registry ``format`` name."""
+def load_format(fmt: str, path, *, rating_scale, source: DataSource | None = None,
+                rating_step: float | None = None) -> Ratings:
+    """Dispatch on a registry ``format`` name; ``rating_step`` is the registry's spacing of rating values."""
+    kw = dict(rating_scale=rating_scale, source=source, rating_step=rating_step)
     if fmt == "tab":
-        return load_tab(path, rating_scale=rating_scale, source=source)
+        return load_tab(path, **kw)
     if fmt == "double-colon":
-        return load_double_colon(path, rating_scale=rating_scale, source=source)
+        return load_double_colon(path, **kw)
     if fmt == "csv-header":
-        return load_csv_header(path, rating_scale=rating_scale, source=source)
+        return load_csv_header(path, **kw)
     if fmt == "netflix-per-movie":
-        return load_netflix(path, rating_scale=rating_scale, source=source)
+        return load_netflix(path, **kw)
     if fmt == "kddcup-yahoo":
-        return load_kddcup_yahoo(path, rating_scale=rating_scale, source=source)
+        return load_kddcup_yahoo(path, **kw)
     if fmt == "binary-profiles":
         return load_binary_profiles(path, source=source)
     raise DataFormatError(path, None, f"format {fmt!r} does not hold ratings",

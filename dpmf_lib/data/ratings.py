@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import DataFormatError
+from ..errors import DataFormatError, ParameterError
 
 
 @dataclass(frozen=True)
@@ -122,28 +122,76 @@ class CSR:
         return self.indices[a:b], self.values[a:b]
 
 
+def check_rating_scale(rating_scale, rating_step=None) -> tuple[tuple[float, float], float | None]:
+    """``(rmin, rmax)`` and the step between rating values, validated: a :class:`ParameterError` naming the parameter.
+
+    An inverted scale would otherwise report every rating of a good file as "outside the scale" — a misleading
+    error about the data when the mistake is in the call (or in ``data_fetch/registry.py``).
+    """
+    try:
+        lo, hi = (float(x) for x in rating_scale)
+    except (TypeError, ValueError):
+        raise ParameterError(f"rating_scale must be a pair (rmin, rmax) of numbers, got {rating_scale!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ParameterError(f"rating_scale must hold finite numbers, got {rating_scale!r}")
+    if lo > hi:
+        raise ParameterError(f"rating_scale {rating_scale!r} is inverted: write it (rmin, rmax) = ({hi:g}, {lo:g})")
+    if rating_step is not None:
+        if isinstance(rating_step, bool) or not isinstance(rating_step, (int, float, np.floating, np.integer)) \
+                or not np.isfinite(rating_step) or rating_step <= 0:
+            raise ParameterError(f"rating_step must be a finite number > 0 (or None: any value), got {rating_step!r}")
+        rating_step = float(rating_step)
+        n = (hi - lo) / rating_step
+        if abs(n - round(n)) > 1e-9:
+            raise ParameterError(f"rating_step {rating_step:g} does not divide the rating_scale [{lo:g}, {hi:g}]: "
+                                 "fix the step or the scale")
+    return (lo, hi), rating_step
+
+
+def require_ratings(r, name: str = "train", who: str = "this trainer") -> None:
+    """Refuse an empty ratings set at the top of a trainer, naming the parameter (an empty set otherwise surfaces as a
+    ZeroDivisionError or an empty-array reduction deep inside a kernel)."""
+    if r is None or len(r) == 0:
+        raise ParameterError(f"{who}: `{name}` holds no ratings — pass a non-empty ratings set (did a split, trim or "
+                             "filter remove every rating?)")
+
+
 def from_raw_ids(raw_users: np.ndarray, raw_items: np.ndarray, values: np.ndarray, *, rating_scale: tuple[float, float],
                  source: DataSource, path: str = "<memory>", timestamps: np.ndarray | None = None,
-                 line_numbers: np.ndarray | None = None) -> Ratings:
+                 line_numbers: np.ndarray | None = None, rating_step: float | None = None) -> Ratings:
     """Validate raw triples and renumber ids to contiguous ranges.
 
-    Raises :class:`DataFormatError` naming ``path`` and the offending line for NaN/inf ratings, ratings outside
-    ``rating_scale`` and duplicate (user, item) pairs. ``line_numbers[k]`` is the 1-based line of row ``k`` in ``path``
-    (defaults to ``k + 1``).
+    Raises :class:`DataFormatError` naming ``path`` and the offending line for no ratings at all, NaN/inf ratings,
+    ratings outside ``rating_scale``, ratings off the ``rating_step`` grid (when given: e.g. 0.5 for half stars) and
+    duplicate (user, item) pairs; :class:`ParameterError` for an invalid ``rating_scale``/``rating_step``.
+    ``line_numbers[k]`` is the 1-based line of row ``k`` in ``path`` (defaults to ``k + 1``).
     """
+    (lo, hi), rating_step = check_rating_scale(rating_scale, rating_step)
     values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        # An empty Ratings would load "fine" and fail later as a ZeroDivisionError in a trainer.
+        raise DataFormatError(path, None, "no ratings in this file (it is empty, or holds only a header or blank "
+                              "lines)", "check that the download or copy completed and that this is the ratings file")
     lines = (np.arange(1, len(values) + 1) if line_numbers is None else np.asarray(line_numbers))
     bad = ~np.isfinite(values)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise DataFormatError(path, int(lines[k]), f"rating is {values[k]} (not a finite number)",
                               "remove or fix the line; the workbook never imputes ratings")
-    lo, hi = rating_scale
     out = (values < lo) | (values > hi)
     if out.any():
         k = int(np.flatnonzero(out)[0])
         raise DataFormatError(path, int(lines[k]), f"rating {values[k]:g} is outside the dataset's scale [{lo:g}, {hi:g}]",
                               "check that the file belongs to this dataset, or fix the rating scale in data_fetch/registry.py")
+    if rating_step is not None:
+        q = (values - lo) / rating_step
+        off = np.abs(q - np.rint(q)) > 1e-6
+        if off.any():
+            k = int(np.flatnonzero(off)[0])
+            raise DataFormatError(path, int(lines[k]), f"rating {values[k]:g} is not on the dataset's grid "
+                                  f"{lo:g}, {lo + rating_step:g}, …, {hi:g} (step {rating_step:g})",
+                                  "check that the file belongs to this dataset, or fix rating_step in "
+                                  "data_fetch/registry.py")
     user_ids, users = np.unique(np.asarray(raw_users), return_inverse=True)
     item_ids, items = np.unique(np.asarray(raw_items), return_inverse=True)
     users = users.astype(np.int32)

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from .layout import Layout, naive_layout, tiered_layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
@@ -136,6 +137,7 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
     """
     import pandas as pd
 
+    require_ratings(train, "train", "train_sgd")
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.ratings import require_ratings
 from ..errors import ParameterError
 
 
@@ -92,8 +93,7 @@ def pack_keys(*parts: tuple[np.ndarray, int]) -> np.ndarray:
 
 
 def _check_ratings(r):
-    if r.n_ratings == 0:
-        raise ParameterError("the training set is empty: need at least one rating")
+    require_ratings(r, "r", "the training layout")
 
 
 def tiered_layout(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: int = 8, seed: int = 0) -> Layout:

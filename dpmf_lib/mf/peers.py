@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from ..data.ratings import require_ratings
 from ..errors import WorkbookError
 
 
@@ -42,6 +43,7 @@ def libmf_fit(train, test, *, d=16, epochs=20, eta=0.1, lam=0.05, n_threads=1, n
     Predictions are computed from the returned factors: the package's ``predict`` wrapper returns wrong values
     (checked against its own per-iteration validation RMSE), and LIBMF leaves factors of items without training
     ratings as NaN — those get LIBMF's fallback, the training mean ``model.b``."""
+    require_ratings(train, "train", "libmf_fit")
     mf = _import_libmf()
     X = np.column_stack([train.users, train.items, train.values]).astype(np.float32)
     nb = nr_bins if nr_bins is not None else max(2 * n_threads + 1, 8)
@@ -65,6 +67,7 @@ def libmf_curve(train, test, *, iters=(1, 2, 4, 8, 16), **kw) -> list[dict]:
 
 def surprise_fit(train, test, *, d=16, epochs=20, lr=0.005, reg=0.02, seed=0):
     """One scikit-surprise SVD fit (biased MF, SGD, single-threaded). Returns ``(seconds, test_rmse)``."""
+    require_ratings(train, "train", "surprise_fit")
     try:
         from surprise import SVD
         from surprise.trainset import Trainset

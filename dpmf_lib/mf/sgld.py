@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit, prange
 
+from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from .csgd import _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
@@ -208,6 +209,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     """
     import pandas as pd
 
+    require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
