@@ -8,6 +8,7 @@ the paper's settings, ``ci`` what fits the CI budget (minutes on 2 cores), ``smo
 from __future__ import annotations
 
 import copy
+import numbers
 import difflib
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,56 @@ def require_positive(params: dict, *names: str) -> None:
         for x in vals:
             if x is None or not isinstance(x, (int, float)) or not (x > 0) or x != x or x == float("inf"):
                 raise ParameterError(f"parameter '{n}' must be a finite number > 0, got {v!r}")
+
+
+# Shared validators for the list parameters many experiments take. Called FIRST in ``run()``, so a bad entry stops the
+# run before any data is loaded or any baseline is trained (not half-way, after minutes of work).
+
+
+def _as_list(params: dict, name: str, what: str) -> list:
+    """``params[name]`` as a non-empty list; a string (which would iterate over its characters) is refused."""
+    if name not in params:
+        raise ParameterError(f"parameter '{name}' is missing: give a list of {what}")
+    v = params[name]
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise ParameterError(f"parameter '{name}' must be a list of {what} (YAML `{name}: [a, b]`), got {v!r}")
+    if len(v) == 0:
+        raise ParameterError(f"parameter '{name}' is empty: list at least one of the {what}")
+    return list(v)
+
+
+def require_datasets(params: dict, name: str = "datasets", *, kinds: tuple[str, ...] | None = ("ratings",),
+                     extra: tuple[str, ...] = ()) -> list[str]:
+    """The dataset ids of ``params[name]``, validated: a non-empty list of distinct registry ids (of one of ``kinds``,
+    None: any kind) or of the experiment's own names in ``extra`` (e.g. "synthetic"). Raises :class:`ParameterError`
+    naming the parameter, the bad entry and the valid ids."""
+    from data_fetch.registry import DATASETS  # lazy: data_fetch imports dpmf_lib
+
+    ids = _as_list(params, name, "dataset ids")
+    valid = [k for k, spec in DATASETS.items() if kinds is None or spec.kind in kinds] + list(extra)
+    for ds in ids:
+        if not isinstance(ds, str) or ds not in valid:
+            close = difflib.get_close_matches(str(ds), valid, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            kind_note = "" if kinds is None or ds not in DATASETS else \
+                f" ({ds} holds {DATASETS[ds].kind}, this experiment needs {' or '.join(kinds)})"
+            raise ParameterError(f"parameter '{name}': unknown dataset {ds!r}{hint}{kind_note}; "
+                                 f"valid: {', '.join(valid)}")
+    dup = sorted({ds for ds in ids if ids.count(ds) > 1})
+    if dup:
+        raise ParameterError(f"parameter '{name}' lists {dup} more than once: list each dataset once")
+    return ids
+
+
+def require_epsilons(params: dict, name: str = "epsilons", *, tokens: tuple[str, ...] = ()) -> list:
+    """The privacy budgets of ``params[name]``, validated: a non-empty list whose entries are finite numbers > 0 or
+    one of the experiment's symbolic ``tokens`` (e.g. "4B"). Raises :class:`ParameterError` naming the parameter and
+    the bad entry."""
+    values = _as_list(params, name, "privacy budgets ε")
+    allowed = "finite numbers > 0" + (f" or {', '.join(repr(t) for t in tokens)}" if tokens else "")
+    for e in values:
+        if isinstance(e, str) and e.strip() in tokens:
+            continue
+        if isinstance(e, bool) or not isinstance(e, numbers.Real) or not (0 < e < float("inf")):
+            raise ParameterError(f"parameter '{name}': entry {e!r} is not a valid ε; entries are {allowed}")
+    return values

@@ -37,6 +37,7 @@ from ..data.ratings import DataSource
 from ..errors import ParameterError
 from ..lsh.experiment_util import check_methods, check_positive_int, synthetic_source
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 
 LABELS = {"lsh": "LSH", "lsh+frame": "LSH+frame", "antisparse": "Anti-sparse", "optimal": "Optimal", "qolsh": "qoLSH"}
@@ -151,6 +152,7 @@ def recall_curves(base, query, methods, L, M, shortlist, estimator, seed, antisp
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params, kinds=None, extra=("synthetic", "digits"))  # first: before any data is loaded
     check_positive_int(params, "synth_d", "synth_L", "synth_n_base", "synth_n_queries", "real_L_factor",
                        "sift_n_base", "sift_n_queries", "digits_n_queries", "mf_rank", "mf_iters", "shortlist_min")
     datasets = list(params["datasets"])

@@ -9,6 +9,7 @@ import pandas as pd
 from ..claims import Measurement
 from ..errors import DatasetUnavailable
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ..sketch.runs import load
 
@@ -19,6 +20,7 @@ CLAIM = "balu-table4.1-ratings-{dataset}"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     rows, sources, meas = [], [], []
     for ds in params["datasets"]:
         try:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ..sketch.runs import load, make_splits, run_configs
 
@@ -28,6 +29,7 @@ CLAIM_FH_WORSE = "balu-4.2-fh-minus-cs-{dataset}"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     frames, sources, meas = [], [], []
     for ds in params["datasets"]:
         r = load(params, ds)

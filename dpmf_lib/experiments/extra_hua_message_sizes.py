@@ -26,6 +26,7 @@ from ..objpert import mf
 from ..objpert.fixedpoint import FixedPoint
 from ..objpert.protocol import FLOAT_BYTES, Protocol
 from ..outputs import attach
+from ..params import require_datasets
 from . import hua_common as hc
 
 KB = 1024
@@ -82,6 +83,7 @@ DESCR = {
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     cfg = mf.HuaConfig.from_params(params)
     rows, sources, meas = [], {}, []
     for ds, cap in zip(params["datasets"], params["max_online"]):

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 from . import liu_fig7
@@ -30,6 +31,8 @@ TYPICAL_CLAIM = "liu-6.7-typical-user-eps-over-25"
 
 def run(params: dict) -> pd.DataFrame:
     """One row per (dataset, ρ, ε, user) with the Theorem-2 and realized personalized losses."""
+    require_datasets(params)  # first: before any data is loaded or model trained
+    require_epsilons(params, tokens=("4B",))
     ps.check_privacy_params(kappa=params["kappa"], epsilon=params["typical_epsilon"])
     frames, sources, measurements = [], [], []
     for ds in params["datasets"]:

@@ -30,6 +30,7 @@ from ..claims import Measurement
 from ..data import load_ratings
 from ..data.datasets import standin_permitted
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 
 TOP500_CLAIM = "liu-5.2-top500-share-netflix"
@@ -90,6 +91,7 @@ def cache_fit(item_counts: np.ndarray, dims: list[int], caches: dict[str, int]) 
 
 def run(params: dict) -> pd.DataFrame:
     """Long table with a ``table`` column (distribution / tiers / cache_fit) and a ``dataset`` label column."""
+    require_datasets(params)  # first: before any data is loaded or model trained
     caches = cache_sizes()
     frames, sources, measurements = [], [], []
     for ds in params["datasets"]:

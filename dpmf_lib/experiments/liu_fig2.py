@@ -21,6 +21,7 @@ from matplotlib.ticker import NullFormatter
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ._liu_mf import load_split, run_csgd, run_peer, run_sgld
 
@@ -28,6 +29,7 @@ CLAIM = "liu-6.3-csgd-faster-than-peer"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     frames, sources, meas = [], [], []
     for ds in params["datasets"]:
         train, test = load_split(ds, params)

@@ -18,6 +18,7 @@ from ..claims import Measurement
 from ..mf import sample_sgld, train_sgd
 from ..mf.data import load_for_mf
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ._liu_mf import ensure_warm, sgd_kw, sgld_kw
 
@@ -31,6 +32,7 @@ def _ups(res) -> float:
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     ensure_warm()
     rows, sources, meas = [], [], []
     max_t = min(int(params["max_threads"]), numba.config.NUMBA_NUM_THREADS)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ._liu_mf import load_split, run_sgld
 
@@ -20,6 +21,7 @@ CLAIM = "liu-6.4-lookup-table-10k-indistinguishable"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     rows, sources, meas = [], [], []
     for ds in params["datasets"]:
         train, test = load_split(ds, params)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ._liu_mf import load_split, run_csgd, run_peer, run_sgld
 
@@ -19,6 +20,7 @@ CLAIM = "liu-6.3-sgld-slower-than-sgd"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     rows, sources, meas = [], [], []
     E = params["epochs"]
     for ds in params["datasets"]:

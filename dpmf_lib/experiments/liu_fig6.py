@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from ._liu_mf import load_split, run_csgd, run_sgld
 
@@ -18,6 +19,7 @@ CLAIM = "liu-6.4-sgd-overfits"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     frames, sources, meas = [], [], []
     d = params["d"]
     for ds in params["datasets"]:

@@ -35,6 +35,7 @@ from ..data.datasets import standin_permitted
 from ..data.splits import random_split
 from ..errors import ParameterError
 from ..outputs import attach
+from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 
@@ -146,6 +147,8 @@ def epsilon_grid(params: dict, B: float) -> list[float]:
 
 def run(params: dict) -> pd.DataFrame:
     """One row per (dataset, method, ρ, ε); baselines carry ε = NaN."""
+    require_datasets(params)  # first: before any data is loaded or model trained
+    require_epsilons(params, tokens=("4B",))
     ps.check_privacy_params(kappa=params["kappa"])
     for rho in params["rho"]:
         ps.check_privacy_params(rho=rho)

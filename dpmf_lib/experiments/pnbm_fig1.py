@@ -14,6 +14,7 @@ from ..claims import Measurement
 from ..data.ratings import DataSource
 from ..nbm import runs
 from ..outputs import attach
+from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
 
 CLAIM_PNBM_KNN = "pnbm-5.2-dpsgd-pnbm-beats-knn-eps1"
@@ -44,6 +45,8 @@ def sources_of(datasets) -> list[DataSource]:
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
+    require_epsilons(params)
     p = params
     datasets, notes = runs.available(p["datasets"])
     frames = []

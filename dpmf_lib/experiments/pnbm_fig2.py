@@ -14,6 +14,7 @@ import pandas as pd
 from ..claims import Measurement
 from ..nbm import runs
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from .pnbm_fig1 import knn_rows, sources_of
 
@@ -36,6 +37,7 @@ def dpps_frames(ds: str, p: dict, xs) -> list[pd.DataFrame]:
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     p = params
     datasets, notes = runs.available(p["datasets"])
     frames = []

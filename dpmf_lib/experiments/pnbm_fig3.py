@@ -13,6 +13,7 @@ import pandas as pd
 from ..claims import Measurement
 from ..nbm import runs
 from ..outputs import attach
+from ..params import require_datasets
 from ..plotting import figure, standin_title
 from .pnbm_fig1 import pnbm_fixed, pnbm_grid, sources_of
 from .pnbm_fig2 import dpps_fixed, dpps_grid
@@ -21,6 +22,7 @@ CLAIM_DPPS_DPSGD = "pnbm-5.2-dpps-beats-dpsgd-rating-level-x1"
 
 
 def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
     p = params
     datasets, notes = runs.available(p["datasets"])
     frames = []
