@@ -8,7 +8,8 @@ never mistaken for a dataset.
 Manifest fields: ``dataset``, ``manifest_version``, ``source`` (URL, mirror or directory it came from), ``fetched_at``
 (UTC ISO time), ``archive`` (name, md5 and sha256 observed, ``checked``: which was compared with the registry), ``files``
 (``{relative path: {"sha256", "size", "checked"}}``; ``checked`` says whether the SHA-256 was compared with a value in
-the registry or only observed), and ``note``.
+the registry or only observed), ``parsed`` (whether the ratings file was parsed before install, and its shape) and
+``note``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def list_files(root: Path) -> list[str]:
 
 
 def write_manifest(root: Path, dataset_id: str, *, source: str, hashes: dict[str, str] | None = None,
-                   checked: set[str] | frozenset = frozenset(), archive: dict | None = None, note: str = "") -> dict:
+                   checked: set[str] | frozenset = frozenset(), archive: dict | None = None, note: str = "",
+                   parsed: dict | None = None) -> dict:
     """Hash every file under ``root`` (reusing ``hashes`` already computed) and write the manifest atomically."""
     root = Path(root)
     hashes = dict(hashes or {})
@@ -59,11 +61,13 @@ def write_manifest(root: Path, dataset_id: str, *, source: str, hashes: dict[str
         "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "archive": archive,
         "files": files,
+        "parsed": parsed,
         "note": note or ("files marked checked=false had no expected checksum in data_fetch/registry.py: "
                          "their sha256 is the one observed at fetch time"),
     }
     fd, tmp = tempfile.mkstemp(dir=root, prefix=MANIFEST_NAME, suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600: the manifest must be readable like the data files beside it
         with os.fdopen(fd, "w") as fh:
             json.dump(manifest, fh, indent=1, sort_keys=True)
             fh.flush()

@@ -79,6 +79,9 @@ class DatasetSpec:
     available_for_download: bool
     reason: str = ""  # why it cannot be downloaded
     archive_sha256: str | None = None  # preferred over archive_md5 when known (none is published for these datasets)
+    # cap on the bytes an archive may expand to (its members' total): a corrupted or hostile archive cannot fill
+    # the disk (a 1 MB zip can expand to GBs). Set from the known contents with head-room; None: the fetcher's default.
+    max_extracted_bytes: int | None = None
     manual: str = ""  # how to obtain it by hand
     paper_shapes: dict = field(default_factory=dict)  # {"balu Table 4.1": Shape(...)}
     max_user_count: int | None = None
@@ -129,6 +132,7 @@ _add(DatasetSpec(
     id="ml-100k", title="MovieLens 100K", kind="ratings", format="tab",
     homepage="https://grouplens.org/datasets/movielens/100k/", url=f"{_GL}/ml-100k.zip",
     archive_md5="0e33842e24a9c977be4e0107933c0723", archive_size=4_924_029, archive_root="ml-100k",
+    max_extracted_bytes=64 << 20,  # ~16 MB of files (u.data, the u1..u5/ua/ub splits, u.item, …)
     files=_ML100K_FILES, ratings_glob="u.data", rating_scale=(1.0, 5.0), rating_step=1.0,
     shape=Shape(943, 1_682, 100_000), licence=_ML_LICENCE, available_for_download=True,
     max_user_count=737, max_item_count=583, min_user_count=20, mean_rating=3.530,
@@ -142,6 +146,7 @@ _add(DatasetSpec(
     id="ml-1m", title="MovieLens 1M", kind="ratings", format="double-colon",
     homepage="https://grouplens.org/datasets/movielens/1m/", url=f"{_GL}/ml-1m.zip",
     archive_md5="c4d9eecfca2ab87c1945afe126590906", archive_size=None, archive_root="ml-1m",
+    max_extracted_bytes=128 << 20,  # ~25 MB (ratings.dat 24 MB, movies.dat, users.dat, README)
     files=(FileSpec("ratings.dat", lines=1_000_209), FileSpec("movies.dat", required=False),
            FileSpec("users.dat", required=False), FileSpec("README", required=False)),
     ratings_glob="ratings.dat", rating_scale=(1.0, 5.0), rating_step=1.0,
@@ -157,6 +162,7 @@ _add(DatasetSpec(
     id="ml-10m", title="MovieLens 10M", kind="ratings", format="double-colon",
     homepage="https://grouplens.org/datasets/movielens/10m/", url=f"{_GL}/ml-10m.zip",
     archive_md5="ce571fd55effeba0271552578f2648bd", archive_size=65_566_137, archive_root="ml-10M100K",
+    max_extracted_bytes=512 << 20,  # ~270 MB (ratings.dat ~260 MB for 10,000,054 lines, tags, movies, scripts)
     files=(FileSpec("ratings.dat", lines=10_000_054), FileSpec("movies.dat", required=False),
            FileSpec("tags.dat", required=False)),
     ratings_glob="ratings.dat", rating_scale=(0.5, 5.0), rating_step=0.5,
@@ -243,6 +249,7 @@ _add(DatasetSpec(
     id="sift1m", title="ANN_SIFT1M (TEXMEX corpus)", kind="vectors", format="fvecs",
     homepage="http://corpus-texmex.irisa.fr/", url="ftp://ftp.irisa.fr/local/texmex/corpus/sift.tar.gz",
     archive_md5=None, archive_size=None, archive_root="sift",
+    max_extracted_bytes=768 << 20,  # the four .fvecs/.ivecs files: 576,800,000 bytes exactly (sizes below)
     files=(FileSpec("sift_base.fvecs", size=1_000_000 * (4 + 128 * 4)),
            FileSpec("sift_query.fvecs", size=10_000 * (4 + 128 * 4)),
            FileSpec("sift_groundtruth.ivecs", size=10_000 * (4 + 100 * 4), required=False),
@@ -250,6 +257,9 @@ _add(DatasetSpec(
     ratings_glob="sift_base.fvecs", rating_scale=None, rating_step=None,
     shape=Shape(1_000_000, 128, 10_000), licence="Public research corpus (Jégou, Douze, Schmid 2011); cite [JTDA11].",
     available_for_download=True,
+    # No checksum of sift.tar.gz is published (the TEXMEX site gives none): a fetch records the archive's md5/sha256
+    # as observed (trust on first use, `checked: null` in the manifest) and checks every file's exact size and
+    # dimension headers; it says so when it runs.
     notes="shape: users = base vectors, items = dimension, ratings = query vectors. File sizes follow from the "
           "fvecs record size (4-byte dimension + 128 float32).",
 ))
