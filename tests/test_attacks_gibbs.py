@@ -129,3 +129,43 @@ def test_blip_kernel_matches_reference_on_a_medium_problem():
         n_record=n)
     np.testing.assert_allclose(probs, ref_probs, rtol=1e-9, atol=1e-12)
     assert np.array_equal(counts, ref_counts) and np.array_equal(slots, ref_slots)
+
+
+def test_split_rhat_tells_a_mixed_chain_from_one_that_drifts():
+    from dpmf_lib.attacks.decoders import split_rhat
+
+    rng = np.random.default_rng(0)
+    n, p = 5000, rng.uniform(0.1, 0.9, 50)
+    iid_a, iid_b = rng.binomial(n, p), rng.binomial(n, p)
+    assert split_rhat(iid_a, iid_b, n) < 1.01  # halves of a well-mixed chain agree to sampling noise
+    drift_b = rng.binomial(n, np.clip(p + 0.1, 0, 1))
+    assert split_rhat(iid_a, drift_b, n) > 1.05  # halves that disagree: not converged
+    assert split_rhat(np.array([0, n]), np.array([n, 0]), n) == float("inf")  # stuck in opposite states
+
+
+def test_gibbs_run_in_two_halves_is_the_same_chain():
+    """The split-R̂ comes for free: running the kernel as two calls gives the marginals of one call exactly."""
+    from dpmf_lib.attacks import decoders
+    from dpmf_lib.attacks.mechanisms import BLIP, bloom_codebook
+
+    cb = bloom_codebook(120, 900, 8, seed=3)
+    m = BLIP(cb, 6.0)
+    obs = m.sanitize(np.arange(15), seed=4)
+    q = np.full(120, 0.1)
+    cand = np.arange(120)
+    res = decoders.mcmc_blip(obs, m, cand, np.log(q / (1 - q)), c_max=30, c_init=15, burn_in=50, n_samples=401,
+                             seed=5)
+    # the same draws through one kernel call
+    rng = np.random.default_rng(5)
+    slots = decoders._slots_init(120, 30, 15, rng)
+    sd, u = decoders._draws(30, 451, rng)
+    counts = np.zeros(120, dtype=np.int64)
+    p = m.p_eps
+    sgn = np.where(np.asarray(obs) > 0, 1, -1).astype(np.int32)
+    from dpmf_lib.attacks import gibbs
+
+    gibbs.blip_gibbs_kernel(np.ascontiguousarray(cb.bits[cand]), np.ascontiguousarray(cb.nbits[cand]), sgn,
+                            np.log((1 - p) / p), np.log(q / (1 - q)).astype(np.float64), slots, sd, u, 50, counts,
+                            np.zeros((0, 121)))
+    np.testing.assert_allclose(res.marginals, counts / 401)
+    assert np.isfinite(res.split_rhat) and res.split_rhat >= 1.0

@@ -120,6 +120,39 @@ class MCMCResult:
     marginals: np.ndarray  # (3.33) on the candidates
     c_max: int
     n_transitions: int
+    split_rhat: float = float("nan")  # see split_rhat()
+
+
+def split_rhat(counts_a: np.ndarray, counts_b: np.ndarray, n: int) -> float:
+    """The convergence check of a Gibbs run: split-R̂ (Gelman et al.) of every candidate's inclusion indicator over the
+    two halves of the kept samples (``n`` each), maximised over candidates. A chain that has mixed gives halves that
+    agree to sampling noise (R̂ → 1); one still drifting from its start gives halves that disagree. Candidates always
+    in or always out in both halves carry no information and are skipped (NaN when all are)."""
+    if n < 2:
+        return float("nan")
+    pa, pb = counts_a / n, counts_b / n
+    w = 0.5 * (pa * (1 - pa) + pb * (1 - pb)) * n / (n - 1)
+    b_over_n = 0.5 * (pa - pb) ** 2  # between-half variance of the means (ddof 1)
+    live = w > 0
+    if not live.any():
+        return float("nan") if np.array_equal(counts_a, counts_b) else float("inf")
+    r = np.sqrt(((n - 1) / n * w[live] + b_over_n[live]) / w[live])
+    stuck = (~live) & (pa != pb)  # always-in in one half, always-out in the other
+    return float("inf") if stuck.any() else float(r.max())
+
+
+def _run_in_halves(kernel, args_before, args_after, sd, u, burn_in: int, n_samples: int, n_cand: int):
+    """Run a Gibbs kernel as two consecutive calls (the chain state lives in ``slots`` and is rebuilt from it by each
+    call, so this is the same chain as one call) and return (counts, split-R̂)."""
+    half = burn_in + n_samples // 2
+    c1 = np.zeros(n_cand, dtype=np.int64)
+    c2 = np.zeros(n_cand, dtype=np.int64)
+    empty = np.zeros((0, n_cand + 1))
+    kernel(*args_before, np.ascontiguousarray(sd[:half]), np.ascontiguousarray(u[:half]), *args_after, burn_in, c1,
+           empty)
+    kernel(*args_before, np.ascontiguousarray(sd[half:]), np.ascontiguousarray(u[half:]), *args_after, 0, c2, empty)
+    n_a, n_b = n_samples // 2, n_samples - n_samples // 2
+    return c1 + c2, split_rhat(c1, c2 * (n_a / n_b), n_a)  # an odd n: the longer half rescaled to the shorter
 
 
 def _slots_init(n_cand: int, c_max: int, c_init: int, rng) -> np.ndarray:
@@ -153,10 +186,10 @@ def mcmc_blip(btilde: np.ndarray, blip: BLIP, candidates: np.ndarray, log_rho: n
     nbits = np.ascontiguousarray(blip.codebook.nbits[cand])
     slots = _slots_init(len(cand), c_max, c_init, rng)
     sd, u = _draws(c_max, burn_in + n_samples, rng)
-    counts = np.zeros(len(cand), dtype=np.int64)
-    gibbs.blip_gibbs_kernel(bits, nbits, sgn, lam, np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots, sd, u,
-                            burn_in, counts, np.zeros((0, len(cand) + 1)))
-    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples)
+    counts, rhat = _run_in_halves(gibbs.blip_gibbs_kernel,
+                                  (bits, nbits, sgn, lam, np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
+                                  (), sd, u, burn_in, n_samples, len(cand))
+    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat)
 
 
 def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarray, *, c_max: int, c_init: int,
@@ -169,10 +202,11 @@ def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarra
     z = jlt.codebook.x64()[cand] @ np.asarray(y, dtype=np.float64)
     slots = _slots_init(len(cand), c_max, c_init, rng)
     sd, u = _draws(c_max, burn_in + n_samples, rng)
-    counts = np.zeros(len(cand), dtype=np.int64)
-    gibbs.jlt_gibbs_kernel(G, cand, z, 1.0 / (2 * jlt.sigma ** 2), np.ascontiguousarray(log_rho[cand], dtype=np.float64),
-                           slots, sd, u, burn_in, counts, np.zeros((0, len(cand) + 1)))
-    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples)
+    counts, rhat = _run_in_halves(gibbs.jlt_gibbs_kernel,
+                                  (G, cand, z, 1.0 / (2 * jlt.sigma ** 2),
+                                   np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
+                                  (), sd, u, burn_in, n_samples, len(cand))
+    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat)
 
 
 # ---------------------------------------------------------------------------------------------------- one user
@@ -181,12 +215,13 @@ ATTACKS = ("popularity", "single", "single_prior", "mcmc_prior", "mcmc_flat")
 
 def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 4.0, burn_in: int = 1000,
            n_samples: int = 19000, c_fallback: float, flat_prior: str = "catalog",
-           seed=None) -> tuple[int, dict[str, np.ndarray]]:
+           seed=None, diagnostics: dict | None = None) -> tuple[int, dict[str, np.ndarray]]:
     """Run the attacks on one sanitized profile ``obs``; returns (c_hat, {attack: ranking of all items}).
 
     ``q``: the adversary's item priors (training frequencies); ``c_fallback``: mean training profile size.
     ``flat_prior``: the flat decoder's item rate — "catalog": mean(q) (= mean training profile size / N), or
-    "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates)."""
+    "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
+    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`) under its name."""
     if flat_prior not in ("catalog", "candidates"):
         raise ParameterError(f"flat_prior must be 'catalog' or 'candidates', got {flat_prior!r}")
     unknown = set(attacks) - set(ATTACKS)
@@ -227,6 +262,8 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
         c_max = int(np.clip(math.ceil(c_up) if math.isfinite(c_up) else n_cand, c_hat, n_cand))
         res = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=burn_in, n_samples=n_samples,
                        seed=rng)
+        if diagnostics is not None:
+            diagnostics[name] = res.split_rhat
         marg = np.full(N, -1.0)
         marg[res.candidates] = res.marginals
         out[name] = rank(marg, pref)
