@@ -138,8 +138,8 @@ class NotebookRun:
     def seeds_needed(self, measurements: list[dict]) -> int:
         """Seeds the claims measured here need at this profile.
 
-        Only measurements that can get a verdict at this profile count: on real data (a stand-in's is never judged),
-        not ``shown_not_judged``, and with ``min_profile`` at most this profile (below it the value is indicative and
+        Only measurements that can get a verdict at this profile count: on the real dataset the claim is about (a
+        stand-in's is never judged), not ``shown_not_judged``, and with ``min_profile`` at most this profile (below it the value is indicative and
         more seeds would not change that). 1 when none does, or every one is deterministic.
         """
         from .claims import PROFILE_RANK
@@ -150,7 +150,7 @@ class NotebookRun:
             raise ValueError(f"{self.name}: measurements of claims not in params/claims.yaml: {unknown}")
         rank = PROFILE_RANK.get(self.profile, 0)
         need = [claims[m["claim"]].seeds_needed(self.profile) for m in measurements
-                if m["real"] and not claims[m["claim"]].shown_not_judged
+                if m["real"] and m["dataset"] == claims[m["claim"]].dataset and not claims[m["claim"]].shown_not_judged
                 and PROFILE_RANK[claims[m["claim"]].min_profile] <= rank]
         return max(need, default=1)
 
@@ -184,8 +184,12 @@ class NotebookRun:
         for m in self._measurements():
             c = claims.get(m["claim"])
             j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
-            verdict = "stand-in only" if not m["real"] else (c.shown_not_judged and "shown, not judged"
-                                                             or j.verdict)
+            if not m["real"]:
+                verdict = "stand-in only"
+            elif c is not None and m["dataset"] != c.dataset:
+                verdict = f"not judged here (the claim is about {c.dataset})"
+            else:
+                verdict = c.shown_not_judged and "shown, not judged" or j.verdict
             rows.append({"claim": m["claim"], "setting": m.get("setting", ""), "data": m["dataset"],
                          "paper": None if c is None else c.reference, "ours": j.mean if j else m["value"],
                          "95% interval": None if j is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
