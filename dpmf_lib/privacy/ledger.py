@@ -165,7 +165,8 @@ def jlt_entry(eps: float, delta: float, sensitivity: float) -> LedgerEntry:
     sigma = jlt_sigma(eps, delta)
     prov = analytic_gaussian_epsilon(sigma, sensitivity, delta)
     ok = eps < math.log(1.0 / delta)
-    return LedgerEntry("JLT", "paper", "item (add/remove one item of a profile)", eps, delta, prov, delta,
+    return LedgerEntry(f"JLT (ε={eps:g}, δ={delta:g})", "paper", "item (add/remove one item of a profile)", eps, delta,
+                       prov, delta,
                        no_finite_reason="" if math.isfinite(prov) else "σ = 0",
                        conditions=f"public codebook, L2 sensitivity max_j ‖X_j‖ = {sensitivity:.4f}",
                        caveats=("" if ok else f"(3.10) needs ε < ln(1/δ) = {math.log(1 / delta):.3g}: violated, so the "
@@ -211,17 +212,6 @@ def liu_entry(eps: float, B: float, tau: int, *, constraint_satisfied: bool, lam
                        extra={"epsilon_rating_level": stated / tau, "B": B})
 
 
-def liu_clipped_entry(eps: float, tau: int) -> LedgerEntry:
-    """Ours: Liu's sampler with the prediction clipped to [r_min, r_max] inside the loss, so every user's weighted
-    loss is ≤ B by construction (no rejection loop) and a data-independent prior; ε-DP at user level for an exact
-    posterior sample (Theorem 1's argument with the bound holding everywhere)."""
-    return LedgerEntry("Liu, clipped loss (ours)", "ours", "user (replace one user's ratings)", eps, 0.0, eps, 0.0,
-                       conditions="exact posterior sample (the SGLD chain is finite: not covered)",
-                       caveats="prior precisions fixed and data-independent",
-                       accounting_note="exponential mechanism: no dp-accounting event",
-                       extra={"epsilon_rating_level": eps / tau})
-
-
 def dpsgd_pnbm_entry(eps: float, K: int, gamma: float, L: int, Nk_eff: int, phi: float, C: float) -> LedgerEntry:
     """DPSGD-PNBM as implemented. The paper's ΔF^(t) = 2 e_max(t) φ/C bounds one entry of one rating's gradient. What
     one rating changes: its own gradient row; every prediction of its user where it is a neighbour; and — through the
@@ -262,16 +252,6 @@ def _composed_laplace_pld(pairs, delta: float = PURE_DELTA) -> float:
         p = pld.from_laplace_mechanism(parameter=float(b), sensitivity=float(s), value_discretization_interval=1e-3)
         out = p if out is None else out.compose(p)
     return float(out.get_epsilon_for_delta(delta))
-
-
-def dpsgd_pnbm_clipped_entry(eps: float, K: int) -> LedgerEntry:
-    """Ours: DPSGD-PNBM with each user's whole gradient contribution clipped to L1 ≤ c, Laplace of scale 2c/ε^(t)
-    (a user's ratings enter only that user's predictions once the item means are data-independent), γ = 1 and basic
-    composition over K: ε-DP at user level (hence at rating level)."""
-    return LedgerEntry("DPSGD-PNBM, per-user L1 clip (ours)", "ours", "user (replace one user's ratings)", eps, 0.0,
-                       eps, 0.0, conditions="data-independent item offsets (rating-scale midpoint); γ = 1",
-                       pld_epsilon=pld_laplace(2.0 * K / eps, 2.0, K), rdp_epsilon=rdp_laplace(2.0 * K / eps, 2.0, K),
-                       accounting_note="PLD/RDP of K Laplace releases, L1 sensitivity 2c, scale 2cK/ε")
 
 
 def dpps_pnbm_entry(eps: float, B: float, n_users: int, rho: float, rho_on_noise_only: bool) -> LedgerEntry:
@@ -332,32 +312,36 @@ def hua_s1_entry(eps: float, reopt: str) -> LedgerEntry:
 
 
 def hua_rounds_entry(eps: float, T: int, d: int, scenario: str, delta: float = 1e-5) -> LedgerEntry:
-    """Hua S2/S3 (ours: composition accounted). Each round adds fresh per-coordinate Laplace(2Δ√d/ε) to every item
-    aggregate (plus the fixed η_j, which can only help: revealing it leaves T Laplace releases). Given the round's U
-    (the paper's per-round premise) one changed rating moves one item's aggregate by ≤ 2Δ in L2, ≤ 2Δ√d in L1:
-    ε per round, T ε by basic composition (S3: a user can be online in every round). PLD gives the tighter
-    (ε', δ) at the stated δ."""
-    b, s = 2.0 * math.sqrt(d) / eps, 2.0 * math.sqrt(d)
-    return LedgerEntry(f"Hua {scenario} ({T} rounds composed)", "ours", "rating (change one value)", eps, 0.0,
-                       T * eps, 0.0,
+    """Hua S2/S3 with the composition over rounds accounted (ours): each of the T rounds adds fresh per-coordinate
+    Laplace(2Δ√d/ε_r) with ε_r = ε/T to every item aggregate (plus the fixed η_j, which can only help: revealing it
+    leaves T Laplace releases). Given the round's U (the paper's per-round premise) one changed rating moves one item's
+    aggregate by ≤ 2Δ in L2, ≤ 2Δ√d in L1: ε_r per round and T ε_r = ε by basic composition (S3: a user may be online
+    in every round). PLD gives the tighter ε at δ in ``pld_epsilon``."""
+    er = eps / T
+    b, s = 2.0 * math.sqrt(d) / er, 2.0 * math.sqrt(d)
+    return LedgerEntry(f"Hua {scenario}, ε/T per round (ours)", "ours", "rating (change one value)", eps, 0.0,
+                       eps, 0.0,
                        conditions="U fixed within each round (the paper's premise); a user may take part in every "
                                   "round",
-                       caveats=f"the paper states ε for the whole run; T = {T} rounds compose to T ε = {T * eps:g} "
-                               f"(PLD at δ = {delta:g} in pld_epsilon); u_p's dependence on the rating spreads the "
-                               "change to p's other items in later rounds (not covered)",
+                       caveats="u_p's dependence on the rating spreads the change to p's other items in later rounds "
+                               "(not covered, as in the paper)",
+                       pld_epsilon=pld_laplace(b, s, T, delta), rdp_epsilon=rdp_laplace(b, s, T, delta),
+                       accounting_note=f"PLD/RDP of {T} Laplace rounds at δ = {delta:g}",
+                       extra={"delta_pld": delta, "epsilon_per_round": er})
+
+
+def hua_rounds_as_stated(eps: float, T: int, d: int, scenario: str, delta: float = 1e-5) -> LedgerEntry:
+    """Hua S2/S3 as the paper runs them: fresh noise calibrated to ε in every one of the T rounds while ε is stated
+    for the whole protocol; the provable ε of what runs is T ε (basic composition; PLD at δ in ``pld_epsilon``)."""
+    b, s = 2.0 * math.sqrt(d) / eps, 2.0 * math.sqrt(d)
+    return LedgerEntry(f"Hua {scenario} ({T} rounds at ε each)", "paper", "rating (change one value)", eps, 0.0,
+                       T * eps, 0.0,
+                       conditions="U fixed within each round (the paper's premise)",
+                       caveats=f"the stated ε ignores the composition over T = {T} rounds",
                        pld_epsilon=pld_laplace(b, s, T, delta) if T * eps < 2000 else float("nan"),
                        rdp_epsilon=rdp_laplace(b, s, T, delta),
                        accounting_note=f"PLD/RDP of {T} Laplace rounds at δ = {delta:g}",
-                       extra={"delta_pld": delta})
-
-
-def hua_rounds_as_stated(eps: float, T: int, scenario: str) -> LedgerEntry:
-    """Hua S2/S3 as the paper states them: ε for the whole protocol, although every one of the T rounds draws fresh
-    noise calibrated to ε; the provable ε of what runs is T ε (see :func:`hua_rounds_entry`)."""
-    return LedgerEntry(f"Hua {scenario}", "paper", "rating (change one value)", eps, 0.0, T * eps, 0.0,
-                       conditions="as hua_rounds_entry",
-                       caveats=f"stated ε ignores the composition over T = {T} rounds",
-                       pld_epsilon=float("nan"), accounting_note="see the composed row")
+                       extra={"delta_pld": delta, "epsilon_per_round": eps})
 
 
 def check_entry(e: LedgerEntry) -> LedgerEntry:
