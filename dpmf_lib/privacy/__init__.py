@@ -14,13 +14,19 @@ Public API (all in :mod:`dpmf_lib.privacy.posterior_sampling`)
   :func:`range_violations_reference`)
 - :func:`privacy_accounting` — per-user personalized ε_i (Theorem 2) and the realized log-likelihood at the sample
 - :func:`privacy_summary` — user-level ε, rating-level ε/τ, quantiles of ε_i / ε
+
+Shared by every DP release path of the workbook (:mod:`dpmf_lib.privacy.common`): :func:`check_dp_epsilon` (only None
+means non-private; NaN / inf raise) and :func:`resolve_seed` (``seed=None`` → fresh OS entropy, recorded as
+``seed_used`` / ``seed_was_fixed``).
 """
 
+from .common import check_dp_epsilon, resolve_seed
 from .posterior_sampling import (PrivateRelease, Preprocessed, check_privacy_params, fixed_priors, likelihood_scale,
                                  local_user_factors, local_user_factors_reference, preprocess, privacy_accounting,
                                  privacy_summary, range_violations, range_violations_reference, sample_private,
                                  user_weights)
 
-__all__ = ["PrivateRelease", "Preprocessed", "check_privacy_params", "fixed_priors", "likelihood_scale",
+__all__ = ["PrivateRelease", "Preprocessed", "check_dp_epsilon", "check_privacy_params", "fixed_priors",
+           "likelihood_scale",
            "local_user_factors", "local_user_factors_reference", "preprocess", "privacy_accounting", "privacy_summary",
-           "range_violations", "range_violations_reference", "sample_private", "user_weights"]
+           "range_violations", "range_violations_reference", "resolve_seed", "sample_private", "user_weights"]

@@ -13,9 +13,12 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
 4. Lines 3–4: sample (U, V) ∝ exp(−ε/(4B) Σ_i Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)²) × prior, by SGLD
    (:func:`dpmf_lib.mf.sample_sgld`, which targets exp(−(s λ_r/2) Σ w (r − r̂)² − ½ uᵀΛ_u u − ½ vᵀΛ_v v − ...); we pass
    s = ε / (2 B λ_r)). The paper scales the whole F, regularizer included; Section 6.6 instead fixes Λ_u, Λ_v at the
-   values of a non-private SGLD run ("because we are sampling P(U, V | rest)"), which is what we do: the prior is not
-   rescaled (it is data-independent, so the privacy argument — the exponential mechanism on the data term — is
-   unchanged). With λ_r = 2 the non-private posterior exp(−F) is exactly the case ε = 4B.
+   values of a non-private SGLD run ("because we are sampling P(U, V | rest)"), which is what we do, and the prior is
+   not rescaled. That prior is NOT data-independent: Λ_u, Λ_v (and our bias precision) come from a non-private run
+   on the same training data, so they are data-dependent hyper-parameters. Theorem 1's argument (the exponential
+   mechanism on the data term under a data-independent prior) does not account for them; a formally private use
+   would take Λ from public data or spend part of the budget on them. The release records this in
+   ``PrivateRelease.privacy_caveats``. With λ_r = 2 the non-private posterior exp(−F) is exactly the case ε = 4B.
    r̂_ij = u_iᵀv_j + b_i + b_j + b_0 (the paper omits biases "for convenience"): b_j is released with v_j, b_i is fitted
    locally with u_i, and b_0 is fixed at the data-independent midpoint (r_min + r_max)/2 (the training mean would leak).
    The chain starts from a data-independent random initialisation (N(0, 0.1²) factors, zero biases).
@@ -28,6 +31,19 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
    training ratings (all of them — users have no privacy expectation towards themselves), with the prior precision of
    the sampler as ridge: (λ_r Σ_j x_j x_jᵀ + diag(Λ_u, λ_b)) z_i = λ_r Σ_j x_j (r_ij − b_0 − b_j), x_j = (v_j, 1).
    This is the conditional posterior mean of (u_i, b_i) given V; eq. (5) is its bias-free form with a scalar λ.
+
+Temperature and step (our choice, so that the reported ε is the ε of the target): the SGLD temperature ζ scales only
+the noise, so a chain at ζ < 1 targets exp(−(ε/ζ)/(4B)·F), i.e. it is an (ε/ζ)-posterior sample, not an ε one.
+:func:`sample_private` therefore refuses ``zeta != 1`` (a ParameterError naming ``zeta`` and the fix) and offers
+``step_scale`` instead, which multiplies the step size of drift and noise alike (a smaller step, same target).
+``PrivateRelease.epsilon_effective`` is the ε of the distribution the chain targets (= the stated ε, since ζ = 1);
+``privacy_caveats`` lists what that ε does not cover (finite SGLD chain, range constraint unmet, data-dependent Λ).
+
+Seeds: ``seed=None`` (the default of :func:`preprocess` and :func:`sample_private`) draws fresh OS entropy; a fixed
+seed is a reproducibility choice recorded as ``seed_used`` / ``seed_was_fixed``. With a fixed seed the noise is fully
+replayable by anyone who knows it: the SGLD noise comes from a counter-based splitmix64 stream, and ``mode="fast"``
+reads a Gaussian lookup table (generated once from the seed) at splitmix64-chosen offsets, so the same seed gives the
+same table and the same offsets.
 
 Accounting (Theorem 2, Section 6.7): user-level ε; rating-level ε/τ; personalized ε_i = ε B_i / (2B); and the realized
 per-user log-likelihood at the released sample ℓ_i = ε/(4B) Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)² (the user's term in the
@@ -46,6 +62,7 @@ import pandas as pd
 from numba import njit, prange
 
 from ..errors import ParameterError
+from .common import resolve_seed
 
 # ----------------------------------------------------------------------------------------------- parameter checks
 
@@ -141,7 +158,8 @@ class Preprocessed:
     rho: float
     rating_scale: tuple
     n_trimmed: int  # ratings removed by trimming
-    seed: int = 0
+    seed: int | None = 0  # the trimming seed used (None: the caller passed a Generator)
+    seed_was_fixed: bool = True  # False: drawn from fresh OS entropy (seed=None)
 
     @property
     def delta(self) -> float:
@@ -152,11 +170,16 @@ class Preprocessed:
         return float(self.rating_scale[0] - self.kappa), float(self.rating_scale[1] + self.kappa)
 
 
-def preprocess(train, *, tau: int, kappa: float, rho: float, seed=0) -> Preprocessed:
-    """Seeded trimming to τ ratings per user and the weights of Section 6.6 (Algorithm 1 lines 1–2)."""
+def preprocess(train, *, tau: int, kappa: float, rho: float, seed=None) -> Preprocessed:
+    """Seeded trimming to τ ratings per user and the weights of Section 6.6 (Algorithm 1 lines 1–2).
+
+    The trimming is part of the mechanism (which ratings a heavy user keeps is random): ``seed=None`` (default) draws
+    fresh OS entropy; pass an int to reproduce a run (recorded in ``Preprocessed.seed`` / ``seed_was_fixed``)."""
     from ..data.splits import trim_per_user
 
     p = check_privacy_params(tau=tau, kappa=kappa, rho=rho)
+    seed_used, fixed = resolve_seed(seed)
+    seed = seed if seed_used is None else seed_used
     m = train.user_counts().astype(np.int64)
     w, B_i, B, B0 = user_weights(m, tau=p["tau"], kappa=p["kappa"], rho=p["rho"], rating_scale=train.rating_scale)
     trimmed = trim_per_user(train, p["tau"], seed=seed)
@@ -166,7 +189,7 @@ def preprocess(train, *, tau: int, kappa: float, rho: float, seed=0) -> Preproce
     rw = np.ascontiguousarray(w[trimmed.users].astype(np.float32))
     return Preprocessed(trimmed, m, kept, w, B_i, B, B0, rw, p["tau"], p["kappa"], p["rho"],
                         (float(train.rating_scale[0]), float(train.rating_scale[1])),
-                        int(train.n_ratings - trimmed.n_ratings), seed if isinstance(seed, int) else 0)
+                        int(train.n_ratings - trimmed.n_ratings), seed_used, fixed)
 
 
 def likelihood_scale(epsilon: float, B: float, lambda_r: float) -> float:
@@ -374,6 +397,13 @@ class PrivateRelease:
     pred_max: float = float("nan")
     sampled_model: object = None  # the full (U, V, b) sample — internal, used for accounting only
     history: pd.DataFrame | None = None
+    # for a privacy ledger: the ε of the distribution the chain targets (ζ = 1 is enforced, so = epsilon), the step
+    # scale that ran, the seed policy, and what the targeted ε does not cover
+    epsilon_effective: float | None = None
+    step_scale: float = 1.0
+    seed_used: int | None = None
+    seed_was_fixed: bool = True
+    privacy_caveats: tuple = ()
 
     def local_model(self, ratings):
         """The MFModel users obtain locally: (u_i, b_i) by eq. (5) on ``ratings``, with the released V, b_j, b_0."""
@@ -399,24 +429,45 @@ def step_size(scale: float, eta_n: float, eta_n_max: float, Lambda_u, Lambda_v) 
 def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: int = 16, lambda_r: float = 2.0,
                    lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
-                   mode: str = "fast", seed: int = 0, n_threads: int | None = None, test=None,
-                   **sgld_kwargs) -> PrivateRelease:
+                   mode: str = "fast", seed=None, n_threads: int | None = None, test=None, zeta: float = 1.0,
+                   step_scale: float = 1.0, **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
 
-    ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run). ``eta_n``: η0·N of
-    the non-private sampler; see :func:`step_size` for how it is adapted to ε. ``max_resamples``: cap of the
-    rejection loop of lines 5–6 (the paper loops until success); ``check_range=False`` skips the loop.
+    ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run on the same data —
+    data-dependent, see the module docstring). ``eta_n``: η0·N of the non-private sampler; see :func:`step_size` for
+    how it is adapted to ε. ``max_resamples``: cap of the rejection loop of lines 5–6 (the paper loops until
+    success); ``check_range=False`` skips the loop.
+
+    ``zeta``: must be 1. A temperature ζ ≠ 1 scales only the SGLD noise, so the chain would target the
+    (ε/ζ)-posterior while the release reports ε; it is refused rather than silently accepted. ``step_scale``
+    multiplies the step size of drift and noise alike (what a "smaller temperature step" can honestly mean: the target,
+    hence ε, is unchanged). ``seed=None`` (default): fresh OS entropy; an int seed reproduces (and lets anyone who
+    knows it replay) the noise — the splitmix64 streams and, in ``mode="fast"``, the Gaussian lookup table.
     """
     from ..mf import init_model, sample_sgld
 
     eps = check_epsilon(epsilon)
+    z = _finite("zeta", zeta)
+    if z != 1.0:
+        raise ParameterError(f"zeta={zeta!r}: a temperature ≠ 1 scales only the SGLD noise, so the chain would target "
+                             f"the (ε/ζ)-posterior (ε_effective = {eps / z:g}, not ε = {eps:g}). Pass zeta=1; for a "
+                             "smaller step use step_scale (drift and noise alike), or lower epsilon if a sharper "
+                             "posterior is what you want")
+    step_scale = _finite("step_scale", step_scale)
+    if step_scale <= 0:
+        raise ParameterError(f"step_scale (multiplier of the SGLD step size) must be > 0, got {step_scale!r}")
+    seed_used, seed_fixed = resolve_seed(seed)
+    if seed_used is None:
+        raise ParameterError("seed must be None (fresh OS entropy) or a non-negative int for sample_private (its "
+                             "streams are counter-based and need an integer seed), not a Generator")
+    seed = seed_used
     if isinstance(max_resamples, bool) or not isinstance(max_resamples, (int, np.integer)) or max_resamples < 0:
         raise ParameterError(f"max_resamples must be an integer ≥ 0, got {max_resamples!r}")
     if not isinstance(resample_rounds, (int, np.integer)) or resample_rounds < 1:
         raise ParameterError(f"resample_rounds must be an integer ≥ 1, got {resample_rounds!r}")
     train = pre.train
     s = likelihood_scale(eps, pre.B, lambda_r)
-    h = step_size(s * lambda_r / 2.0, eta_n, eta_n_max, Lambda_u, Lambda_v)
+    h = step_scale * step_size(s * lambda_r / 2.0, eta_n, eta_n_max, Lambda_u, Lambda_v)
     N = train.n_ratings
     b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
     m0 = init_model(train.n_users, train.n_items, d, seed=[seed, 0xD9], b0=b0)
@@ -442,11 +493,23 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
             hist.append(res.history.assign(resample=n_res))
     model = res.model
     history = pd.concat(hist, ignore_index=True)
+    satisfied = bool(check_range and viol and viol[-1] == 0)
+    caveats = ["SGLD runs a finite chain: ε holds for the targeted posterior, not for the law of this sample",
+               "Λ_u, Λ_v (and λ_b) come from a non-private run on the same data: data-dependent hyper-parameters "
+               "that ε does not account for"]
+    if not satisfied:
+        caveats.append("prediction-range constraint (Algorithm 1 lines 5–6) not met or not checked: Theorem 1's "
+                       "worst-case bound does not hold for this sample")
+    if seed_fixed or pre.seed_was_fixed:
+        caveats.append("fixed seed: the trimming or the noise is replayable by anyone who knows the seed "
+                       "(a reproducibility choice)")
     return PrivateRelease(model.V.copy(), model.bi.copy(), float(model.b0), eps, pre.B, s,
                           np.broadcast_to(np.asarray(Lambda_u, np.float32), (d,)).copy(),
                           np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
-                          float(lambda_r), bool(check_range and viol and viol[-1] == 0), n_res, viol,
-                          info["n_pairs"], info["min"], info["max"], model, history)
+                          float(lambda_r), satisfied, n_res, viol,
+                          info["n_pairs"], info["min"], info["max"], model, history,
+                          epsilon_effective=eps, step_scale=float(step_scale), seed_used=seed_used,
+                          seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats))
 
 
 def fixed_priors(sgld_result) -> dict:
