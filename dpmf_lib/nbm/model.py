@@ -33,8 +33,18 @@ Algorithm 2 (DPPS-PNBM) as reconstructed here:
   3.   S ← S - (η_t/2) κ (𝓛/L Σ_Φ g_ui + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + z_t,  z_t ~ N(0, ϱ η_t) on every off-diagonal entry;
   4. release S^(T) (one sample).
 g_ui uses e = clip(r̂, r_min, r_max) - r so that each squared error is ≤ (r_max - r_min)² (the bound B assumes it); the
-derivative is taken through r̂ as if unclipped. Model (2) without the C bound (C = 0). ϱ multiplies the noise variance
-only (Liu et al.'s temperature; the paper's "multiply the step size by ϱ ... √(ϱ η_t) ≫ η_t" reads that way).
+derivative is taken through r̂ as if unclipped. Model (2) without the C bound (C = 0).
+
+Temperature ϱ (our choice, stated because it decides which ε holds): ϱ multiplies the step size of drift AND noise
+alike, i.e. step 3 runs with η_t' = ϱ η_t: S ← S - (ϱη_t/2) κ (...) + N(0, ϱ η_t). That is the paper's literal "multiply
+the step size by ϱ" and keeps its grids ϱ ∈ {0.001, 0.006, 0.09} runnable; the target stays the (ε/(4B))-scaled
+posterior, so the sample is ε-DP (as far as the posterior argument goes). The earlier reading — ϱ on the noise
+variance only, Liu et al.'s temperature — targets the (ε/ϱ)-posterior (167 × the stated ε at ϱ = 0.006) and is no
+longer available. Consequence for the grids: at a fixed η₁ the chain moves ϱ times less far per step than before.
+
+Every result carries the stated ``epsilon``, ``epsilon_effective`` (see :class:`PNBMResult`), the seed policy
+(``seed_used``, ``seed_was_fixed``; ``seed=None`` — the default — draws fresh OS entropy, an int reproduces and makes
+the noise replayable) and ``privacy_caveats``.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ from ..errors import ParameterError
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
 from .kernels import grad_kernel, mf_epoch_kernel, mf_predict_kernel, predict_kernel, sgld_update_kernel
-from .rng import as_generator
+from .rng import seeded
 from .similarity import cosine, item_means, pcc
 
 
@@ -133,14 +143,31 @@ def gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: int, C: fl
     return G
 
 
+# caveats every nbm DP method shares (the ledger reads them from the results)
+_RBAR_CAVEAT = ("item means r̄_i are computed from the training ratings without noise and enter the release "
+                "(the paper does not privatise them either)")
+
+
 @dataclass
 class PNBMResult:
+    """A trained/sampled similarity matrix with its privacy record.
+
+    ``epsilon_effective``: the ε that the mechanism's own noise supports for what ran — for DPPS-PNBM the ε of the
+    targeted posterior, min(ε, 4B) (ϱ is a step scale, so it does not change the target; ε ≥ 4B is the non-private
+    posterior, which is 4B-DP); for DPSGD-PNBM ``None``: the Laplace noise is calibrated to one gradient entry (the
+    paper's ΔF) while one rating changes many entries of the released gradient, so no ε is established.
+    ``privacy_caveats`` lists what ``epsilon_effective`` does not cover."""
+
     S: np.ndarray
     epsilon: float | None  # the paper's ε (rating level for DPSGD, user level for DPPS); None: non-private
     epsilon_amplified: float | None  # DPSGD: K ln(1 + γ(e^{ε/(Kγ)} - 1)); DPPS: None
     noise_scales: list = field(default_factory=list)  # DPSGD: Laplace b_t per iteration; DPPS: noise sd per step
     history: list = field(default_factory=list)  # (iteration, test RMSE) when a test set was given
     info: dict = field(default_factory=dict)
+    epsilon_effective: float | None = None
+    seed_used: int | None = None
+    seed_was_fixed: bool = True
+    privacy_caveats: tuple = ()
 
 
 def _check_pos(name, v):
@@ -150,8 +177,10 @@ def _check_pos(name, v):
 
 def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, lam: float = 0.05, beta: float = 10.0,
                C: float = 10.0, Nk: int = 500, gamma: float = 1.0, min_user_ratings: int = 20, init: str = "uniform",
-               init_high: float = 0.2, seed=0, test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
-    """SGD training of the probabilistic NBM; DPSGD-PNBM when ``epsilon`` is a number (Algorithm 1, module doc)."""
+               init_high: float = 0.2, seed=None, test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
+    """SGD training of the probabilistic NBM; DPSGD-PNBM when ``epsilon`` is a number (Algorithm 1, module doc).
+
+    ``seed=None`` (default): fresh OS entropy; an int reproduces the run (recorded in ``seed_used``)."""
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
@@ -159,7 +188,7 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
     if not (isinstance(lam, (int, float)) and lam >= 0):
         raise ParameterError(f"parameter 'lam' must be >= 0, got {lam!r}")
     acc.epsilon_per_iteration(1.0, K, gamma)  # validates K and gamma
-    rng = as_generator(seed)
+    rng, seed_used, seed_fixed = seeded(seed)
     lo, hi = train.rating_scale
     phi = hi - lo
     rbar = item_means(train)
@@ -178,7 +207,13 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
     n = dp_train.n_ratings
     L = max(1, int(round(gamma * n)))
     res = PNBMResult(S, None if epsilon is None else float(epsilon),
-                     None if epsilon is None else acc.amplified_epsilon(epsilon, K, gamma))
+                     None if epsilon is None else acc.amplified_epsilon(epsilon, K, gamma),
+                     seed_used=seed_used, seed_was_fixed=seed_fixed)
+    if epsilon is not None:
+        res.privacy_caveats = (
+            "Laplace noise calibrated to one gradient entry (the paper's ΔF), but one rating changes many entries of "
+            "the released gradient (it also enters other predictions as a neighbour): no ε is established",
+            _RBAR_CAVEAT)
     off = ~np.eye(M, dtype=bool)
     t0 = time.perf_counter()
     for t in range(1, K + 1):
@@ -201,16 +236,20 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
 
 
 def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L: int = 1000, eta1: float = 8e-6,
-                xi: float = 0.3, rho: float = 0.006, lam: float = 0.02, Nk: int = 500, init_high: float = 0.2, seed=0,
+                xi: float = 0.3, rho: float = 0.006, lam: float = 0.02, Nk: int = 500, init_high: float = 0.2,
+                seed=None,
                 test: Ratings | None = None, eval_every: int = 0, init_S: np.ndarray | None = None) -> PNBMResult:
-    """SGLD sampling (eq. 11) of the similarity posterior; DPPS-PNBM when ``epsilon`` (user level) is a number."""
+    """SGLD sampling (eq. 11) of the similarity posterior; DPPS-PNBM when ``epsilon`` (user level) is a number.
+
+    ``rho`` (ϱ) scales the step of drift and noise alike (module docstring), so it never changes the target and the
+    result's ``epsilon_effective`` is the targeted posterior's ε. ``seed=None`` (default): fresh OS entropy."""
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta1", eta1), ("rho", rho), ("init_high", init_high), ("xi", xi)):
         _check_pos(n, v)
     if not (isinstance(T, (int, np.integer)) and T >= 1 and isinstance(L, (int, np.integer)) and L >= 1):
         raise ParameterError(f"parameters 'T' and 'L' must be integers >= 1, got T={T!r}, L={L!r}")
-    rng = as_generator(seed)
+    rng, seed_used, seed_fixed = seeded(seed)
     rbar = item_means(train)
     full = prepare(train, rbar)
     tr = trim_to_tau(train, tau, rng)
@@ -222,24 +261,30 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     Hinv = np.divide(1.0, H, out=np.zeros_like(H), where=H > 0).astype(np.float32)
     S = init_similarity(M, 1.0, init_high, rng) if init_S is None else np.array(init_S, dtype=np.float32)
     n = tr.n_ratings
-    res = PNBMResult(S, None if epsilon is None else float(epsilon), None)
+    res = PNBMResult(S, None if epsilon is None else float(epsilon), None, seed_used=seed_used,
+                     seed_was_fixed=seed_fixed)
+    if epsilon is not None:
+        res.epsilon_effective = float(min(float(epsilon), 4.0 * B))  # κ = min(1, ε/(4B)): the targeted posterior
+        res.privacy_caveats = ("SGLD runs a finite minibatch chain: ε holds for the targeted posterior, not for the "
+                               "law of this sample", _RBAR_CAVEAT)
     # the start's RMSE: the guard "the chain moved" compares the released sample with it
     rmse_start = rmse(predict(S, full, test, Nk=Nk, C=0.0), test) if test is not None else None
     t0 = time.perf_counter()
     for t in range(1, T + 1):
-        eta = eta1 * t ** (-xi)
+        eta = rho * eta1 * t ** (-xi)  # ϱ scales the step of drift and noise alike (module docstring)
         idx = rng.integers(0, n, size=L)
         G = gradient(S, data, tr.users[idx], tr.items[idx], tr.values[idx], Nk=Nk, C=0.0, clip_pred=True)
         present = np.zeros(M, dtype=np.uint8)
         present[tr.items[idx]] = 1
-        sd = math.sqrt(rho * eta)
+        sd = math.sqrt(eta)
         Z = rng.standard_normal(size=S.shape, dtype=np.float32)
         sgld_update_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, Z)
         res.noise_scales.append(sd)
         if test is not None and eval_every and (t % eval_every == 0 or t == T):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=0.0), test)))
     res.S = S
-    res.info = {"kappa": kappa, "B": B, "n_trimmed": n, "L": L, "seconds": time.perf_counter() - t0}
+    res.info = {"kappa": kappa, "B": B, "n_trimmed": n, "L": L, "rho_step_scale": float(rho),
+                "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
         res.info["rmse_start"] = rmse_start
@@ -248,28 +293,35 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
 
 @dataclass
 class MFResult:
+    """DPSGD-MF factors with their privacy record. ``epsilon_effective``: the rating-level ε the Laplace noise on the
+    errors supports (one rating's error changes by ≤ φ per epoch, K epochs compose to ε); see ``privacy_caveats``."""
+
     P: np.ndarray
     Q: np.ndarray
     rbar: np.ndarray  # item means used as offsets
     epsilon: float | None
     noise_scale: float | None
     rmse: float | None = None
+    epsilon_effective: float | None = None
+    seed_used: int | None = None
+    seed_was_fixed: bool = True
+    privacy_caveats: tuple = ()
 
 
 def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e-4, lam: float = 0.02, d: int = 10,
-                   e_max: float = 2.0, init_std: float = 0.1, seed=0, test: Ratings | None = None) -> MFResult:
+                   e_max: float = 2.0, init_std: float = 0.1, seed=None, test: Ratings | None = None) -> MFResult:
     """DPSGD-MF of Berlioz et al. (2015), the paper's baseline [4]: K epochs of SGD over all ratings in random order;
     each rating's error gets Laplace noise of scale K φ/ε (φ = r_max - r_min, ε/K per epoch, every rating used once
     per epoch) and is clamped to ±``e_max`` (our choice: 2.0; [4] clamps but the paper does not give the value).
     Prediction r̄_i + p_u·q_i with the item means r̄_i of the training fold (not privatised — the same item means the
-    NBMs use, so all methods share one baseline); P, Q ~ N(0, init_std²)."""
+    NBMs use, so all methods share one baseline); P, Q ~ N(0, init_std²). ``seed=None`` (default): fresh OS entropy."""
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("e_max", e_max), ("init_std", init_std)):
         _check_pos(n, v)
     if not (isinstance(d, (int, np.integer)) and d >= 1 and isinstance(K, (int, np.integer)) and K >= 1):
         raise ParameterError(f"parameters 'd' and 'K' must be integers >= 1, got d={d!r}, K={K!r}")
-    rng = as_generator(seed)
+    rng, seed_used, seed_fixed = seeded(seed)
     lo, hi = train.rating_scale
     P = (rng.standard_normal((train.n_users, d)) * init_std).astype(np.float32)
     Q = (rng.standard_normal((train.n_items, d)) * init_std).astype(np.float32)
@@ -281,7 +333,11 @@ def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e
         noise = rng.laplace(0.0, b, size=n) if b is not None else np.zeros(n)
         mf_epoch_kernel(train.users, train.items, train.values, order, noise, P, Q, rbar, float(eta), float(lam),
                         float(e_max))
-    res = MFResult(P, Q, rbar, None if epsilon is None else float(epsilon), b)
+    res = MFResult(P, Q, rbar, None if epsilon is None else float(epsilon), b, seed_used=seed_used,
+                   seed_was_fixed=seed_fixed)
+    if epsilon is not None:
+        res.epsilon_effective = float(epsilon)
+        res.privacy_caveats = (_RBAR_CAVEAT, "rating level, neighbours differ in one rating's value")
     if test is not None:
         out = np.empty(test.n_ratings, dtype=np.float32)
         mf_predict_kernel(P, Q, rbar, test.users, test.items, float(lo), float(hi), out)

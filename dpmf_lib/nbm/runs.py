@@ -8,12 +8,17 @@ called from :mod:`dpmf_lib.privacy` — never re-implemented here).
 Selection ("heuristic grid search", section 5.1): for every (method, ε) the configuration with the lowest RMSE
 averaged over the evaluated folds is reported. The paper does not say on which data it searched; we select on the
 test folds, as its figures suggest — optimistic for every method alike (stated in each notebook).
-Seeds: evaluation k uses ``seed * 1000 + fold`` for every method and configuration (common random numbers).
+Seeds: evaluation k uses ``seed * 1000 + fold`` for every method and configuration (common random numbers); the DP
+methods therefore run with a fixed seed (a reproducibility choice, recorded as ``seed_was_fixed``).
+
+ε: a number > 0, or ``None`` for the non-private methods. In a grid, ``None`` is carried as the explicit
+:data:`NON_PRIVATE` marker through the grid/DataFrame machinery (which would otherwise turn it into NaN) and becomes
+NaN only in the finished frame, where NaN in ``epsilon`` means "non-private". A NaN or inf ε given by the caller
+raises :class:`~dpmf_lib.errors.ParameterError` (only null means non-private).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from functools import lru_cache
 
@@ -21,10 +26,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DatasetUnavailable, ParameterError
+from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame
 from . import accounting as acc
 from .data import folds, load
 from .model import knn_rmse, sample_pnbm, train_dpsgd_mf, train_pnbm
+
+NON_PRIVATE = "non-private"  # the explicit ε of a non-private grid row until the frame is finished
 
 METHODS = ("pcc", "cos", "pnbm", "dpsgd-pnbm", "mf", "dpsgd-mf", "sgld-pnbm", "dpps-pnbm", "dpps-mf")
 LABELS = {"pcc": "PCC (non-private)", "cos": "COS (non-private)", "pnbm": "PNBM (noise-free SGD)",
@@ -58,39 +66,55 @@ def available(datasets) -> tuple[list, list]:
     return ok, notes
 
 
-def dpps_mf_rmse(train, test, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float = 0.3,
-                 tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
-                 lambda_r: float = 2.0) -> float:
-    """DPPS-MF = Liu et al.'s Algorithm 1 from :mod:`dpmf_lib.privacy` (no second implementation here).
+def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float = 0.3,
+                    tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
+                    lambda_r: float = 2.0):
+    """DPPS-MF = Liu et al.'s Algorithm 1 from :mod:`dpmf_lib.privacy` (no second implementation here); returns the
+    :class:`~dpmf_lib.privacy.PrivateRelease` (with ``epsilon_effective`` and the seed record).
 
     Mapping of the paper's DPPS-MF grid (section 5.1) onto that implementation (our choice): step size η → η0 (so
-    ``eta_n`` = η·𝓛, then adapted to ε and capped by ``sample_private``); decay ξ → its ``gamma``; temperature ϱ →
-    its ``zeta``; λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with α_R = λ_r = 2, which makes ε = 4B the
-    non-private posterior); d → d. κ = 1 and the weight cap ρ_w = 1 are Liu et al.'s; τ = 200 as in this paper.
-    ``epsilon=None`` → ε = 4B (the non-private posterior). Predictions: released V with each user's local ridge fit,
-    clipped to the rating scale.
+    ``eta_n`` = η·𝓛, then adapted to ε and capped by ``sample_private``); decay ξ → its ``gamma``; ϱ → its
+    ``step_scale`` (the step of drift and noise alike, as for DPPS-PNBM). ϱ used to be passed as the temperature
+    ``zeta``, which scales only the noise and made the chain target the (ε/ϱ)-posterior (up to 10⁴ × the stated ε);
+    ``sample_private`` now refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
+    α_R = λ_r = 2, which makes ε = 4B the non-private posterior); d → d. κ = 1 and the weight cap ρ_w = 1 are Liu et
+    al.'s; τ = 200 as in this paper. ``epsilon=None`` → ε = 4B (the non-private posterior).
     """
     from .. import privacy as ps
 
     pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
     eps = 4.0 * pre.B if epsilon is None else float(epsilon)
     lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
-    rel = ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
-                            rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi), zeta=float(rho),
-                            seed=int(seed), n_threads=1)
-    return float(rel.local_model(train).rmse(test, clip=True))
+    return ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
+                             rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
+                             step_scale=float(rho), seed=int(seed), n_threads=1)
+
+
+def dpps_mf_rmse(train, test, **kw) -> float:
+    """Test RMSE of :func:`dpps_mf_release`: released V with each user's local ridge fit, clipped to the scale."""
+    return float(dpps_mf_release(train, **kw).local_model(train).rmse(test, clip=True))
+
+
+def _grid_epsilon(epsilon):
+    """The explicit non-private marker (or None) → None; a number is checked (NaN / inf raise)."""
+    if isinstance(epsilon, str) and epsilon == NON_PRIVATE:
+        return None
+    return check_dp_epsilon(epsilon, "epsilon", what="the pnbm evaluation (use null for the non-private methods)")
 
 
 def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, **cfg) -> dict:
-    """Test RMSE of one method on one fold. ``epsilon`` None/NaN = non-private. Extra keys of ``cfg`` go to the method."""
+    """Test RMSE of one method on one fold. ``epsilon``: a number > 0, or None / :data:`NON_PRIVATE` for
+    non-private; NaN and inf raise. Extra keys of ``cfg`` go to the method. ``epsilon_effective`` (NaN when none is
+    established or the run is non-private) is the ε the method's noise supports for what ran (see the results'
+    ``privacy_caveats`` for what it does not cover)."""
     if method not in METHODS:
         raise ParameterError(f"unknown method '{method}'; choose one of {METHODS}")
-    if epsilon is not None and isinstance(epsilon, float) and math.isnan(epsilon):
-        epsilon = None
+    epsilon = _grid_epsilon(epsilon)
     train, test = fold_data(dataset, int(fold))
     s = seed * 1000 + int(fold)
     t0 = time.perf_counter()
-    out = {"epsilon_amplified": np.nan}
+    out = {"epsilon_amplified": np.nan, "epsilon_effective": np.nan}
+    res = None
     if method in ("pcc", "cos"):
         out["rmse"] = knn_rmse(train, test, method, Nk=int(cfg["Nk"]))
     elif method in ("pnbm", "dpsgd-pnbm"):
@@ -108,16 +132,29 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         out["rmse_start"] = res.info["rmse_start"]
         out["posterior_scale"] = res.info["kappa"]
     else:  # dpps-mf
-        out["rmse"] = dpps_mf_rmse(train, test, epsilon=epsilon, seed=s, **cfg)
+        res = dpps_mf_release(train, epsilon=epsilon, seed=s, **cfg)
+        out["rmse"] = float(res.local_model(train).rmse(test, clip=True))
+        if epsilon is None:  # ε = 4B was only the device for the non-private posterior
+            res = None
+    if res is not None and res.epsilon_effective is not None:
+        out["epsilon_effective"] = float(res.epsilon_effective)
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
 def run_grid(method: str, dataset: str, folds_: list, epsilons: list, grid: dict, fixed: dict, seed: int,
              n_jobs: int | None = None) -> pd.DataFrame:
-    """All (fold, ε, grid point) evaluations of one method; one row each, with the config columns."""
-    g = {"fold": list(folds_), "epsilon": list(epsilons), **{k: list(v) for k, v in grid.items()}}
+    """All (fold, ε, grid point) evaluations of one method; one row each, with the config columns.
+
+    ``epsilons``: numbers > 0 or None (non-private); NaN / inf raise before anything runs. In the returned frame a
+    non-private row has ``epsilon`` NaN (the marker is resolved after the DataFrame round-trip)."""
+    eps_in = []
+    for e in epsilons:
+        e = _grid_epsilon(e)
+        eps_in.append(NON_PRIVATE if e is None else e)
+    g = {"fold": list(folds_), "epsilon": eps_in, **{k: list(v) for k, v in grid.items()}}
     df = grid_frame(evaluate, g, fixed={"method": method, "dataset": dataset, "seed": seed, **fixed}, n_jobs=n_jobs)
+    df["epsilon"] = [np.nan if (isinstance(e, str) and e == NON_PRIVATE) else float(e) for e in df["epsilon"]]
     df["method"] = method
     df["dataset"] = _dataset(dataset).source.label
     df["config"] = df[list(grid)].astype(str).agg(lambda r: ", ".join(f"{k}={v}" for k, v in zip(grid, r)), axis=1) \
@@ -131,6 +168,8 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
     d = df.copy()
     d["epsilon"] = d["epsilon"].astype(float)
     extra = {"rmse_start": ("rmse_start", "mean")} if "rmse_start" in d else {}
+    if "epsilon_effective" in d:
+        extra["epsilon_effective"] = ("epsilon_effective", "max")
     agg = d.groupby(keys, dropna=False, sort=False).agg(
         rmse=("rmse", "mean"), rmse_std=("rmse", "std"), n_folds=("rmse", "size"),
         epsilon_amplified=("epsilon_amplified", "first"), seconds=("seconds", "sum"), **extra).reset_index()
