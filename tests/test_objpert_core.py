@@ -75,9 +75,12 @@ def test_bad_eps_raises(bad):
         nz.norm_gamma(2, 3, bad, 4.0, 0)
 
 
-def test_infinite_eps_is_zero_noise():
-    assert not nz.norm_gamma(3, 5, math.inf, 4.0, 0).any()
-    assert not nz.item_laplace_via_shares(3, 5, math.inf, 4.0, 0).any()
+def test_no_privacy_is_eps_none_and_zero_noise():
+    assert not nz.norm_gamma(3, 5, None, 4.0, 0).any()
+    assert not nz.item_laplace_via_shares(3, 5, None, 4.0, 0).any()
+    for bad in (math.inf, float("nan")):  # only None means non-private (issue #13)
+        with pytest.raises(ParameterError, match="only None"):
+            nz.norm_gamma(3, 5, bad, 4.0, 0)
 
 
 def test_unknown_choice_raises():
@@ -166,10 +169,10 @@ def toy():
 
 
 @pytest.mark.parametrize("reopt", ["gd", "exact"])
-def test_s1_infinite_eps_equals_baseline(toy, reopt):
+def test_s1_without_noise_equals_baseline(toy, reopt):
     cfg = mf.HuaConfig(d=8, reopt=reopt)
     its = [5, 20]
-    s1 = mf.run_s1(toy, cfg, math.inf, its, seed=3)
+    s1 = mf.run_s1(toy, cfg, None, its, seed=3)
     _, states = mf.train_mf(toy, cfg, its, seed=3, states=True)
     zero = np.zeros((toy.n_items, cfg.d), np.float32)
     for T in its:  # the non-private pipeline: same MF, V re-optimised on (1) (eta = 0)
@@ -181,9 +184,9 @@ def test_s1_infinite_eps_equals_baseline(toy, reopt):
         assert abs(huge["mean"] - base["mean"]) < 1e-4
 
 
-def test_s2_infinite_eps_is_plain_mf_and_deterministic(toy):
+def test_s2_without_noise_is_plain_mf_and_deterministic(toy):
     cfg = mf.HuaConfig(d=8)
-    a = mf.run_s2(toy, cfg, math.inf, [10], seed=1)[10]
+    a = mf.run_s2(toy, cfg, None, [10], seed=1)[10]
     b = mf.train_mf(toy, cfg, [10], seed=1)[10]
     assert a["mean"] == b["mean"]
     x = mf.run_s2(toy, cfg, 0.5, [10], seed=1)[10]

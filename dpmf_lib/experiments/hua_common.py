@@ -96,10 +96,15 @@ def _memory(location: str):
     return joblib.Memory(location, verbose=0)
 
 
-def scenario_run(params: dict, scenario: str, dataset: str, eps: float, checkpoints, *, s3: dict | None = None) -> dict:
-    """``{"source": DataSource dict, "results": {T: summary}}`` for one run (cached unless ``params["cache"]`` is false)."""
+def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None) -> dict:
+    """``{"source": DataSource dict, "results": {T: summary}}`` for one run (cached unless ``params["cache"]`` is
+    false).
+
+    ``eps=None``: the non-private run (only None means non-private; NaN / inf raise in :mod:`dpmf_lib.objpert`).
+    ``results`` is a :class:`~dpmf_lib.objpert.mf.ScenarioResult` (for s1/s2/s3) carrying the run's ``privacy``
+    record; the seed is always the params' seed (a reproducibility choice the record states)."""
     cps = tuple(sorted({int(t) for t in checkpoints}))
-    eps = float(eps)
+    eps = None if eps is None else float(eps)
     args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"]), model_config(params),
             dict(sorted((s3 or {}).items())), _code_version())
     if params.get("cache", True):
@@ -116,13 +121,14 @@ def s3_options(params: dict, **override) -> dict:
 
 def baseline(params: dict, dataset: str) -> dict:
     """The paper's baseline: non-private MF for ``baseline_iterations`` rounds (same initialisation and seed)."""
-    return scenario_run(params, "mf", dataset, math.inf, [int(params["baseline_iterations"])])
+    return scenario_run(params, "mf", dataset, None, [int(params["baseline_iterations"])])
 
 
 def check(params: dict) -> None:
     for e in list(params.get("eps_values", [])) + [params.get("eps_fixed", 1.0)]:
-        if not (isinstance(e, (int, float)) and e > 0):
-            raise ParameterError(f"every eps must be a number > 0, got {e!r}")
+        if not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
+            raise ParameterError(f"every eps must be a finite number > 0, got {e!r} (the non-private baseline is "
+                                 "run separately)")
     if params.get("dataset", "ml-100k") not in ("ml-100k", "netflix"):
         raise ParameterError(f"parameter 'dataset' must be 'ml-100k' or 'netflix', got {params.get('dataset')!r}")
 
@@ -154,7 +160,7 @@ def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
                               curve=f"ε = {e:g}"))
     if scenario == "s3":  # the dynamic protocol without noise: separates the effect of dynamics from that of noise
         T = int(params["iterations_fixed"])
-        n = scenario_run(params, "s3", ds, math.inf, [T], s3=s3)
+        n = scenario_run(params, "s3", ds, None, [T], s3=s3)
         parts.append(cdf_rows(n["results"][T], panel="b", scenario="s3-nonprivate", eps=math.inf, iterations=T,
                               curve=f"S3 without noise (ε = ∞, {T} it.)"))
     for panel in ("a", "b"):

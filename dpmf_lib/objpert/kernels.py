@@ -17,7 +17,7 @@ or 1 for the literal sums of (4)-(5) (see :mod:`dpmf_lib.objpert.mf` for why the
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -118,3 +118,40 @@ def abs_errors_nb(users, items, values, U, V):
 def abs_errors_reference(users, items, values, U, V):
     return np.abs(values.astype(np.float64) - np.einsum("kd,kd->k", U[users].astype(np.float64),
                                                         V[items].astype(np.float64)))
+
+
+@njit(cache=True, parallel=True)
+def item_gram_nb(iptr, users, values, U, A, b):
+    """Per-item normal equations of S1's exact minimiser, a segment sum over the ratings grouped by item:
+    ``A[j] = sum_{i rates j} u_i u_i^T``, ``b[j] = sum_i u_i r_ij`` (float64 accumulation; A, b zeroed by the caller).
+
+    ``iptr`` (n_items + 1), ``users``, ``values``: the ratings sorted by item (item CSR). Items are independent, so
+    ``prange`` over items writes disjoint rows without races (np.add.at on the n x d x d outer products was the
+    bottleneck it replaces: 14 s and 2 GB on ML-100K at d = 50).
+    """
+    m = iptr.shape[0] - 1
+    d = U.shape[1]
+    for j in prange(m):
+        for p in range(iptr[j], iptr[j + 1]):
+            i = users[p]
+            r = np.float64(values[p])
+            for a in range(d):
+                ua = np.float64(U[i, a])
+                b[j, a] += ua * r
+                for c in range(a + 1):
+                    A[j, a, c] += ua * np.float64(U[i, c])
+        for a in range(d):
+            for c in range(a):
+                A[j, c, a] = A[j, a, c]
+
+
+def item_gram_reference(users, items, values, U, n_items):
+    """Plain numpy version of :func:`item_gram_nb` (``np.add.at`` over the outer products; small problems only)."""
+    Ud = U.astype(np.float64)
+    d = Ud.shape[1]
+    A = np.zeros((n_items, d, d))
+    b = np.zeros((n_items, d))
+    uu = Ud[users]
+    np.add.at(A, items, uu[:, :, None] * uu[:, None, :])
+    np.add.at(b, items, uu * values[:, None].astype(np.float64))
+    return A, b

@@ -13,10 +13,13 @@ Reconstruction choices (the paper leaves them open; each is repeated in the note
 - **||u_i|| <= 1** is enforced by projecting every updated ``u_i`` onto the unit ball (``max_norm=1``): the sensitivity
   bound ``||eta_q - eta'_q|| = 2 ||u_p|| |r_pq - r'_pq| <= 2 Delta`` in the proof of Theorem 1 needs it. Initial rows of U
   and V are uniformly random unit vectors (Sec. 3.1).
-- **S1**: ``iterations`` rounds of non-private MF give ``U``; then V is re-optimised with U fixed on (6), by default with
-  ``reopt_iters`` (default: the same number) gradient rounds from ``V(T)`` (``reopt="gd"``); ``reopt="exact"`` solves
-  the per-item ridge system ``(sum_i u_i u_i^T + mu k_j I) v_j = sum_i u_i r_ij - eta_j / 2`` — the exact minimiser
-  that Theorem 1 is about. ``eta_j``: norm-Gamma (Theorem 1) or per-coordinate Laplace (Lemma 1), ``noise_law``.
+- **S1**: ``iterations`` rounds of non-private MF give ``U``; then V is re-optimised with U fixed on (6). Default
+  ``reopt="exact"``: the per-item ridge system ``(sum_i u_i u_i^T + mu k_j I) v_j = sum_i u_i r_ij - eta_j / 2`` — the
+  exact minimiser that Theorem 1 is about (normal equations built by a segment sum over the ratings grouped by item,
+  :func:`~dpmf_lib.objpert.kernels.item_gram_nb`). ``reopt="gd"`` (kept, labelled, NOT covered by Theorem 1):
+  ``reopt_iters`` (default: the same number) gradient rounds from ``V(T)``; that V still carries most of the
+  non-private V(T) and understates S1's error, so its result has ``epsilon_effective = None``. ``eta_j``: norm-Gamma
+  (Theorem 1) or per-coordinate Laplace (Lemma 1), ``noise_law``.
 - **S2**: every round adds ``eta_j`` (fixed; the sum of the users' Theorem-2 shares) and a fresh ``rho~_j(t)`` (the sum
   of fresh shares, per-coordinate Laplace(2 Delta sqrt(d)/eps)) to the aggregate of item ``j`` (update (9), with the sign
   of gradient *descent*: the paper's "+gamma(...)" in (9) is a typo against (3)).
@@ -27,6 +30,13 @@ Reconstruction choices (the paper leaves them open; each is repeated in the note
   recommender picks at most ``max_online`` online users uniformly. Only items with a participating rater are updated;
   the aggregate carries the fixed ``eta_j`` (initialisation phase with the beta/alpha masks) plus a fresh ``rho~_j(t)``.
 - **Error metric**: ``|r'_ij - r_ij|`` over the training ratings R (Sec. 5), predictions ``u_i^T v_j`` not clipped.
+
+Privacy record (for a ledger): ``run_s1/2/3`` return a :class:`ScenarioResult` — the ``{T: summary}`` dict with a
+``privacy`` attribute: ``epsilon_stated`` (the paper's ε; None: non-private), ``epsilon_effective`` (the ε that holds
+for what ran, or None with the reason in ``caveats``), ``seed_used``, ``seed_was_fixed``. S1 exact: Theorem 1's ε for V
+given U. S1 gd: None (not the minimiser). S2/S3: None — the stated ε is per round: every round releases an aggregate
+with fresh noise ``rho~_j(t)`` (and the fixed ``eta_j``), and T rounds compose to more than ε; the composition is not
+accounted here. Seeds: ``seed=None`` (the default) draws fresh OS entropy; an int reproduces (and replays) the noise.
 """
 
 from __future__ import annotations
@@ -37,8 +47,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
+from ..privacy.common import resolve_seed
 from . import noise as nz
-from .kernels import abs_errors_nb, mf_round_nb, mf_round_reference
+from .kernels import abs_errors_nb, item_gram_nb, item_gram_reference, mf_round_nb, mf_round_reference
 
 CDF_GRID = np.round(np.linspace(0.0, 5.0, 501), 4)
 
@@ -52,7 +63,7 @@ class HuaConfig:
     max_norm: float = 1.0  # ||u_i|| <= 1 (Theorem 1's proof); inf disables the projection
     grad_weights: str = "mean"  # "mean" (1/k_j, 1/n_i) or "sum" (literal (4)-(5))
     noise_law: str = "norm_gamma"  # S1's eta: "norm_gamma" (Theorem 1) or "laplace" (Lemma 1)
-    reopt: str = "gd"  # S1: "gd" (reopt_iters gradient rounds) or "exact" (per-item ridge solve)
+    reopt: str = "exact"  # S1: "exact" (per-item ridge solve, Theorem 1) or "gd" (reopt_iters rounds; not Theorem 1)
     reopt_iters: int | None = None  # S1, reopt="gd": None = same as the MF iterations
     kernel: str = "numba"  # "numba" or "numpy" (reference)
 
@@ -173,18 +184,29 @@ def train_mf(prob: Problem, cfg: HuaConfig, iterations, seed=0, *, states: bool 
     return (out, st) if states else out
 
 
+def item_gram(prob: Problem, U, kernel: str = "numba"):
+    """``(A, b)``: ``A[j] = sum_i u_i u_i^T``, ``b[j] = sum_i u_i r_ij`` over the raters of each item (float64)."""
+    if kernel == "numpy":
+        return item_gram_reference(prob.users, prob.items, prob.values, U, prob.n_items)
+    order = np.argsort(prob.items, kind="stable")
+    iptr = np.zeros(prob.n_items + 1, dtype=np.int64)
+    np.cumsum(np.bincount(prob.items, minlength=prob.n_items), out=iptr[1:])
+    d = U.shape[1]
+    A = np.zeros((prob.n_items, d, d))
+    b = np.zeros((prob.n_items, d))
+    item_gram_nb(iptr, np.ascontiguousarray(prob.users[order]), np.ascontiguousarray(prob.values[order]),
+                 np.ascontiguousarray(U, dtype=np.float32), A, b)
+    return A, b
+
+
 def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int):
-    """V minimising (6) with U fixed: ``iters`` V-only gradient rounds from ``V`` (``gd``) or the exact ridge solve."""
+    """V minimising (6) with U fixed: the exact ridge solve (``exact``) or ``iters`` V-only gradient rounds from
+    ``V`` (``gd``, which is not the minimiser)."""
     uw, iw = prob.weights(cfg)
     V = V.copy()
     if cfg.reopt == "exact":
         d = cfg.d
-        Ud = U.astype(np.float64)
-        A = np.zeros((prob.n_items, d, d))
-        b = np.zeros((prob.n_items, d))
-        uu = Ud[prob.users]
-        np.add.at(A, prob.items, uu[:, :, None] * uu[:, None, :])
-        np.add.at(b, prob.items, uu * prob.values[:, None].astype(np.float64))
+        A, b = item_gram(prob, U, cfg.kernel)
         reg = cfg.mu * (np.ones(prob.n_items) if cfg.grad_weights == "sum" else prob.item_counts.astype(np.float64))
         A += reg[:, None, None] * np.eye(d)[None]
         rhs = b - 0.5 * eta.astype(np.float64)
@@ -199,38 +221,86 @@ def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int):
     return V
 
 
-def run_s1(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0) -> dict:
-    """S1 (trusted recommender): ``{T: summary}`` for each checkpoint T (MF for T rounds, then V re-optimised on (6))."""
-    eps = nz.check_eps(eps)
+class ScenarioResult(dict):
+    """``{T: summary}`` of one scenario run, with ``privacy`` (the run's privacy record, module docstring) and, when
+    asked for with ``keep_factors=True``, ``factors`` ``{T: (U, V)}`` (copies at each checkpoint)."""
+
+    def __init__(self, *args, privacy: dict | None = None, factors: dict | None = None, **kw):
+        super().__init__(*args, **kw)
+        self.privacy = dict(privacy or {})
+        self.factors = dict(factors or {})
+
+
+def _eps_or_none(eps):
+    """The checked ε of a scenario (None: non-private)."""
+    e = nz.check_eps(eps)
+    return None if math.isinf(e) else e
+
+
+def _privacy(scenario: str, eps, cfg: HuaConfig, seed_used, fixed) -> dict:
+    rec = {"scenario": scenario, "epsilon_stated": eps, "epsilon_effective": None, "seed_used": seed_used,
+           "seed_was_fixed": fixed, "caveats": []}
+    if eps is None:
+        rec["caveats"].append("non-private run (eps None)")
+        return rec
+    if fixed:
+        rec["caveats"].append("fixed seed: the noise is replayable by anyone who knows it (reproducibility choice)")
+    if not (cfg.max_norm <= 1.0):
+        rec["caveats"].append("max_norm > 1: the sensitivity bound of Theorem 1 (||u_i|| <= 1) does not hold")
+    if scenario == "s1":
+        if cfg.reopt != "exact":
+            rec["caveats"].append("reopt='gd': V after finite gradient rounds from the non-private V(T) is not the "
+                                  "minimiser of (6) that Theorem 1 covers")
+        else:
+            rec["caveats"].append("Theorem 1 covers V given U; U is non-private MF on the same data, held fixed")
+            if cfg.max_norm <= 1.0:
+                rec["epsilon_effective"] = eps
+    else:
+        rec["caveats"].append("eps is per round: every round releases an aggregate with fresh noise rho~_j(t) (plus "
+                              "the fixed eta_j); T rounds compose to more than eps (composition not accounted here)")
+    return rec
+
+
+def run_s1(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_factors: bool = False) -> ScenarioResult:
+    """S1 (trusted recommender): ``{T: summary}`` for each checkpoint T (MF for T rounds, then V re-optimised on (6)).
+    ``eps=None``: no noise. ``seed=None`` (default): fresh OS entropy."""
+    eps = _eps_or_none(eps)
     its = _checkpoints(iterations)
+    seed, fixed = resolve_seed(seed)
     rng_noise, _, _ = _streams(seed)
     eta = nz.sample_eta(prob.n_items, cfg.d, eps, prob.delta, cfg.noise_law, rng_noise, np.float32)
     _, states = train_mf(prob, cfg, its, seed, states=True)
-    out = {}
+    out = ScenarioResult(privacy=_privacy("s1", eps, cfg, seed, fixed))
     for T in its:
         U, V = states[T]
         V2 = s1_reoptimize(prob, cfg, U, V, eta, T if cfg.reopt_iters is None else cfg.reopt_iters)
         out[T] = summarize(abs_errors(prob, U, V2))
+        if keep_factors:
+            out.factors[T] = (U.copy(), V2.copy())
     return out
 
 
-def run_s2(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0) -> dict:
-    """S2 (untrusted recommender, static users): every round adds ``eta_j + rho~_j(t)`` to the item aggregates."""
-    eps = nz.check_eps(eps)
+def run_s2(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_factors: bool = False) -> ScenarioResult:
+    """S2 (untrusted recommender, static users): every round adds ``eta_j + rho~_j(t)`` to the item aggregates —
+    ``eta_j`` drawn once, ``rho~_j(t)`` fresh every round (Sec. 4.2: "should be re-sampled during each iteration")."""
+    eps = _eps_or_none(eps)
     its = _checkpoints(iterations)
+    seed, fixed = resolve_seed(seed)
     rng_noise, _, _ = _streams(seed)
     m, d = prob.n_items, cfg.d
     eta = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
     U, V = init_factors(prob, d, seed)
     uw, iw = prob.weights(cfg)
     parts = np.arange(prob.n_users, dtype=np.int32)
-    out, t = {}, 0
+    out, t = ScenarioResult(privacy=_privacy("s2", eps, cfg, seed, fixed)), 0
     for T in its:
         while t < T:
             rho = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
             mf_round(prob, cfg, U, V, parts, np.ascontiguousarray(eta + rho), uw, iw)
             t += 1
         out[T] = summarize(abs_errors(prob, U, V))
+        if keep_factors:
+            out.factors[T] = (U.copy(), V.copy())
     return out
 
 
@@ -269,11 +339,15 @@ class OnlineUsers:
             self.online[self.rng.choice(off, size=join, replace=False)] = True
 
 
-def run_s3(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0, *, p_join=0.005, p_leave=0.01,
-           max_online=100, item_weight: str = "all_raters", trace: list | None = None) -> dict:
-    """S3 (untrusted recommender, dynamic users): ``{T: summary}``; ``trace`` (a list) receives per-round counts."""
-    eps = nz.check_eps(eps)
+def run_s3(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, p_join=0.005, p_leave=0.01,
+           max_online=100, item_weight: str = "all_raters", trace: list | None = None,
+           keep_factors: bool = False) -> ScenarioResult:
+    """S3 (untrusted recommender, dynamic users): ``{T: summary}``; ``trace`` (a list) receives per-round counts.
+    ``eta_j`` is fixed in the initialisation phase and NOT redrawn ("eta_j no longer varies in different iterations",
+    Sec. 4.3); ``rho~_j(t)`` is fresh every round."""
+    eps = _eps_or_none(eps)
     its = _checkpoints(iterations)
+    seed, fixed = resolve_seed(seed)
     rng_noise, _, rng_dyn = _streams(seed)
     m, d = prob.n_items, cfg.d
     eta = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)  # fixed in the initialisation
@@ -282,7 +356,7 @@ def run_s3(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0, *, p_j
     if item_weight not in ("all_raters", "participants"):
         raise ParameterError(f"parameter 's3_item_weight' must be 'all_raters' or 'participants', got {item_weight!r}")
     dyn = OnlineUsers(prob.n_users, p_join, p_leave, max_online, rng_dyn)
-    out, t = {}, 0
+    out, t = ScenarioResult(privacy=_privacy("s3", eps, cfg, seed, fixed)), 0
     for T in its:
         while t < T:
             parts = dyn.participants()
@@ -296,4 +370,6 @@ def run_s3(prob: Problem, cfg: HuaConfig, eps: float, iterations, seed=0, *, p_j
             dyn.step()
             t += 1
         out[T] = summarize(abs_errors(prob, U, V))
+        if keep_factors:
+            out.factors[T] = (U.copy(), V.copy())
     return out

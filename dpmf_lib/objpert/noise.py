@@ -13,8 +13,9 @@
 Note (stated in the notebooks): the shares of eq. (12) sum to the Lemma-1 law (per-coordinate Laplace), not to the
 norm law (10) that the paper says they satisfy; Lemma 1 is what makes the distributed scheme epsilon-DP.
 
-``eps = inf`` gives exact zeros (the non-private limit); ``eps <= 0`` or NaN raises :class:`ParameterError`.
-Every sampler takes a ``numpy.random.Generator`` or an int seed.
+``eps = None`` gives exact zeros (the non-private limit); ``eps <= 0``, NaN or inf raises :class:`ParameterError`
+(only None means non-private: an inf or NaN in a grid is more likely a mistake than a request for no privacy).
+Every sampler takes a ``numpy.random.Generator``, an int seed, or None (fresh OS entropy).
 """
 
 from __future__ import annotations
@@ -35,12 +36,19 @@ def as_rng(rng) -> np.random.Generator:
 
 
 def check_eps(eps) -> float:
+    """A finite ε > 0 → float; ``None`` (non-private) → ``math.inf``, which the samplers turn into exact zeros.
+    NaN, inf and ε ≤ 0 raise."""
+    if eps is None:
+        return math.inf
     try:
         e = float(eps)
     except (TypeError, ValueError):
-        raise ParameterError(f"parameter 'eps' must be a number > 0 (or inf for no privacy), got {eps!r}") from None
-    if not (e > 0):  # also catches NaN
-        raise ParameterError(f"parameter 'eps' must be > 0 (or inf for no privacy), got {eps!r}")
+        raise ParameterError(f"parameter 'eps' must be a number > 0 (or None for no privacy), got {eps!r}") from None
+    if math.isnan(e) or math.isinf(e):
+        raise ParameterError(f"parameter 'eps' is {eps!r}: only None (YAML null) means no privacy; give a finite "
+                             "eps > 0 or None")
+    if not (e > 0):
+        raise ParameterError(f"parameter 'eps' must be > 0 (or None for no privacy), got {eps!r}")
     return e
 
 
@@ -63,7 +71,7 @@ def gamma_norm_scale(eps: float, delta: float) -> float:
 
 
 def laplace_scale(d: int, eps: float, delta: float) -> float:
-    """Per-coordinate Laplace scale ``2 Delta sqrt(d) / eps`` of Lemma 1 (0 for eps = inf)."""
+    """Per-coordinate Laplace scale ``2 Delta sqrt(d) / eps`` of Lemma 1 (0 for eps = None, no privacy)."""
     return 2.0 * check_delta(delta) * math.sqrt(check_dim(d)) / check_eps(eps)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..privacy.common import resolve_seed
 from . import noise as nz
 from .fixedpoint import FixedPoint
 from .mf import HuaConfig, Problem, init_factors
@@ -52,13 +53,16 @@ class Protocol:
     """Explicit multi-party simulation on a :class:`Problem` (``scenario`` "s2" or "s3")."""
 
     def __init__(self, prob: Problem, cfg: HuaConfig, eps: float, *, scenario: str = "s3", fp: FixedPoint | None = None,
-                 seed: int = 0, init_users: np.ndarray | None = None):
+                 seed=None, init_users: np.ndarray | None = None):
         if scenario not in ("s2", "s3"):
             from ..errors import ParameterError
 
             raise ParameterError(f"parameter 'scenario' must be 's2' or 's3', got {scenario!r}")
         self.prob, self.cfg, self.eps, self.scenario = prob, cfg, nz.check_eps(eps), scenario
         self.fp = fp or FixedPoint()
+        # seed=None: fresh OS entropy (a DP release must not be replayable by default); an int reproduces the run
+        seed, self.seed_was_fixed = resolve_seed(seed)
+        self.seed_used = seed
         self.rng = np.random.default_rng(np.random.SeedSequence([int(seed), 5]))
         self.U, self.V = init_factors(prob, cfg.d, seed)
         self.uw, self.iw = prob.weights(cfg)
