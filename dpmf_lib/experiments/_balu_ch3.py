@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..attacks import decoders, metrics
-from ..attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook
+from ..attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook, jlt_guarantee_void
 from ..attacks.profiles import Profiles, item_priors, load_dataset, profiles_from_ratings, train_test_split
 from ..data.ratings import DataSource
 from ..errors import ParameterError
@@ -79,16 +79,18 @@ def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[di
         P = setup.test.profile(int(u))
         obs = mech.sanitize(P, seed=_seed(params["seed"], 2, stream, u))
         t0 = time.perf_counter()
+        diag = {}
         c_hat, ranks = decoders.attack(mech, obs, setup.q, attacks=tuple(params["attacks"]), f=params["prefilter_f"],
                                        burn_in=params["burn_in"], n_samples=params["n_samples"],
                                        c_fallback=setup.c_fallback, flat_prior=params.get("flat_prior", "catalog"),
-                                       seed=_seed(params["seed"], 3, stream, u))
+                                       seed=_seed(params["seed"], 3, stream, u), diagnostics=diag)
         dt = time.perf_counter() - t0
         for a, rk in ranks.items():
             rows.append({"mechanism": kind, "eps": float(eps), "user": int(setup.test.users[u]), "attack": a,
                          "cos": metrics.cosine_sets(P, rk[:c_hat]),
                          "ap10": metrics.average_precision_at(P, rk, params["map_R"]),
-                         "c_hat": c_hat, "c_true": len(P), "seconds_all_attacks": dt})
+                         "c_hat": c_hat, "c_true": len(P), "split_rhat": diag.get(a, np.nan),
+                         "seconds_all_attacks": dt})
     return rows
 
 
@@ -139,7 +141,13 @@ def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.D
         df["p_eps"] = [1.0 / (1.0 + math.exp(e / params["K"])) for e in df["eps"]]
     else:
         df["sigma"] = [4.0 / e * math.sqrt(math.log(1 / params["delta"])) for e in df["eps"]]
+        # (3.10) needs eps < ln(1/delta): the thesis's grid points at or above it carry no (eps, delta) guarantee
+        df[VOID_COL] = [jlt_guarantee_void(e, params["delta"]) for e in df["eps"]]
     return df
+
+
+VOID_COL = "eps_ge_ln_1_over_delta"  # JLT: True where (3.10) gives no guarantee (eps >= ln(1/delta))
+VOID_LABEL = "ε ≥ ln(1/δ): (3.10) gives no DP guarantee"
 
 
 def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup) -> list[dict]:
@@ -162,12 +170,17 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean / 10 % / 90 % quantiles of the cosine, mAP@R, mean c_hat, per (mechanism, eps, attack)."""
+    """Mean / 10 % / 90 % quantiles of the cosine, mAP@R, mean c_hat, and the 90th percentile over users of the MCMC's
+    split-R̂ (the convergence guard of the chapter-3 claims), per (mechanism, eps, attack)."""
     g = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)
     out = g.agg(cos_mean=("cos", "mean"), cos_q10=("cos", lambda x: float(np.quantile(x, 0.1))),
                 cos_q90=("cos", lambda x: float(np.quantile(x, 0.9))), map10=("ap10", "mean"),
                 c_hat_mean=("c_hat", "mean"), c_true_mean=("c_true", "mean"), n_users=("user", "nunique"),
+                split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9)) if x.notna().any() else np.nan),
                 seconds_per_user=("seconds_all_attacks", "mean")).reset_index()
+    if VOID_COL in df:
+        flag = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)[VOID_COL].first().reset_index()
+        out = out.merge(flag, on=["dataset", "mechanism", "eps", "attack"], how="left")
     return out
 
 
@@ -198,6 +211,10 @@ def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, t
     ax.set_xticks(range(len(eps_sorted)))
     ax.set_xticklabels([f"{e:g}" for e in eps_sorted])
     ax.set_xlabel("ε")
+    if VOID_COL in summary:  # JLT: shade the grid points where (3.10) does not hold
+        void = sorted({xpos[e] for e, v in zip(summary["eps"], summary[VOID_COL]) if bool(v)})
+        for k, x in enumerate(void):
+            ax.axvspan(x - 0.5, x + 0.5, color="0.85", zorder=0, label=VOID_LABEL if k == 0 else None)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize="small")
@@ -224,10 +241,21 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     note = subsample_note(params) or "paper settings"
     out = []
 
-    def add(claim, value, extra=""):
+    def add(claim, value, extra="", rhat=None):
         if value is not None and np.isfinite(value):
             out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
-                                   note=(note + ("; " + extra if extra else ""))))
+                                   note=(note + ("; " + extra if extra else "")),
+                                   guards=None if rhat is None else {"chain_split_rhat": rhat}))
+
+    def rhat(attacks_, eps=None):
+        """Worst 90th-percentile split-R̂ of the MCMC attacks among ``attacks_`` (at ``eps``, or over all ε)."""
+        if "split_rhat_q90" not in summary:
+            return float("nan")
+        s = summary[summary["attack"].isin([a for a in attacks_ if a.startswith("mcmc")])]
+        if eps is not None:
+            s = s[s["eps"] == eps]
+        v = s["split_rhat_q90"]
+        return float(v.max()) if v.notna().any() else float("nan")
 
     eps_all = sorted(summary["eps"].unique())
     attacks = set(summary["attack"])
@@ -241,26 +269,27 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                         for e in eps_all]
                 add(claim, float(np.mean(wins)),
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
-                    f"{ATTACK_LABELS[single]}'s")
+                    f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]))
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
             if sg is not None and pop is not None:
                 add("balu-3.5-blip-eps8-single-vs-popularity", sg - pop, f"single {sg:.3f}, popularity {pop:.3f}")
-            add("balu-3.5-blip-eps8-joint-half", jt)
+            add("balu-3.5-blip-eps8-joint-half", jt, rhat=rhat(["mcmc_prior"], 8.0))
         if kind == "blip" and 0.0 in eps_all:
-            _add_eps0(add, summary, "cos_mean", "balu-3.5-blip-eps0-max-cos")
+            _add_eps0(add, summary, "cos_mean", "balu-3.5-blip-eps0-max-cos", rhat)
     if metric == "map10" and kind == "blip" and 0.0 in eps_all:
-        _add_eps0(add, summary, "map10", "balu-3.5-blip-eps0-map10")
+        _add_eps0(add, summary, "map10", "balu-3.5-blip-eps0-map10", rhat)
     return out
 
 
-def _add_eps0(add, summary, col, claim):
+def _add_eps0(add, summary, col, claim, rhat):
     """Best value at eps = 0 over the attacks the thesis's figures plot (MCMC prior/flat, single)."""
     vals = summary[summary["eps"] == 0.0].set_index("attack")[col]
     plotted = vals[[a for a in ("mcmc_prior", "mcmc_flat", "single") if a in vals.index]]
     if len(plotted):
         pop = f"; popularity {vals['popularity']:.3f}" if "popularity" in vals.index else ""
-        add(claim, float(plotted.max()), f"best plotted attack: {plotted.idxmax()}{pop}")
+        add(claim, float(plotted.max()), f"best plotted attack: {plotted.idxmax()}{pop}",
+            rhat=rhat(list(plotted.index), 0.0))
 
 
 def attack_figure_run(kind: str, metric: str, params: dict) -> pd.DataFrame:

@@ -5,6 +5,8 @@ found from the sanitized representations, among the 343 test users. Similarities
 thesis does not spell them out): BLIP — cosine of the debiased bits (b~ - p)/(1 - 2p) (unbiased for the Bloom
 filters' inner products), JLT — y_u . y_v / sqrt(c_hat_u c_hat_v) with c_hat = ||y||^2 - L sigma^2.
 Privacy: 1 - mean cos(P, P^) of the joint decoder (MCMC with prior) — the same attack as Figures 3.2/3.3.
+JLT points with eps >= ln(1/delta) (outside (3.10)'s range, no DP guarantee) are marked: CSV column
+``eps_ge_ln_1_over_delta`` and a red cross on the plot.
 The Digg panel cannot be reproduced (no data); the figure says so.
 """
 
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..attacks import metrics
+from ..attacks.mechanisms import jlt_guarantee_void
 from ..outputs import attach
 from . import _balu_ch3 as ch3
 
@@ -56,6 +59,8 @@ def run(params: dict) -> pd.DataFrame:
         u = utility(kind, {**p, "knn_k": params["knn_k"]}, setup)
         m = att.merge(u, on=["mechanism", "eps"])
         m["privacy"] = 1.0 - m["cos_mean"]
+        # JLT only: (3.10) needs eps < ln(1/delta); BLIP is pure eps-DP for every eps >= 0 (always False)
+        m[ch3.VOID_COL] = [kind == "jlt" and jlt_guarantee_void(e, p["delta"]) for e in m["eps"]]
         rows.append(m)
     df = pd.concat(rows, ignore_index=True)
     return attach(df, sources=[source])
@@ -72,6 +77,10 @@ def plot(df: pd.DataFrame, params: dict):
         for _, r in s.iterrows():
             ax.annotate(f"{r['eps']:g}", (r["privacy"], r["utility_recall"]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
+        void = s[s[ch3.VOID_COL].astype(bool)] if ch3.VOID_COL in s else s.iloc[:0]
+        if len(void):
+            ax.plot(void["privacy"], void["utility_recall"], "x", color="tab:red", ms=9, mew=1.5,
+                    label=f"JLT, {ch3.VOID_LABEL}")
     ax.set_xlabel("privacy = 1 − cos(P, P̂) (MCMC with prior)")
     ax.set_ylabel(f"utility = recall of true {params['knn_k']}-NN")
     ax.set_xlim(0, 1.02)
