@@ -1,4 +1,8 @@
-"""Count-sketch matrix factorization with data-clipped privacy (Balu 2016, thesis chapter 4).
+"""Count-sketch matrix factorization with data clipping (Balu 2016, thesis chapter 4).
+
+The thesis's "data-clipped privacy" (4.2) skips ratings whose loss exceeds a threshold it calls ε. No noise is added:
+the same data and seed give a bit-identical release, so no finite differential-privacy ε holds. The workbook calls the
+parameter a clipping threshold (``clip``), never ε.
 
 Public API
 - hashing:  :func:`hashing.make_salts`, :func:`hashing.address_sign` (numba) / :func:`hashing.address_sign_ref`,

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..data import load_ratings
+from ..privacy.common import resolve_seed
 from ..data.datasets import standin_permitted
 from ..data.splits import random_split, subsample
 from .model import MFModel, make_model
@@ -129,19 +130,22 @@ def check_rates(eta: float, lam: float, clip: float = math.inf):
     if not (lam >= 0 and math.isfinite(lam)):
         raise ParameterError(f"regularization lambda must be a finite number >= 0, got {lam!r}")
     if math.isnan(clip) or clip <= 0:
-        raise ParameterError(f"clipping threshold epsilon must be > 0 (use inf for no clipping), got {clip!r}")
+        raise ParameterError(f"clipping threshold 'clip' must be > 0 (use inf for no clipping), got {clip!r}")
 
 
 def train(model: MFModel, data: PreparedSplit, *, epochs: int, eta: float, lam: float, clip: float = math.inf,
-          decay_b: float = 1.0, seed=0, track: tuple[str, ...] = ()) -> list[dict]:
+          decay_b: float = 1.0, seed=None, track: tuple[str, ...] = ()) -> list[dict]:
     """Run ``epochs`` SGD passes with ``η_t = η/(1 + b·t/T)``; returns one record per epoch.
 
+    ``clip``: the clipping threshold of data clipping (4.2.1; the thesis calls it ε). It adds no noise, so no finite
+    DP ε holds: the same data, model and seed give a bit-identical result. ``seed=None`` (default): fresh OS entropy
+    for the visiting order; an int or Generator reproduces it.
     ``track`` ⊆ {"val", "test"} adds the RMSE on those sets after every epoch (costs a reconstruction per epoch).
     """
     check_rates(eta, lam, clip)
     if epochs < 1:
         raise ParameterError(f"epochs must be >= 1, got {epochs}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(resolve_seed(seed)[0])
     tr = data.train
     history = []
     for t in range(epochs):
@@ -159,15 +163,21 @@ def train(model: MFModel, data: PreparedSplit, *, epochs: int, eta: float, lam: 
 
 
 def fit_eval(method: str, data: PreparedSplit, *, d: int, gamma: float = 1.0, k: int | None = None, epochs: int,
-             eta: float, lam: float, clip: float = math.inf, init_scale: float = 0.1, seed: int = 0,
+             eta: float, lam: float, clip: float = math.inf, init_scale: float = 0.1, seed=None,
              track: tuple[str, ...] = (), with_kld: bool = False) -> dict:
-    """Initialise ``method``, train, and return validation/test RMSE (and the KLD of eq. 4.15 if asked)."""
-    rng = np.random.default_rng(seed)
+    """Initialise ``method``, train, and return validation/test RMSE (and the KLD of eq. 4.15 if asked).
+
+    ``seed=None`` (default): fresh OS entropy (hash salts, initial values, visiting order); an int reproduces the run
+    bit for bit. The result records ``seed_used`` and ``seed_was_fixed``. ``clip`` is a clipping threshold, not a
+    DP ε (no noise is added; see :func:`train`)."""
+    seed_used, seed_fixed = resolve_seed(seed)
+    rng = seed if seed_used is None else np.random.default_rng(seed_used)
     model = make_model(method, data.n_users, data.n_items, d, gamma=gamma, k=k, init_scale=init_scale, seed=rng)
     hist = train(model, data, epochs=epochs, eta=eta, lam=lam, clip=clip, seed=rng, track=track)
     out = {"method": method, "d": d, "gamma": gamma, "k": model.k, "w": model.w, "model_bytes": model.nbytes,
            "eta": eta, "lam": lam, "clip": clip, "epochs": epochs, "val_rmse": rmse(model, data.val),
-           "test_rmse": rmse(model, data.test), "skipped_last_epoch": hist[-1]["n_skipped"], "history": hist}
+           "test_rmse": rmse(model, data.test), "skipped_last_epoch": hist[-1]["n_skipped"], "history": hist,
+           "seed_used": seed_used, "seed_was_fixed": seed_fixed}
     if with_kld:
         out["kld"] = kld_gaussian(prediction_errors(model, data.train), prediction_errors(model, data.test))
         out["train_rmse"] = rmse(model, data.train)

@@ -1,7 +1,8 @@
 """Shared driver of the chapter-4 experiments: splits, per-configuration line search, evaluation over splits.
 
 A *configuration* is a dict with ``method`` (regular | count_sketch | feature_hashing), ``d``, optionally ``gamma``,
-``k``, ``clip`` (ε of data clipping, ``inf`` = off) and any search parameter it overrides (e.g. ``lam_grid: [0.0]`` to
+``k``, ``clip`` (the clipping threshold of data clipping — the thesis's "ε", but no noise is added and no finite DP ε
+holds; ``inf`` = off) and any search parameter it overrides (e.g. ``lam_grid: [0.0]`` to
 fix λ). :func:`run_configs` tunes (η, λ) on the validation set of the first split with the two-stage line search of
 :func:`dpmf_lib.sketch.protocol.line_search` (or on every split when ``search_each_split``), then trains with the
 chosen (η, λ) on the other splits and returns one row per (configuration, split) with validation and test RMSE (and
@@ -26,12 +27,12 @@ SEARCH_KEYS = ("search", "eta", "lam", "eta_grid", "lam_grid", "refine", "search
 
 
 def as_clip(x) -> float:
-    """ε from YAML: a number, or ``inf``/``.inf``/null for no clipping."""
+    """A clipping threshold from YAML: a number, or ``inf``/``.inf``/null for no clipping."""
     if x is None or (isinstance(x, str) and x.strip().lower() in ("inf", ".inf", "infinity")):
         return math.inf
     x = float(x)
     if math.isnan(x) or x <= 0:
-        raise ParameterError(f"clipping threshold epsilon must be > 0 (or inf), got {x!r}")
+        raise ParameterError(f"clipping threshold must be > 0 (or inf for no clipping), got {x!r}")
     return x
 
 
