@@ -1,0 +1,331 @@
+"""Beyond the papers (issue #13 part 4): the privacy–utility frontier — every rating predictor of the workbook on one
+ML-100K split, test RMSE against the ε that provably holds (the privacy ledger), in two common units.
+
+Mechanisms (each run by the workbook's own code, never re-implemented here; all on ML-100K fold ``fold``, i.e.
+``u<fold>.base`` / ``u<fold>.test``, predictions clipped to the rating scale — a post-processing):
+
+- ``liu``: Liu et al. Algorithm 1 via :func:`dpmf_lib.experiments.liu_fig7.nonprivate` / ``private_point`` (Λ from the
+  non-private SGLD run on the same training data, released V, users fit u_i locally).
+- ``dpps-mf``: the PNBM paper's DPPS-MF = the same Algorithm 1 with data-independent Λ = λλ_r
+  (:func:`dpmf_lib.nbm.runs.dpps_mf_release`).
+- ``dpsgd-mf``, ``dpsgd-pnbm``, ``dpps-pnbm``: :mod:`dpmf_lib.nbm.model` (``train_dpsgd_mf``, ``train_pnbm``,
+  ``sample_pnbm``) with the PNBM figures' fixed arguments.
+- ``hua-s1`` (exact minimiser, Theorem 1), ``hua-s2``, ``hua-s3`` (T rounds at the stated ε each, as the paper runs
+  them): :mod:`dpmf_lib.objpert.mf` on the training fold; test prediction u_iᵀv_j.
+
+Configurations: every ``<mech>_grid`` is a mapping of parameter → list; every point of the grid runs and the one with
+the lowest test RMSE is plotted per ε (the PNBM figures' "heuristic grid search"). That selection is on the test fold
+and not private — optimistic for every mechanism alike and not counted in any ε (column ``n_configs``).
+
+x axis: the provable ε from :mod:`dpmf_lib.privacy.ledger` for the configuration that ran (``epsilon_provable`` in the
+ledger's own unit, ``unit``), converted by :func:`to_common_units`:
+
+- **user level** (neighbours: one user's ratings changed): a user-level ε is used as it is; a rating-level ε is
+  multiplied by k = the largest number of training ratings of one user (group privacy for pure ε-DP: a user's k
+  ratings are k rating-level steps; k = 685 on u1.base). The pair (user, item) set is public under the rating-level
+  relation of those mechanisms, so this user-level ε is for changing the *values* of one user's ratings.
+- **rating level** (neighbours: one rating's value changed): a rating-level ε is used as it is; a user-level ε holds
+  unchanged (changing one rating is one of the changes the user-level relation allows), except where the ledger gives
+  a per-rating bound of the mechanism itself (Liu Algorithm 1 / DPPS-MF: Theorem 2's ε/τ, only when the provable ε is
+  finite). The paper's "average rating level" ε/τ of DPPS-PNBM is *not* used: one rating moves the non-private item
+  means, which enter every user's term.
+
+Where the provable ε is infinite ("no finite ε": Liu and DPPS-MF when the prediction-range rule of Algorithm 1 did not
+land), the point is drawn at the paper's *stated* ε converted the same way (Liu: user ε and the paper's rating-level
+ε/τ) with a hollow marker labelled "stated, no proof holds" (column ``x_kind``).
+
+Reference lines: the item-mean predictor and non-private biased MF (:func:`dpmf_lib.mf.train_sgd`) on the same fold.
+BLIP, JLT and count-sketch clipping are not on the figure: BLIP and JLT sanitise item sets (profiles), they release no
+rating predictor; count-sketch clipping has an RMSE (thesis Figure 4.7) but no ε at all (its parameter is a clipping
+threshold and no finite ε holds), so it has no x.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError
+from ..outputs import attach
+from ..plotting import figure, standin_title
+from ..privacy import ledger as lg
+
+MECHANISMS = ("liu", "dpps-mf", "dpsgd-mf", "dpsgd-pnbm", "dpps-pnbm", "hua-s1", "hua-s2", "hua-s3")
+LABELS = {"liu": "Liu Alg. 1 (posterior sampling)", "dpps-mf": "DPPS-MF", "dpsgd-mf": "DPSGD-MF",
+          "dpsgd-pnbm": "DPSGD-PNBM", "dpps-pnbm": "DPPS-PNBM", "hua-s1": "Hua S1 (exact)",
+          "hua-s2": "Hua S2 (T rounds)", "hua-s3": "Hua S3 (T rounds)"}
+STYLE = {"liu": ("C0", "o"), "dpps-mf": ("C1", "s"), "dpsgd-mf": ("C2", "^"), "dpsgd-pnbm": ("C3", "v"),
+         "dpps-pnbm": ("C4", "D"), "hua-s1": ("C5", "P"), "hua-s2": ("C6", "X"), "hua-s3": ("C7", "*")}
+USER, RATING = "user", "rating"
+
+
+# ----------------------------------------------------------------------------------------------- unit conversions
+
+
+def unit_of(ledger_unit: str) -> str:
+    """The ledger's neighbouring relation ("user (replace ...)", "rating (change ...)") → ``user`` | ``rating``."""
+    u = str(ledger_unit).split()[0] if ledger_unit else ""
+    if u not in (USER, RATING):
+        raise ParameterError(f"unit {ledger_unit!r}: the frontier converts user- and rating-level ε only")
+    return u
+
+
+def to_common_units(eps: float, unit: str, k_user: int, rating_bound: float | None = None) -> dict:
+    """(ε at user level, ε at rating level, how each was obtained) from an ε in ``unit`` (``user`` | ``rating``).
+
+    ``k_user``: the largest number of ratings of one user (group privacy, pure ε). ``rating_bound``: a per-rating ε the
+    mechanism itself guarantees (e.g. Liu's Theorem 2 ε/τ), used at rating level instead of the user-level ε when
+    given. ``inf`` stays ``inf``."""
+    eps = float(eps)
+    if not (eps > 0):
+        raise ParameterError(f"ε must be > 0 (or inf for no finite ε), got {eps!r}")
+    if int(k_user) < 1:
+        raise ParameterError(f"k_user (ratings of the most active user) must be ≥ 1, got {k_user!r}")
+    k = int(k_user)
+    if unit == USER:
+        if rating_bound is not None and math.isfinite(eps):
+            return {"eps_user": eps, "eps_rating": float(rating_bound), "how_user": "user level as stated by the proof",
+                    "how_rating": "the mechanism's own per-rating bound (ledger)"}
+        return {"eps_user": eps, "eps_rating": eps, "how_user": "user level as stated by the proof",
+                "how_rating": "user-level ε holds for one rating (a rating change is a user-level change)"}
+    if unit == RATING:
+        return {"eps_user": k * eps, "eps_rating": eps,
+                "how_user": f"group privacy over the most active user's k = {k} ratings (k·ε)",
+                "how_rating": "rating level as stated by the proof"}
+    raise ParameterError(f"unit must be '{USER}' or '{RATING}', got {unit!r}")
+
+
+def axis_values(entry: lg.LedgerEntry, k_user: int) -> dict:
+    """Where a ledger entry goes on the two panels: the provable ε in both units when finite (``x_kind`` =
+    "provable"), else the paper's stated ε in both units (``x_kind`` = "stated, no proof holds")."""
+    unit = unit_of(entry.unit)
+    finite = math.isfinite(entry.epsilon_provable)
+    rb = entry.extra.get("epsilon_rating_level")  # Liu-type: Theorem 2's per-rating ε for the *stated* ε
+    if finite:
+        scale = entry.epsilon_provable / entry.epsilon_stated
+        c = to_common_units(entry.epsilon_provable, unit, k_user, None if rb is None else rb * scale)
+    else:
+        c = to_common_units(entry.epsilon_stated, unit, k_user, rb)
+    st = to_common_units(entry.epsilon_stated, unit, k_user, rb)
+    return {"x_user": c["eps_user"], "x_rating": c["eps_rating"], "x_kind": "provable" if finite else "stated, no proof holds",
+            "conversion_user": c["how_user"], "conversion_rating": c["how_rating"],
+            "epsilon_stated_user": st["eps_user"], "epsilon_stated_rating": st["eps_rating"], "unit": unit}
+
+
+# ----------------------------------------------------------------------------------------------- runs
+
+
+def _grid(p: dict, key: str) -> list[dict]:
+    g = p[key]
+    if not isinstance(g, dict) or not g:
+        raise ParameterError(f"parameter '{key}' must be a non-empty mapping of name → list of values")
+    vals = [v if isinstance(v, list) else [v] for v in g.values()]
+    if any(len(v) == 0 for v in vals):
+        raise ParameterError(f"parameter '{key}': every entry needs at least one value")
+    return [dict(zip(g, combo)) for combo in itertools.product(*vals)]
+
+
+def _eps_list(p: dict, key: str) -> list[float]:
+    v = p[key]
+    ok = isinstance(v, list) and v and all(isinstance(e, (int, float)) and not isinstance(e, bool)
+                                           and math.isfinite(e) and e > 0 for e in v)
+    if not ok:  # NaN/inf/null are refused too: a frontier point needs a stated ε (non-private runs are the references)
+        raise ParameterError(f"parameter '{key}' must be a non-empty list of finite ε > 0 in the paper's stated unit, "
+                             f"got {v!r}")
+    return [float(e) for e in v]
+
+
+def _clip_rmse(pred, test) -> float:
+    lo, hi = test.rating_scale
+    return float(np.sqrt(np.mean((np.clip(pred.astype(np.float64), lo, hi) - test.values) ** 2)))
+
+
+def run_liu(train, test, p: dict, seed: int):
+    from ..privacy import posterior_sampling as ps
+    from . import liu_fig7
+
+    for cfg in _grid(p, "liu_grid"):
+        lp = {"seed": seed, "d": int(cfg["d"]), "lambda_r": 2.0, "n_threads": 1, "sgld": dict(p["liu_sgld"]),
+              "private": dict(p["liu_private"]), "sgd": dict(p["ref_mf"])}
+        _, priors, _ = liu_fig7.nonprivate(train, test, lp)
+        pre = ps.preprocess(train, tau=int(p["liu_tau"]), kappa=1.0, rho=float(cfg["rho"]), seed=seed)
+        for eps in _eps_list(p, "liu_epsilons"):
+            row, rel, _ = liu_fig7.private_point(pre, eps, priors, train, test, lp)
+            e = lg.liu_entry(eps, pre.B, pre.tau, constraint_satisfied=bool(rel.constraint_satisfied))
+            yield e, cfg, row["test_rmse"], {"range_rule_met": bool(rel.constraint_satisfied)}
+
+
+def run_dpps_mf(train, test, p: dict, seed: int):
+    from ..nbm import runs
+
+    tau = int(p["dpps_tau"])
+    for cfg in _grid(p, "dpps_mf_grid"):
+        for eps in _eps_list(p, "dpps_epsilons"):
+            rel = runs.dpps_mf_release(train, epsilon=eps, seed=seed, tau=tau, **cfg)
+            r = float(rel.local_model(train).rmse(test, clip=True))
+            e = lg.dpps_mf_entry(eps, tau, constraint_satisfied=bool(rel.constraint_satisfied), rho=float(cfg["rho"]),
+                                 rho_on_noise_only=False)
+            yield e, cfg, r, {"range_rule_met": bool(rel.constraint_satisfied)}
+
+
+def run_dpsgd_mf(train, test, p: dict, seed: int):
+    from ..nbm.model import train_dpsgd_mf
+
+    phi = float(train.rating_scale[1] - train.rating_scale[0])
+    for cfg in _grid(p, "dpsgd_mf_grid"):
+        for eps in _eps_list(p, "rating_epsilons"):
+            res = train_dpsgd_mf(train, epsilon=eps, seed=seed, test=test, **cfg)
+            yield lg.dpsgd_mf_entry(eps, int(cfg["K"]), phi), cfg, float(res.rmse), {}
+
+
+def run_dpsgd_pnbm(train, test, p: dict, seed: int):
+    from ..nbm.model import train_pnbm
+
+    phi = float(train.rating_scale[1] - train.rating_scale[0])
+    for cfg in _grid(p, "dpsgd_pnbm_grid"):
+        for eps in _eps_list(p, "rating_epsilons"):
+            res = train_pnbm(train, epsilon=eps, seed=seed, test=test, **cfg)
+            nk = min(int(cfg["Nk"]), train.n_items - 1)
+            e = lg.dpsgd_pnbm_entry(eps, int(cfg["K"]), float(cfg["gamma"]), int(res.info["L"]), nk, phi,
+                                    float(cfg["C"]))
+            yield e, cfg, float(res.info["rmse"]), {}
+
+
+def run_dpps_pnbm(train, test, p: dict, seed: int):
+    from ..nbm.model import sample_pnbm
+
+    n_users = int(np.count_nonzero(train.user_counts()))
+    for cfg in _grid(p, "dpps_pnbm_grid"):
+        for eps in _eps_list(p, "dpps_epsilons"):
+            res = sample_pnbm(train, epsilon=eps, seed=seed, test=test, tau=int(p["dpps_tau"]), **cfg)
+            e = lg.dpps_pnbm_entry(eps, float(res.info["B"]), n_users, float(cfg["rho"]), rho_on_noise_only=False)
+            # the chain's movement: ~0 means the sample is its data-independent start (plus the non-private item means)
+            yield e, cfg, float(res.info["rmse"]), {"chain_moved": abs(res.info["rmse"] - res.info["rmse_start"])}
+
+
+def run_hua(train, test, p: dict, seed: int, scenario: str):
+    from ..objpert import mf as hmf
+
+    prob = hmf.Problem.from_ratings(train)
+    for cfg in _grid(p, "hua_grid"):
+        T = int(cfg["iterations"] if scenario != "s3" else cfg["iterations_s3"])
+        c = hmf.HuaConfig(d=int(cfg["d"]), reopt="exact")
+        for eps in _eps_list(p, "hua_epsilons"):
+            if scenario == "s1":
+                res = hmf.run_s1(prob, c, eps, [T], seed, keep_factors=True)
+                e = lg.hua_s1_entry(eps, "exact")
+            elif scenario == "s2":
+                res = hmf.run_s2(prob, c, eps, [T], seed, keep_factors=True)
+                e = lg.hua_rounds_as_stated(eps, T, c.d, "S2")
+            else:
+                res = hmf.run_s3(prob, c, eps, [T], seed, keep_factors=True, p_join=float(p["hua_p_join"]),
+                                 p_leave=float(p["hua_p_leave"]), max_online=int(p["hua_max_online"]))
+                e = lg.hua_rounds_as_stated(eps, T, c.d, "S3")
+            U, V = res.factors[T]
+            pred = np.einsum("nd,nd->n", U[test.users].astype(np.float64), V[test.items].astype(np.float64))
+            yield e, {**cfg, "T": T}, _clip_rmse(pred, test), {}
+
+
+def references(train, test, p: dict, seed: int) -> list[dict]:
+    """The non-private reference lines: item means (the baseline every model has to beat) and biased MF."""
+    from ..mf import train_sgd
+
+    counts = np.bincount(train.items, minlength=train.n_items)
+    sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
+    means = np.where(counts > 0, sums / np.maximum(counts, 1), float(train.values.mean()))
+    m = p["ref_mf"]
+    sgd = train_sgd(train, d=int(m.get("d", 16)), epochs=int(m["epochs"]), eta0=float(m["eta0"]), lam=float(m["lam"]),
+                    gamma=float(m["gamma"]), seed=seed, n_threads=1)
+    return [{"mechanism": "item means (non-private)", "key": "ref-item-means", "rmse": _clip_rmse(means[test.items], test)},
+            {"mechanism": f"biased MF, SGD (non-private, d={int(m.get('d', 16))})", "key": "ref-mf",
+             "rmse": float(sgd.model.rmse(test, clip=True))}]
+
+
+RUNNERS = {"liu": run_liu, "dpps-mf": run_dpps_mf, "dpsgd-mf": run_dpsgd_mf, "dpsgd-pnbm": run_dpsgd_pnbm,
+           "dpps-pnbm": run_dpps_pnbm, "hua-s1": lambda *a: run_hua(*a, "s1"), "hua-s2": lambda *a: run_hua(*a, "s2"),
+           "hua-s3": lambda *a: run_hua(*a, "s3")}
+
+
+def run(params: dict) -> pd.DataFrame:
+    """One row per (mechanism, stated ε) — the best configuration of its grid on the test fold — plus the reference
+    rows (``kind`` = "reference"). Columns: the ledger's ε (``epsilon_stated``, ``epsilon_provable``, ``unit``,
+    ``no_finite_reason``, ``caveats``), the plotted ``x_user`` / ``x_rating`` with ``x_kind`` and the conversions,
+    ``rmse``, ``config``, ``n_configs``; ``k_user`` is the group-privacy factor."""
+    p = params
+    only = list(p.get("mechanisms") or [])
+    bad = [m for m in only if m not in MECHANISMS]
+    if bad:
+        raise ParameterError(f"mechanisms: unknown {bad}; choose from {list(MECHANISMS)} (empty list: all)")
+    fold, seed = int(p["fold"]), int(p["seed"])
+    from ..nbm import runs
+
+    train, test = runs.fold_data("ml-100k", fold)  # u<fold>.base / u<fold>.test (mku.sh)
+    src = runs._dataset("ml-100k").source
+    k_user = int(train.user_counts().max())
+    s = seed * 1000 + fold  # the PNBM runs' seeding (a fixed seed: a reproducibility choice, recorded by the mechanisms)
+    rows = []
+    for key in (only or MECHANISMS):
+        t0 = time.perf_counter()
+        pts = []
+        for entry, cfg, rmse, extra in RUNNERS[key](train, test, p, s):
+            lg.check_entry(entry)
+            pts.append({"key": key, "label": LABELS[key], "kind": "private", "mechanism": entry.mechanism,
+                        "epsilon_stated": entry.epsilon_stated, "epsilon_provable": entry.epsilon_provable,
+                        "ledger_unit": entry.unit, "no_finite_reason": entry.no_finite_reason,
+                        "conditions": entry.conditions, "caveats": entry.caveats,
+                        **axis_values(entry, k_user), "rmse": rmse,
+                        "config": ", ".join(f"{k}={v}" for k, v in cfg.items()), **extra})
+        d = pd.DataFrame(pts)
+        d["n_configs"] = d.groupby("epsilon_stated")["rmse"].transform("size")
+        best = d.loc[d.groupby("epsilon_stated")["rmse"].idxmin()].copy()
+        best["seconds"] = time.perf_counter() - t0
+        rows += best.to_dict("records")
+    for ref in references(train, test, p, s):
+        rows.append({**ref, "label": ref["mechanism"], "kind": "reference"})
+    df = pd.DataFrame(rows)
+    df.insert(0, "dataset", src.label)
+    df["fold"] = fold
+    df["k_user"] = k_user
+    return attach(df, sources=[src])
+
+
+# ----------------------------------------------------------------------------------------------- plot
+
+
+def plot(df: pd.DataFrame, params: dict):
+    fig, axes = figure(ncols=2, nrows=1, width=5.6, height=4.6)
+    priv = df[df.kind == "private"]
+    refs = df[df.kind == "reference"]
+    k = int(df.k_user.iloc[0])
+    for ax, col, title in ((axes[0, 0], "x_user", f"user level (rating-level ε × k = {k} by group privacy)"),
+                           (axes[0, 1], "x_rating", "rating level (user-level ε holds per rating)")):
+        for key, g in priv.groupby("key", sort=False):
+            color, marker = STYLE.get(key, ("k", "o"))
+            g = g.sort_values(col)
+            ax.plot(g[col], g.rmse, "-", color=color, lw=1, alpha=0.6)
+            prov = g[g.x_kind == "provable"]
+            stated = g[g.x_kind != "provable"]
+            if len(prov):  # filled: the provable ε of the ledger
+                ax.plot(prov[col], prov.rmse, marker, color=color, ms=7, ls="none", label=LABELS.get(key, key))
+            if len(stated):  # hollow: no finite ε holds; drawn at the paper's stated ε
+                ax.plot(stated[col], stated.rmse, marker, mfc="none", mec=color, mew=1.5, ms=8, ls="none",
+                        label=f"{LABELS.get(key, key)}: stated, no proof holds")
+        for (_, r), ls in zip(refs.iterrows(), ("--", ":", "-.")):
+            ax.axhline(r.rmse, color="0.3", ls=ls, lw=1.1, label=f"{r.mechanism}: {r.rmse:.3f}")
+        ax.set_xscale("log")
+        ax.set_xlabel("ε (provable, ledger; hollow: the paper's stated ε)")
+        ax.set_ylabel(f"test RMSE (ML-100K u{int(df.fold.iloc[0])}.test, clipped)")
+        ax.set_title(title, fontsize=9)
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    h2, lab2 = axes[0, 1].get_legend_handles_labels()
+    seen = dict(zip(lab, h))
+    seen.update({lb: hh for lb, hh in zip(lab2, h2) if lb not in seen})
+    fig.legend(list(seen.values()), list(seen), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7,
+               frameon=False)
+    fig.suptitle(standin_title("Privacy–utility frontier: test RMSE vs provable ε", df.dataset.unique()), fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,152 @@
+"""The privacy–utility frontier (issue #13 part 4): unit conversions on hand-made cases, where ledger entries land on
+the two axes, and the smoke run (one row per mechanism and stated ε, every private point provable or marked)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.experiments import extra_privacy_frontier as fr
+from dpmf_lib.params import load_params
+from dpmf_lib.privacy import ledger as lg
+
+
+# ----------------------------------------------------------------------------------------------- conversions
+
+
+def test_rating_level_goes_to_user_level_by_group_privacy():
+    c = fr.to_common_units(0.5, "rating", 10)
+    assert c["eps_rating"] == 0.5 and c["eps_user"] == pytest.approx(5.0)  # k · ε
+    assert "group privacy" in c["how_user"] and "k = 10" in c["how_user"]
+    c = fr.to_common_units(math.inf, "rating", 10)
+    assert math.isinf(c["eps_user"]) and math.isinf(c["eps_rating"])
+
+
+def test_user_level_holds_per_rating_unless_the_mechanism_bounds_a_rating_itself():
+    c = fr.to_common_units(3.0, "user", 10)
+    assert c["eps_user"] == 3.0 and c["eps_rating"] == 3.0  # inclusion, never ε/τ by default
+    c = fr.to_common_units(100.0, "user", 10, rating_bound=1.0)
+    assert c["eps_user"] == 100.0 and c["eps_rating"] == 1.0
+    c = fr.to_common_units(math.inf, "user", 10, rating_bound=1.0)  # no finite ε: a per-rating bound cannot hold
+    assert math.isinf(c["eps_rating"])
+
+
+def test_conversions_refuse_bad_input_by_name():
+    with pytest.raises(ParameterError, match="unit"):
+        fr.to_common_units(1.0, "item", 3)
+    with pytest.raises(ParameterError, match="k_user"):
+        fr.to_common_units(1.0, "rating", 0)
+    with pytest.raises(ParameterError, match="ε"):
+        fr.to_common_units(0.0, "user", 3)
+    with pytest.raises(ParameterError, match="unit"):
+        fr.unit_of("item (add/remove one item of a profile)")
+
+
+def test_ledger_entries_land_where_the_conversions_say():
+    k = 7
+    # Liu, range rule not met: no finite ε → drawn at the paper's ε (user) and its ε/τ (rating), marked stated-only
+    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=False), k)
+    assert a["x_kind"] == "stated, no proof holds" and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(1.0)
+    # range rule met: provable, Theorem 2's per-rating ε/τ
+    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=True), k)
+    assert a["x_kind"] == "provable" and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(1.0)
+    # DPSGD-MF: 2ε per rating, k · 2ε per user
+    a = fr.axis_values(lg.dpsgd_mf_entry(0.5, 5, 4.0), k)
+    assert a["x_kind"] == "provable" and a["x_rating"] == pytest.approx(1.0) and a["x_user"] == pytest.approx(7.0)
+    # Hua S2 as run: T rounds at ε each compose to T ε per rating
+    a = fr.axis_values(lg.hua_rounds_as_stated(0.1, 20, 2, "S2"), k)
+    assert a["x_rating"] == pytest.approx(2.0) and a["x_user"] == pytest.approx(14.0)
+    assert a["epsilon_stated_rating"] == pytest.approx(0.1)
+    # DPPS-PNBM: n · min(ε, 4B)/2 per user, the same bound per rating (no ε/τ)
+    a = fr.axis_values(lg.dpps_pnbm_entry(20.0, 3200.0, 10, 0.006, rho_on_noise_only=False), k)
+    assert a["x_user"] == pytest.approx(100.0) and a["x_rating"] == pytest.approx(100.0)
+
+
+def test_every_profile_loads_and_paper_grids_are_lists():
+    for prof in ("smoke", "ci", "paper"):
+        p = load_params("extra_privacy_frontier", prof)
+        for key in [k for k in p if k.endswith("_grid")]:
+            assert fr._grid(p, key), key
+    with pytest.raises(ParameterError, match="liu_grid"):
+        fr._grid({"liu_grid": {}}, "liu_grid")
+    with pytest.raises(ParameterError, match="mechanisms"):
+        fr.run({**load_params("extra_privacy_frontier", "smoke"), "mechanisms": ["blip"]})
+
+
+# ----------------------------------------------------------------------------------------------- smoke run
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    p = load_params("extra_privacy_frontier", "smoke")
+    return p, fr.run(p)
+
+
+def test_smoke_run_has_one_row_per_mechanism_and_epsilon_plus_references(smoke):
+    p, df = smoke
+    priv = df[df.kind == "private"]
+    n_eps = {"liu": "liu_epsilons", "dpps-mf": "dpps_epsilons", "dpps-pnbm": "dpps_epsilons",
+             "dpsgd-mf": "rating_epsilons", "dpsgd-pnbm": "rating_epsilons", "hua-s1": "hua_epsilons",
+             "hua-s2": "hua_epsilons", "hua-s3": "hua_epsilons"}
+    assert sorted(priv.key.unique()) == sorted(fr.MECHANISMS)
+    for key, g in priv.groupby("key"):
+        assert sorted(g.epsilon_stated) == sorted(float(e) for e in p[n_eps[key]]), key
+    assert set(df[df.kind == "reference"].key) == {"ref-item-means", "ref-mf"}
+    assert (df.dataset == "ml-100k").all() and df.attrs["sources"][0]["real"]
+    assert np.isfinite(df.rmse).all() and (df.rmse > 0).all()
+
+
+def test_every_private_point_is_provable_or_marked_stated_only(smoke):
+    _, df = smoke
+    priv = df[df.kind == "private"]
+    prov = priv[priv.x_kind == "provable"]
+    stated = priv[priv.x_kind != "provable"]
+    assert set(priv.x_kind) <= {"provable", "stated, no proof holds"}
+    assert np.isfinite(prov.epsilon_provable).all()
+    assert np.isinf(stated.epsilon_provable).all() and (stated.no_finite_reason.str.len() > 0).all()
+    # a provable point sits at the ledger's ε in its own unit; a stated-only one at the paper's
+    for _, r in prov.iterrows():
+        own = r.x_rating if r.unit == "rating" else r.x_user
+        assert own == pytest.approx(r.epsilon_provable), r.key
+    for _, r in stated.iterrows():
+        assert r.x_user == pytest.approx(r.epsilon_stated_user) and r.x_rating == pytest.approx(r.epsilon_stated_rating)
+    # rating-level mechanisms: user level by group privacy over the most active user's training ratings
+    rat = prov[prov.unit == "rating"]
+    assert np.allclose(rat.x_user, rat.k_user * rat.x_rating)
+    # the ledger's accounting for what ran: DPSGD-MF 2ε, Hua S1 ε, S2/S3 T·ε
+    g = priv.set_index("key")
+    assert g.loc["dpsgd-mf", "epsilon_provable"] == pytest.approx(2 * g.loc["dpsgd-mf", "epsilon_stated"])
+    assert g.loc["hua-s1", "epsilon_provable"] == pytest.approx(g.loc["hua-s1", "epsilon_stated"])
+    T = load_params("extra_privacy_frontier", "smoke")["hua_grid"]["iterations"][0]
+    assert g.loc["hua-s2", "epsilon_provable"] == pytest.approx(T * g.loc["hua-s2", "epsilon_stated"])
+
+
+def test_group_privacy_factor_and_item_means_are_those_of_u1(smoke):
+    from dpmf_lib.nbm import runs
+
+    _, df = smoke
+    train, _ = runs.fold_data("ml-100k", 1)
+    assert (df.k_user == int(train.user_counts().max())).all()
+    ref = df[df.key == "ref-item-means"].rmse.iloc[0]
+    assert ref == pytest.approx(runs.item_means_rmse("ml-100k", [1]), rel=1e-9)
+
+
+def test_plot_draws_stated_only_points_hollow(smoke):
+    import matplotlib.pyplot as plt
+
+    p, df = smoke
+    fig = fr.plot(df, p)
+    n_stated = int((df[df.kind == "private"].x_kind != "provable").sum())
+    for ax in fig.axes[:2]:
+        hollow = sum(len(ln.get_xdata()) for ln in ax.get_lines() if ln.get_markerfacecolor() == "none")
+        assert hollow == n_stated
+        assert ax.get_xscale() == "log"
+    plt.close(fig)
+
+
+def test_epsilon_lists_refuse_nan_and_non_positive_by_name():
+    for bad in ([], [float("nan")], [0.0], [1.0, None], "1.0"):
+        with pytest.raises(ParameterError, match="hua_epsilons"):
+            fr._eps_list({"hua_epsilons": bad}, "hua_epsilons")
+    assert fr._eps_list({"e": [1, 2.5]}, "e") == [1.0, 2.5]
