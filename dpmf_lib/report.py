@@ -264,8 +264,8 @@ def write_expected(current: dict[str, str], path: Path | None = None) -> Path:
     old = read_expected(path)
     keep = {cid: (old[cid] if cid in old and v in old[cid] and len(old[cid]) > 1 else v) for cid, v in current.items()}
     header = ("# The verdict of every claim at the `ci` profile, as the last accepted `make figures` gave it.\n"
-              "# `make figures` (python -m dpmf_lib.report --check-verdicts) fails when a verdict changes and this file\n"
-              "# was not updated with it: run `python -m dpmf_lib.report --accept-verdicts` after looking at why, and\n"
+              "# CI (`make check-verdicts` after `make figures`) fails when a verdict changes and this file was not\n"
+              "# updated with it: run `python -m dpmf_lib.report --accept-verdicts` after looking at why, and\n"
               "# commit the file with the change that caused it. A list accepts any of its verdicts (a claim that\n"
               "# sits on its line); keep such lists rare and say why in the commit.\n")
     path.write_text(header + yaml.safe_dump({"verdicts": keep}, sort_keys=True, allow_unicode=True, width=120))

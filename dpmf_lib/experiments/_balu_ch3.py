@@ -176,7 +176,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(cos_mean=("cos", "mean"), cos_q10=("cos", lambda x: float(np.quantile(x, 0.1))),
                 cos_q90=("cos", lambda x: float(np.quantile(x, 0.9))), map10=("ap10", "mean"),
                 c_hat_mean=("c_hat", "mean"), c_true_mean=("c_true", "mean"), n_users=("user", "nunique"),
-                split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9)) if x.notna().any() else np.nan),
+                split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9, method="higher"))
+                                if x.notna().any() else np.nan),  # "higher": a real R-hat, inf stays inf
                 seconds_per_user=("seconds_all_attacks", "mean")).reset_index()
     if VOID_COL in df:
         flag = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)[VOID_COL].first().reset_index()

@@ -130,15 +130,19 @@ def plot(df: pd.DataFrame, params: dict):
 
     qs = ["user_down_20_items", "user_up_20_items", "tp_to_recommender_max", "tp_to_recommender_10000_pairs"]
     labels = ["user down\n(20 items)", "user up\n(20 items)", "third party →\nrecommender", "third party →\nrec. (10⁴ pairs)"]
-    datasets = list(dict.fromkeys(df["dataset"]))
-    fig, axes = figure(len(datasets), 1, width=5.6, height=4.0)
+    datasets = [d for d in dict.fromkeys(df["dataset"]) if d != "analytic"]  # analytic rows: the formulas
+    minimal = df[df.dataset == "analytic"].set_index("quantity")["measured_P2^32"]
+    fig, axes = figure(len(datasets), 1, width=6.2, height=4.0)
+    w = 0.2
     for ax, ds in zip(axes[0], datasets):
         sub = df[df.dataset == ds].set_index("quantity")
         x = np.arange(len(qs))
-        ax.bar(x - 0.27, [sub.loc[q, "measured_P2^64"] for q in qs], 0.27, label="measured, P = 2⁶⁴")
-        ax.bar(x, [sub.loc[q, "measured_P2^32"] for q in qs], 0.27, label="measured, P = 2³²")
+        ax.bar(x - 1.5 * w, [sub.loc[q, "measured_P2^64"] for q in qs], w, label="measured, P = 2⁶⁴")
+        ax.bar(x - 0.5 * w, [sub.loc[q, "measured_P2^32"] for q in qs], w, label="measured, P = 2³²")
+        ax.bar(x + 0.5 * w, [float(minimal.get(q + "_paper_minimal", np.nan)) for q in qs], w,
+               label="paper-minimal message (judged)")
         paper = [float(sub.loc[q, "paper"]) for q in qs]
-        ax.bar(x + 0.27, paper, 0.27, label="paper's bound")
+        ax.bar(x + 1.5 * w, paper, w, label="paper's bound")
         ax.set_xticks(x, labels, fontsize="small")
         ax.set_yscale("log")
         ax.set_ylabel("bytes per iteration")
