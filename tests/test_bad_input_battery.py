@@ -570,3 +570,29 @@ def test_recovery_waits_for_the_lock(dest, mirror):
 
 def test_registry_shapes_used_by_the_battery():
     assert get_spec("sift1m").shape == Shape(1_000_000, 128, 10_000) and get_spec("ml-10m").rating_step == 0.5
+
+
+def test_dpsgd_mf_refuses_an_empty_training_set():
+    import numpy as np
+
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.nbm.model import train_dpsgd_mf
+
+    empty = Ratings(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32), 3, 4, (1.0, 5.0),
+                    DataSource("toy", True, None, "empty"))
+    with pytest.raises(ParameterError, match="train_dpsgd_mf.*`train` holds no ratings"):
+        train_dpsgd_mf(empty, epsilon=1.0, seed=0)
+
+
+def test_pnbm_figures_name_the_fetch_when_no_dataset_is_present(tmp_path, monkeypatch):
+    from dpmf_lib.errors import DatasetUnavailable
+    from dpmf_lib.nbm import runs
+
+    monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
+    runs._dataset.cache_clear()
+    try:
+        with pytest.raises(DatasetUnavailable, match="python -m data_fetch ml-1m"):
+            runs.available(["ml-1m"])
+    finally:
+        runs._dataset.cache_clear()

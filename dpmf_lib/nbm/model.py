@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.ratings import Ratings
+from ..data.ratings import Ratings, require_ratings
 from ..errors import ParameterError
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
@@ -315,6 +315,7 @@ def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e
     per epoch) and is clamped to ±``e_max`` (our choice: 2.0; [4] clamps but the paper does not give the value).
     Prediction r̄_i + p_u·q_i with the item means r̄_i of the training fold (not privatised — the same item means the
     NBMs use, so all methods share one baseline); P, Q ~ N(0, init_std²). ``seed=None`` (default): fresh OS entropy."""
+    require_ratings(train, "train", "train_dpsgd_mf")
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("e_max", e_max), ("init_std", init_std)):

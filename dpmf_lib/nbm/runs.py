@@ -55,7 +55,8 @@ def fold_data(dataset: str, fold: int, seed: int = 0):
 
 
 def available(datasets) -> tuple[list, list]:
-    """(datasets that are real and present, notes on those skipped)."""
+    """(datasets that are real and present, notes on those skipped). The PNBM figures run on real data only, so when
+    none of ``datasets`` is present there is nothing to plot: that raises, naming the fetch command."""
     ok, notes = [], []
     for ds in datasets:
         try:
@@ -63,6 +64,9 @@ def available(datasets) -> tuple[list, list]:
             ok.append(ds)
         except DatasetUnavailable as exc:
             notes.append(f"{ds} skipped: not fetched ({str(exc).splitlines()[0][:120]})")
+    if not ok:
+        raise DatasetUnavailable(f"none of the datasets {list(datasets)} is present (the PNBM figures use real data "
+                                 f"only) — fetch one, e.g. `python -m data_fetch {datasets[0]}`; " + "; ".join(notes))
     return ok, notes
 
 
