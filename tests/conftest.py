@@ -18,3 +18,26 @@ def figures_tmp(tmp_path, monkeypatch):
     out.mkdir()
     monkeypatch.setenv("DPMF_FIGURES_DIR", str(out))
     return out
+
+
+@pytest.fixture
+def dest(tmp_path, monkeypatch):
+    """An empty data directory and no mirror (where data_fetch installs)."""
+    d = tmp_path / "data"
+    d.mkdir()
+    monkeypatch.setenv("DPMF_DATA_DIR", str(d))
+    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
+    return d
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """A private copy of the ML-100K mirror (so tests may corrupt it)."""
+    import shutil
+
+    m = tmp_path / "mirror"
+    shutil.copytree(SHARED_DATA / "ml-100k", m / "ml-100k")
+    for p in (m / "ml-100k").iterdir():
+        p.chmod(0o644)
+    monkeypatch.setenv("DPMF_DATA_MIRROR", str(m))
+    return m

@@ -316,23 +316,7 @@ def test_liu_fig1_without_ml100k_names_the_fetch_command(tmp_path, monkeypatch):
 # data_fetch
 
 
-@pytest.fixture
-def dest(tmp_path, monkeypatch):
-    d = tmp_path / "data"
-    d.mkdir()
-    monkeypatch.setenv("DPMF_DATA_DIR", str(d))
-    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
-    return d
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    m = tmp_path / "mirror"
-    shutil.copytree(SHARED / "ml-100k", m / "ml-100k")
-    for p in (m / "ml-100k").iterdir():
-        p.chmod(0o644)
-    monkeypatch.setenv("DPMF_DATA_MIRROR", str(m))
-    return m
+# `dest` and `mirror` fixtures: tests/conftest.py
 
 
 def _offline(monkeypatch):

@@ -4,7 +4,6 @@ import dataclasses
 import hashlib
 import importlib
 import io
-import shutil
 import urllib.error
 import zipfile
 from pathlib import Path
@@ -22,24 +21,7 @@ SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 needs_ml100k = pytest.mark.skipif(not (SHARED / "ml-100k" / "u.data").exists(), reason="ML-100K mirror not present")
 
 
-@pytest.fixture
-def dest(tmp_path, monkeypatch):
-    d = tmp_path / "data"
-    d.mkdir()
-    monkeypatch.setenv("DPMF_DATA_DIR", str(d))
-    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
-    return d
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    """A private copy of the ML-100K mirror (so tests may corrupt it)."""
-    m = tmp_path / "mirror"
-    shutil.copytree(SHARED / "ml-100k", m / "ml-100k")
-    for p in (m / "ml-100k").iterdir():
-        p.chmod(0o644)
-    monkeypatch.setenv("DPMF_DATA_MIRROR", str(m))
-    return m
+# `dest` and `mirror` fixtures: tests/conftest.py
 
 
 def _leftovers(d: Path):

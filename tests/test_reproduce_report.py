@@ -10,6 +10,19 @@ from dpmf_lib.report import collect, read_expected, verdict_changes, write_expec
 from dpmf_lib.registry import load_registry
 
 
+def tiny_notebook(tmp_path, monkeypatch, name: str, *cells: str):
+    """notebooks/<name>.ipynb with a `parameters` cell and ``cells``, in a directory the runner is pointed at."""
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir(exist_ok=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
+                                         *(nbformat.v4.new_code_cell(c) for c in cells)])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / f"{name}.ipynb")
+    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    return nbdir
+
+
 def test_report_has_a_row_per_registry_entry_and_claim(figures_tmp):
     md, html = write_report()
     _, entries = load_registry()
@@ -27,15 +40,7 @@ def test_report_has_a_row_per_registry_entry_and_claim(figures_tmp):
 
 
 def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkeypatch):
-    nbdir = tmp_path / "nbs"
-    nbdir.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
-                                         nbformat.v4.new_code_cell("x = 1"),
-                                         nbformat.v4.new_code_cell("raise ValueError('boom in cell three')")])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, nbdir / "broken.ipynb")
-    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    tiny_notebook(tmp_path, monkeypatch, "broken", "x = 1", "raise ValueError('boom in cell three')")
     rec = reproduce.execute("broken", "smoke", "h")
     assert rec["status"] == "failed"
     assert "ValueError" in rec["error"] and "boom in cell three" in rec["error"] and "cell" in rec["error"]
@@ -113,14 +118,7 @@ def test_failed_or_stale_runs_do_not_reach_the_report(figures_tmp):
 
 
 def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatch):
-    nbdir = tmp_path / "nbs"
-    nbdir.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
-                                         nbformat.v4.new_code_cell("raise RuntimeError('now broken')")])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, nbdir / "was_good.ipynb")
-    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    tiny_notebook(tmp_path, monkeypatch, "was_good", "raise RuntimeError('now broken')")
     old = figures_tmp / "was_good"
     old.mkdir()
     (old / "measurements.json").write_text("[]")
@@ -194,16 +192,10 @@ def test_unknown_only_pattern_fails_cleanly(capsys):
 
 def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, monkeypatch):
     """loky caps NUMBA_NUM_THREADS & co. in its workers; the runner hands the kernel the caller's values."""
-    nbdir = tmp_path / "nbs"
-    nbdir.mkdir()
     code = ("import os, json, pathlib\n"
             "pathlib.Path(os.environ['DPMF_FIGURES_DIR'], 'env.json').write_text("
             "json.dumps({v: os.environ.get(v) for v in ('NUMBA_NUM_THREADS', 'OMP_NUM_THREADS')}))")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"), nbformat.v4.new_code_cell(code)])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, nbdir / "envcheck.ipynb")
-    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    tiny_notebook(tmp_path, monkeypatch, "envcheck", code)
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # as loky would have set it in a worker
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     reproduce.execute("envcheck", "smoke", "h", {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"})
@@ -212,14 +204,7 @@ def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, 
 
 
 def test_kernels_run_over_ipc_without_the_tcp_warning(figures_tmp, tmp_path, monkeypatch, capfd):
-    nbdir = tmp_path / "nbs"
-    nbdir.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("profile = 'ci'"),
-                                         nbformat.v4.new_code_cell("x = 1 + 1")])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, nbdir / "quiet.ipynb")
-    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    nbdir = tiny_notebook(tmp_path, monkeypatch, "quiet", "x = 1 + 1")
     rec = reproduce.execute("quiet", "smoke", "h")
     out = capfd.readouterr()
     assert rec["status"] == "failed"  # it never calls NotebookRun.save(); what matters here is the console
