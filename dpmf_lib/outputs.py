@@ -73,13 +73,18 @@ def seeds_of(params: dict) -> dict:
 
 #: Columns that hold wall-clock measurements (times, throughputs, bandwidths): they differ between two runs of the same
 #: seed, so :meth:`NotebookRun.save` moves them out of the main CSV into ``<name>_timings.csv``. A paper's value of
-#: such a quantity (``paper_*``) is a constant and stays. Experiments can name more in ``df.attrs["timing_columns"]``.
-TIMING_COLUMN = re.compile(r"^(seconds|wall|wall_s|runtime_s|us_per_vector)$|seconds|_per_s$|GBps|GFLOPs")
+#: such a quantity (``paper_*``, ``*_paper``) is a constant and stays. Experiments can name more in ``df.attrs["timing_columns"]``.
+TIMING_COLUMN = re.compile(r"^(seconds|wall|wall_s|runtime_s)$|seconds|_per_s$|^us_per_|GBps|GFLOPs")
+
+
+def _is_paper_value(col: str) -> bool:
+    return col.startswith("paper") or col.endswith("_paper")
 
 
 def timing_columns(df: pd.DataFrame) -> list[str]:
     named = set(df.attrs.get("timing_columns", []))
-    return [c for c in df.columns if c in named or (TIMING_COLUMN.search(str(c)) and not str(c).startswith("paper"))]
+    return [c for c in df.columns
+            if c in named or (TIMING_COLUMN.search(str(c)) and not _is_paper_value(str(c)))]
 
 
 RUN_DIR_VAR = "DPMF_RUN_DIR"  # set by the runner: the staging directory of a canonical run
