@@ -17,13 +17,9 @@ U_DATA_SHA256 = "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca49
 
 
 @pytest.fixture
-def data_home(tmp_path, monkeypatch):
-    """An empty data directory and no mirror."""
-    home = tmp_path / "data"
-    home.mkdir()
-    monkeypatch.setenv("DPMF_DATA_DIR", str(home))
-    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
-    return home
+def data_home(dest):
+    """An empty data directory and no mirror (conftest's ``dest``)."""
+    return dest
 
 
 def test_absent_dataset_raises_unless_the_caller_opts_in_to_the_standin(data_home):
