@@ -2,7 +2,7 @@
 
 Public API
 - :func:`train_pnbm` (SGD eq. 4-5; DPSGD-PNBM with ``epsilon``), :func:`sample_pnbm` (SGLD eq. 11; DPPS-PNBM with
-  ``epsilon``), :func:`train_dpsgd_mf` (DPSGD-MF baseline), :func:`knn_rmse` (non-private PCC / COS kNN);
+  ``epsilon``), :func:`train_pnbm_clipped` (DPSGD-PNBM with per-user L1 clipping, ours), :func:`train_dpsgd_mf` (DPSGD-MF baseline), :func:`knn_rmse` (non-private PCC / COS kNN);
 - :func:`prepare`, :func:`predict`, :func:`gradient`, :func:`rmse`; similarities :func:`pcc`, :func:`cosine`;
 - accounting (:mod:`dpmf_lib.nbm.accounting`): ``laplace_scale``, ``epsilon_per_iteration``, ``amplified_epsilon``,
   ``posterior_scale``, ``loglik_bound``, ``pair_inclusion_prob`` (H), ``pair_inclusion_prob_paper``;
@@ -12,10 +12,11 @@ Public API
 
 from . import accounting
 from .data import folds, load, trim_to_tau, users_with_more_than
-from .model import (MFResult, NBMData, PNBMResult, gradient, knn_rmse, predict, prepare, rmse, sample_pnbm,
-                    train_dpsgd_mf, train_pnbm)
+from .model import (MFResult, NBMData, PNBMResult, clipped_gradient, gradient, knn_rmse, predict, prepare, rmse,
+                    sample_pnbm, train_dpsgd_mf, train_pnbm, train_pnbm_clipped)
 from .similarity import cosine, item_means, pcc
 
-__all__ = ["MFResult", "NBMData", "PNBMResult", "accounting", "cosine", "folds", "gradient", "item_means", "knn_rmse",
-           "load", "pcc", "predict", "prepare", "rmse", "sample_pnbm", "train_dpsgd_mf", "train_pnbm", "trim_to_tau",
+__all__ = ["MFResult", "NBMData", "PNBMResult", "accounting", "clipped_gradient", "cosine", "folds", "gradient", "item_means", "knn_rmse",
+           "load", "pcc", "predict", "prepare", "rmse", "sample_pnbm", "train_dpsgd_mf", "train_pnbm", "train_pnbm_clipped",
+           "trim_to_tau",
            "users_with_more_than"]

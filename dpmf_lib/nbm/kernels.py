@@ -151,3 +151,70 @@ def sgld_update_kernel(S, G, Hinv, present, gscale, lam, a, sd, Z):
             if pi and present[j]:
                 g += lam * S[i, j] * Hinv[i, j]
             S[i, j] = np.float32(S[i, j] - a * g + sd * Z[i, j])
+
+
+# ---- DPSGD-PNBM with per-user L1 clipping (ours, issue #13 part 3); reference: reference.clipped_gradient ----
+@njit(cache=True)
+def _user_row(S, i, uitems, ucent, rbar, a, b, Nk, C, e_max, f_max, r, sel, absbuf, row):
+    """row[k - a] += e ∂r̂_ui/∂s_{i, uitems[k]} for one rating (u, i, r) of the user whose CSR span is [a, b)."""
+    n = _select(S, i, uitems, a, b, Nk, sel, absbuf)
+    p, den, deff = _ratio(S, i, uitems, ucent, sel, n, C)
+    if deff <= 0:
+        return
+    e = rbar[i] + p - r
+    e = min(max(e, -e_max), e_max)
+    dsg = 1.0 if den > C else 0.0
+    for q in range(n):
+        k = sel[q]
+        s = S[i, uitems[k]]
+        sg = 1.0 if s > 0 else (-1.0 if s < 0 else 0.0)
+        f = ucent[k] - p * sg * dsg
+        f = min(max(f, -f_max), f_max)
+        row[k - a] += e * f / deff
+
+
+@njit(cache=True)
+def clipped_grad_kernel(S, uptr, uitems, ucent, rbar, bptr, bitems, bvals, Nk, C, e_max, f_max, clip_l1, G, norms):
+    """G += Σ_u min(1, clip_l1/‖g_u‖₁) g_u with g_u = Σ_{(u, i) in batch} e_ui ∂r̂_ui/∂S (the grad_kernel clips).
+
+    The unit clipped is the user's whole contribution, not one rating's: r_uj enters every prediction of u in which j
+    is a neighbour (through c_uj), so changing it moves all of g_u, but no other user's term (given item means that do
+    not depend on the data). ‖g_u‖₁ ≤ clip_l1 after the clip, hence one changed rating moves G by ≤ 2 clip_l1 in L1.
+    bptr (n_users+1), bitems, bvals: the minibatch grouped by user, items sorted within a user (duplicates allowed:
+    they are summed before the norm is taken). norms[u] = ‖g_u‖₁ before clipping (float64; 0 for users not in the
+    batch). Sequential over users: every user writes into rows of other users' items, so a prange would race.
+    Two passes per user (norm, then scaled add) recompute the rows instead of storing an n_u × n_u buffer.
+    """
+    maxlen = 0
+    for u in range(len(uptr) - 1):
+        maxlen = max(maxlen, uptr[u + 1] - uptr[u])
+    sel = np.empty(maxlen, dtype=np.int64)
+    absbuf = np.empty(maxlen, dtype=np.float64)
+    row = np.zeros(maxlen, dtype=np.float64)
+    for u in range(len(bptr) - 1):
+        if bptr[u + 1] == bptr[u]:
+            continue
+        a = uptr[u]
+        b = uptr[u + 1]
+        nu = b - a
+        scale = 1.0
+        for pas in range(2):
+            tot = 0.0
+            q0 = bptr[u]
+            while q0 < bptr[u + 1]:
+                i = bitems[q0]
+                for k in range(nu):
+                    row[k] = 0.0
+                q1 = q0
+                while q1 < bptr[u + 1] and bitems[q1] == i:  # duplicates of (u, i): one row, summed
+                    _user_row(S, i, uitems, ucent, rbar, a, b, Nk, C, e_max, f_max, bvals[q1], sel, absbuf, row)
+                    q1 += 1
+                for k in range(nu):
+                    if pas == 0:
+                        tot += abs(row[k])
+                    elif row[k] != 0.0:
+                        G[i, uitems[a + k]] += np.float32(scale * row[k])
+                q0 = q1
+            if pas == 0:
+                norms[u] = tot
+                scale = clip_l1 / tot if tot > clip_l1 else 1.0

@@ -4,6 +4,7 @@ Public API (all seeded; ε ≤ 0 / NaN raise :class:`~dpmf_lib.errors.ParameterE
 - :func:`prepare` → :class:`NBMData` (user CSR, centred ratings, item means);
 - :func:`predict`, :func:`rmse`; :func:`knn_rmse` (non-private PCC / COS baselines);
 - :func:`train_pnbm` — SGD (4)-(5), noise-free (``epsilon=None``) or DPSGD-PNBM (Algorithm 1, reconstructed);
+- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours, issue #13);
 - :func:`sample_pnbm` — SGLD (11), non-private (``epsilon=None``) or DPPS-PNBM (Algorithm 2, reconstructed);
 - :func:`train_dpsgd_mf` — DPSGD-MF baseline (Berlioz et al. 2015, the paper's [4]).
 
@@ -59,7 +60,7 @@ from ..data.ratings import Ratings, require_ratings
 from ..errors import ParameterError
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
-from .kernels import grad_kernel, mf_epoch_kernel, mf_predict_kernel, predict_kernel, sgld_update_kernel
+from .kernels import clipped_grad_kernel, grad_kernel, mf_epoch_kernel, mf_predict_kernel, predict_kernel, sgld_update_kernel
 from .rng import seeded
 from .similarity import cosine, item_means, pcc
 
@@ -230,6 +231,121 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
     res.S = S
     res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "seconds": time.perf_counter() - t0}
+    if test is not None:
+        res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=C), test)
+    return res
+
+
+def clipped_gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: int, C: float, clip_l1: float,
+                     e_max: float = math.inf, f_max: float = math.inf):
+    """(G, norms): Σ_u min(1, clip_l1/‖g_u‖₁) g_u over the users of the given ratings, g_u = Σ of u's e ∂r̂/∂S
+    (eq. 5 with the kernels' clips); norms[u] = ‖g_u‖₁ before the clip. Kernel: kernels.clipped_grad_kernel."""
+    _check_pos("clip_l1", clip_l1)
+    users = np.asarray(users, np.int32)
+    items = np.asarray(items, np.int32)
+    order = np.lexsort((items, users))  # grouped by user, items sorted within a user (the kernel sums duplicates)
+    bptr = np.zeros(data.n_users + 1, dtype=np.int64)
+    np.cumsum(np.bincount(users, minlength=data.n_users), out=bptr[1:])
+    G = np.zeros((data.n_items, data.n_items), dtype=np.float32)
+    norms = np.zeros(data.n_users, dtype=np.float64)
+    clipped_grad_kernel(np.ascontiguousarray(S, dtype=np.float32), data.uptr, data.uitems, data.ucent, data.rbar, bptr,
+                        np.ascontiguousarray(items[order]), np.ascontiguousarray(np.asarray(vals, np.float32)[order]),
+                        _check_nk(Nk), float(C), float(e_max), float(f_max), float(clip_l1), G, norms)
+    return G, norms
+
+
+def noisy_item_means(train: Ratings, epsilon: float, rng) -> np.ndarray:
+    """Item means released with ε-DP at rating level (one value changed; which pairs are rated is public): Laplace of
+    scale φ/ε on each item's sum (one rating moves one sum by ≤ φ = r_max − r_min), divided by the public count and
+    clipped to the scale (post-processing); items without ratings get the scale's midpoint."""
+    lo, hi = train.rating_scale
+    counts = np.bincount(train.items, minlength=train.n_items).astype(np.float64)
+    sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
+    sums = sums + rng.laplace(0.0, (hi - lo) / float(epsilon), size=train.n_items)
+    m = np.where(counts > 0, sums / np.maximum(counts, 1.0), 0.5 * (lo + hi))
+    return np.clip(m, lo, hi).astype(np.float32)
+
+
+def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_share: float = 0.1, K: int = 10,
+                       eta: float = 0.1, lam: float = 0.05, beta: float = 10.0, C: float = 10.0, Nk: int = 500,
+                       gamma: float = 1.0, min_user_ratings: int = 20, init_high: float = 0.2, seed=None,
+                       test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
+    """DPSGD-PNBM with the whole gradient contribution clipped in L1 and Laplace noise calibrated to the clip (ours).
+
+    Neighbouring relation: one rating's value changed (the paper's rating level; which (user, item) pairs are rated is
+    public). Why the clipped unit is the *user*, not the rating: a rating r_uj enters, through c_uj, every prediction
+    of u in which j is a neighbour, so changing it moves the gradient terms of all of u's sampled ratings (and those
+    of u's ratings it is not itself sampled with). Clipping each rating's term to C would therefore bound one changed
+    rating's effect only by 2C × (u's ratings in the batch). Clipping the user's summed term g_u to ``clip_l1`` bounds
+    it by 2·clip_l1 — and then by the same bound for a change of all of u's ratings (user level) too.
+
+    Steps (differences from :func:`train_pnbm` marked):
+      0. users with > ``min_user_ratings`` training ratings (public counts); S⁰ data-independent (``init="pcc"`` is
+         not offered: it would not be private);
+      1. [ours] item means r̄ released with ε_r = ``mean_share``·ε (:func:`noisy_item_means`): the paper's non-private
+         r̄ would couple every rater of an item to one rating (the ledger's finding), so they are privatised and
+         everything below uses only them (post-processing);
+      2. for t = 1..K: Φ ← L = round(γ n) ratings without replacement; g_u = Σ_{(u,i)∈Φ} e ∂r̂/∂S with the paper's
+         clips (|e| ≤ e_max(t), |c − p sgn s| ≤ φ, D ≥ C); [ours] G = Σ_u min(1, clip_l1/‖g_u‖₁) g_u;
+      3. [ours] G ← G + Lap(b) on every off-diagonal entry, b = Δ/ε_iter with Δ = 2·clip_l1 and
+         ε_iter = (1 − mean_share)·ε / K;  S ← S − η (β G + λ S).
+    Accounting: step 1 is ε_r-DP (one item sum moves by ≤ φ); each iteration's noisy G is ε_iter-DP given S and r̄
+    (L1 sensitivity Δ, Laplace mechanism); adaptive basic composition over the K iterations and step 1 gives
+    ε_r + K ε_iter = ε, which is ``epsilon_effective``. Subsampling gives no amplification here: a changed r_uj moves
+    g_u whenever any of u's ratings is sampled (not only when r_uj is), and L is fixed, so the standard
+    sampling-without-replacement bound does not apply to the rating; no such factor is claimed
+    (``epsilon_amplified`` is None). A tighter total from the PLD of the same Laplace releases is in the ledger.
+    ``seed=None`` (default): fresh OS entropy; an int reproduces the run (``seed_used``)."""
+    acc.check_epsilon(epsilon)
+    for n, v in (("clip_l1", clip_l1), ("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
+        _check_pos(n, v)
+    if not (isinstance(mean_share, (int, float)) and 0.0 < mean_share < 1.0):
+        raise ParameterError(f"parameter 'mean_share' (share of ε spent on the item means) must lie in (0, 1), "
+                             f"got {mean_share!r}")
+    if not (isinstance(lam, (int, float)) and lam >= 0):
+        raise ParameterError(f"parameter 'lam' must be >= 0, got {lam!r}")
+    acc.epsilon_per_iteration(1.0, K, gamma)  # validates K and gamma
+    require_ratings(train, "train", "train_pnbm_clipped")
+    rng, seed_used, seed_fixed = seeded(seed)
+    lo, hi = train.rating_scale
+    phi = hi - lo
+    eps = float(epsilon)
+    eps_mean = mean_share * eps
+    eps_iter = (1.0 - mean_share) * eps / K
+    b = 2.0 * float(clip_l1) / eps_iter
+    rbar = noisy_item_means(train, eps_mean, rng)
+    full = prepare(train, rbar)
+    dp_train = users_with_more_than(train, min_user_ratings)
+    if dp_train.n_ratings == 0:
+        raise ParameterError(f"no user has more than {min_user_ratings} training ratings; lower 'min_user_ratings'")
+    dp = prepare(dp_train, rbar)
+    M = train.n_items
+    S = init_similarity(M, beta, init_high, rng)
+    n = dp_train.n_ratings
+    L = max(1, int(round(gamma * n)))
+    res = PNBMResult(S, eps, None, seed_used=seed_used, seed_was_fixed=seed_fixed, epsilon_effective=eps)
+    res.privacy_caveats = ("rating level: which (user, item) pairs are rated is public (counts, neighbour sets)",
+                           "the ε holds for the Laplace mechanisms as stated; float32 rounding of the clipped sum is "
+                           "not accounted")
+    off = ~np.eye(M, dtype=bool)
+    frac_clipped = []
+    t0 = time.perf_counter()
+    for t in range(1, K + 1):
+        idx = np.sort(rng.choice(n, size=L, replace=False)) if L < n else np.arange(n)
+        G, norms = clipped_gradient(S, dp, dp_train.users[idx], dp_train.items[idx], dp_train.values[idx], Nk=Nk,
+                                    C=C, clip_l1=clip_l1, e_max=acc.error_clamp(t, phi), f_max=phi)
+        active = norms > 0
+        frac_clipped.append(float(np.mean(norms[active] > clip_l1)) if active.any() else 0.0)
+        G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
+        res.noise_scales.append(b)
+        S -= np.float32(eta) * (np.float32(beta) * G + np.float32(lam) * S)
+        np.fill_diagonal(S, 0.0)
+        if test is not None and eval_every and (t % eval_every == 0 or t == K):
+            res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
+    res.S = S
+    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "clip_l1": float(clip_l1), "sensitivity": 2.0 * clip_l1,
+                "epsilon_item_means": eps_mean, "epsilon_per_iteration": eps_iter, "laplace_scale": b,
+                "rbar": rbar, "fraction_users_clipped": frac_clipped, "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=C), test)
     return res

@@ -75,3 +75,16 @@ def mf_epoch(users, items, vals, order, noise, P, Q, rbar, lr, lam, e_max):
         P[u] = pu + lr * (e * qi - lam * pu)
         Q[i] = qi + lr * (e * pu - lam * qi)
     return P, Q
+
+
+def clipped_gradient(S, user_rows, rbar, batch, Nk, C, e_max, f_max, clip_l1):
+    """Reference of kernels.clipped_grad_kernel: (G, norms) with G = Σ_u min(1, clip/‖g_u‖₁) g_u, g_u the
+    :func:`gradient` of user u's ratings in ``batch`` [(u, i, r)]; norms[u] = ‖g_u‖₁ (dense float64)."""
+    G = np.zeros(S.shape)
+    norms = {}
+    for u in sorted({int(b[0]) for b in batch}):
+        gu = gradient(S, user_rows, rbar, [b for b in batch if int(b[0]) == u], Nk, C, e_max, f_max)
+        n = float(np.abs(gu).sum())
+        norms[u] = n
+        G += gu * (clip_l1 / n if n > clip_l1 else 1.0)
+    return G, norms
