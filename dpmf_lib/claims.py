@@ -14,7 +14,9 @@ How a verdict is reached (a reviewer's rules, not a convenience):
 * **Rule.** ``tolerance``/``relative_tolerance``: *reproduced* when the whole interval lies within the tolerance of
   the paper's value, *differs* when it lies wholly outside, else *inconclusive (interval straddles)*.
   ``direction: greater|less`` needs a ``margin``: reproduced when the whole interval is beyond ``reference ± margin``,
-  differs when it lies wholly on the other side of that line. ``direction: equal`` is for exact counts only.
+  differs when it lies wholly on the other side of that line (the reason says whether it is the wrong sign or an
+  effect smaller than the margin, which counts as none: the margin is our reading of the smallest effect the quote
+  describes). ``direction: equal`` is for exact counts only.
 * **Guards.** ``guards: {name: {min|max: x, why: ...}}`` name preconditions that make the comparison meaningful (a
   baseline that beats item means, a chain that moved and converged, a choice off its grid's edge). The experiment
   measures them (``Measurement.guards``); a guard that fails in any seed, or was not measured, makes the verdict
@@ -64,8 +66,8 @@ class Guard:
     max: float | None = None
 
     def holds(self, value) -> bool:
-        if value is None or not isinstance(value, (int, float)) or math.isnan(value):
-            return False
+        if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False  # NaN or ±inf: the guard's quantity was not measured meaningfully
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
 
     def describe(self) -> str:
@@ -129,14 +131,18 @@ class Claim:
             if lo > line:
                 return REPRODUCED, ""
             if hi <= line:
-                return DIFFERS, ""
+                return DIFFERS, ("the whole interval is on the wrong side of the reference" if hi <= ref else
+                                 "the right sign, but the whole interval is within the margin: an effect smaller "
+                                 "than the margin counts as none")
             return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference + margin)"
         if self.direction == "less":
             line = ref - self.margin
             if hi < line:
                 return REPRODUCED, ""
             if lo >= line:
-                return DIFFERS, ""
+                return DIFFERS, ("the whole interval is on the wrong side of the reference" if lo >= ref else
+                                 "the right sign, but the whole interval is within the margin: an effect smaller "
+                                 "than the margin counts as none")
             return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference − margin)"
         if lo == hi:
             return (REPRODUCED, "") if lo == ref else (DIFFERS, "")
@@ -181,6 +187,10 @@ def _parse_guards(raw, where: str) -> tuple[Guard, ...]:
                 or (spec.get("min") is None and spec.get("max") is None):
             raise ParameterError(f"{where}: guard '{name}' needs `why` and at least one of `min`, `max` "
                                  "(and nothing else)")
+        for bound in ("min", "max"):
+            v = spec.get(bound)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                raise ParameterError(f"{where}: guard '{name}': `{bound}` must be a finite number, got {v!r}")
         out.append(Guard(name=str(name), why=str(spec["why"]), min=spec.get("min"), max=spec.get("max")))
     return tuple(out)
 
@@ -211,8 +221,13 @@ def load_claims(path: Path | None = None) -> list[Claim]:
                                      "far beyond the reference our value must be to count")
         elif row.get("margin") is not None:
             raise ParameterError(f"{where}: `margin` goes only with direction greater|less")
-        if row["reference"] is None and row.get("direction") is None:
-            raise ParameterError(f"{where}: a claim without a reference value needs a direction")
+        if row["reference"] is None and row.get("direction") in (None, "equal"):
+            raise ParameterError(f"{where}: a claim without a reference value needs direction greater or less")
+        for t in ("tolerance", "relative_tolerance"):
+            v = row.get(t)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0
+                                  or not math.isfinite(v)):
+                raise ParameterError(f"{where}: {t} must be a finite number >= 0, got {v!r}")
         if row["min_profile"] not in ("ci", "paper"):
             raise ParameterError(f"{where}: min_profile must be ci or paper")
         if row["id"] in seen:
@@ -260,8 +275,8 @@ class Judgement:
 def judge_measurement(claim: Claim, m: dict) -> Judgement:
     """The verdict of one real measurement dict (as written to measurements.json)."""
     values = [float(v) for v in (m.get("values") or [m["value"]])]
-    if any(math.isnan(v) for v in values):
-        return Judgement(INCONCLUSIVE, "a seed gave no value (NaN)", n=len(values), measurement=m)
+    if not all(math.isfinite(v) for v in values):
+        return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m)
     mean, lo, hi = interval(values)
     j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m)
     profile = m.get("profile") or "ci"

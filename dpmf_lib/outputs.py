@@ -122,7 +122,10 @@ class NotebookRun:
         staging = os.environ.get(RUN_DIR_VAR)
         self.canonical = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and not self.overrides
         if out_dir is not None:
-            self.out_dir = Path(out_dir)
+            self.out_dir = Path(out_dir).resolve()
+            if self.out_dir == (figures_dir() / name).resolve():
+                raise ValueError(f"out_dir {out_dir} is the canonical figures/{name}/, which only the runner "
+                                 "(python -m dpmf_lib.reproduce) writes; pick another directory")
         elif self.canonical:
             self.out_dir = Path(staging)
         else:
@@ -197,7 +200,7 @@ class NotebookRun:
                 verdict = c.shown_not_judged and "shown, not judged" or j.verdict
             rows.append({"claim": m["claim"], "setting": m.get("setting", ""), "data": m["dataset"],
                          "paper": None if c is None else c.reference, "ours": j.mean if j else m["value"],
-                         "95% interval": None if j is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
+                         "95% interval": None if j is None or j.lo is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
                          "seeds": len(m.get("values") or [m["value"]]),
                          "rule": None if c is None else c.rule(), "verdict": verdict,
                          "why": "" if j is None else j.reason})

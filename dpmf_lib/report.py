@@ -281,6 +281,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     md, page = write_report()
     print(f"report: {md} and {page}")
+    if args.accept_verdicts or args.check_verdicts:
+        other = sorted(f"{r['name']} ({r['profile']})" for r in collect()[1]
+                       if r["status"] == "ok" and r["profile"] != "ci")
+        if other:  # the expected file holds ci verdicts: another profile's outputs would be compared or accepted
+            print("the expected verdicts are those of the ci profile, but these figures were built at another "
+                  "profile: " + ", ".join(other) + " — rebuild them with `make figures` (PROFILE=ci)",
+                  file=sys.stderr)
+            return 2
     if args.accept_verdicts:
         print(f"wrote {write_expected(current_verdicts())}")
     elif args.check_verdicts:

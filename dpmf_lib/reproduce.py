@@ -51,11 +51,15 @@ def experiment_module(entry: Entry) -> str:
 
 
 def run_hash(entry: Entry, profile: str) -> str:
-    """Hash of what a run of ``entry`` at ``profile`` depends on, data aside (see the module docstring)."""
+    """Hash of what a run of ``entry`` at ``profile`` depends on, data aside (see the module docstring). The
+    notebook's own rows of claims.yaml count too: they decide how many seeds :meth:`NotebookRun.replicate` runs."""
+    from .claims import load_claims
+
     params = load_params(entry.name, profile)
+    own_claims = repr([c for c in load_claims() if c.notebook == entry.name])
     h = hashlib.sha256()
     for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
-                 code_digest("dpmf_lib.outputs")):
+                 code_digest("dpmf_lib.outputs"), own_claims):
         h.update(part.encode())
     h.update(entry.notebook.read_bytes())
     h.update(entry.params_file.read_bytes())
@@ -105,14 +109,33 @@ def _swap_into_place(staging: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner_alive(path: Path) -> bool:
+    """Staging/old directories end in the pid of the process that made them; a live one may still be using it."""
+    tail = path.name.rsplit("-", 1)[-1]
+    return tail.isdigit() and _pid_alive(int(tail))
+
+
 def recover_interrupted(fig_dir: Path | None = None) -> list[str]:
-    """Clean up after a runner that was killed mid-swap: restore ``.old-<name>-*`` when ``<name>`` is missing, and
-    remove leftover staging and old directories. Returns what it did."""
+    """Clean up after a runner that was killed mid-swap: restore ``.old-<name>-<pid>`` when ``<name>`` is missing,
+    and remove leftover staging and old directories — only those whose process is gone, so a second runner started
+    beside a working one leaves the first one's directories alone. Returns what it did."""
     fig_dir = fig_dir or figures_dir()
     done = []
     if not fig_dir.is_dir():
         return done
     for old in sorted(fig_dir.glob(".old-*")):
+        if _owner_alive(old):
+            continue
         name = old.name[len(".old-"):].rsplit("-", 1)[0]
         if not (fig_dir / name).exists():
             os.replace(old, fig_dir / name)
@@ -120,6 +143,8 @@ def recover_interrupted(fig_dir: Path | None = None) -> list[str]:
         else:
             shutil.rmtree(old, ignore_errors=True)
     for staging in sorted(fig_dir.glob(".staging-*")):
+        if _owner_alive(staging):
+            continue
         shutil.rmtree(staging, ignore_errors=True)
         done.append(f"removed the unfinished {staging.name}")
     return done

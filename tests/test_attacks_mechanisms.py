@@ -142,3 +142,16 @@ def test_single_decoder_with_prior_adds_exactly_the_prior():
                             c_fallback=10, seed=2)
     assert set(rk["single_prior"][:10]) == set(range(40, 50))
     assert set(rk["single"][:10]) != set(range(40, 50))
+
+
+def test_mcmc_flat_rows_do_not_depend_on_whether_mcmc_prior_ran():
+    """The per-ε cache serves a request for mcmc_flat alone from rows written by a run of both: the two must agree."""
+    N = 150
+    cb = bloom_codebook(N, 800, 8, seed=1)
+    m = BLIP(cb, 6.0)
+    obs = m.sanitize(np.arange(12), seed=3)
+    q = np.random.default_rng(0).uniform(0.02, 0.2, N)
+    kw = dict(burn_in=30, n_samples=200, c_fallback=12)
+    _, both = decoders.attack(m, obs, q, attacks=("mcmc_prior", "mcmc_flat"), seed=7, **kw)
+    _, alone = decoders.attack(m, obs, q, attacks=("mcmc_flat",), seed=7, **kw)
+    np.testing.assert_array_equal(both["mcmc_flat"], alone["mcmc_flat"])

@@ -118,7 +118,7 @@ def _write_claims(tmp_path, **row):
                 notebook="liu_fig1", min_profile="ci", direction="greater", margin=0.01)
     base.update(row)
     p = tmp_path / "claims.yaml"
-    p.write_text(yaml.safe_dump({"claims": [{k: v for k, v in base.items() if v is not None}]}))
+    p.write_text(yaml.safe_dump({"claims": [{k: v for k, v in base.items() if v is not None or k == "reference"}]}))
     return p
 
 
@@ -134,3 +134,27 @@ def test_loader_requires_margin_min_profile_and_well_formed_guards(tmp_path):
         load_claims(_write_claims(tmp_path, guards={"g": {"min": 1}}))
     c = load_claims(_write_claims(tmp_path, guards={"g": {"min": 1, "why": "because"}}))[0]
     assert c.guards == (Guard("g", "because", min=1),)
+
+
+def test_non_finite_values_and_guards_are_never_evidence():
+    c = claim(tolerance=None, direction="greater", reference=0.0, margin=0.1, deterministic=True)
+    j = judge(c, [meas([float("inf")])])
+    assert j.verdict == INCONCLUSIVE and "finite" in j.reason  # inf used to pass "greater" as reproduced
+    assert judge(claim(), [meas([0.44, 0.45, float("inf")])]).verdict == INCONCLUSIVE
+    g = Guard("chain_moved", "the chain must move", min=0.001)
+    assert not g.holds(float("inf")) and not g.holds(float("nan")) and g.holds(0.01)
+
+
+def test_a_direction_claim_says_why_it_differs():
+    c = claim(tolerance=None, direction="greater", reference=0.0, margin=0.005)
+    assert "within the margin" in judge(c, [meas([0.0002, 0.0003, 0.00025])]).reason
+    assert "wrong side" in judge(c, [meas([-0.02, -0.03, -0.025])]).reason
+
+
+def test_loader_refuses_equal_without_reference_and_bad_tolerances(tmp_path):
+    with pytest.raises(ParameterError, match="direction greater or less"):
+        load_claims(_write_claims(tmp_path, direction="equal", margin=None, reference=None))
+    with pytest.raises(ParameterError, match="tolerance must be a finite number"):
+        load_claims(_write_claims(tmp_path, direction=None, margin=None, tolerance=-0.1))
+    with pytest.raises(ParameterError, match="`min` must be a finite number"):
+        load_claims(_write_claims(tmp_path, guards={"g": {"min": "big", "why": "w"}}))

@@ -114,3 +114,21 @@ def test_netflix_from_directory(data_home, tmp_path):
     r = load_ratings("netflix", allow_standin=False)
     assert r.source.real and (r.n_users, r.n_items, r.n_ratings) == (2, 2, 3)
     assert len(r.source.checksum) == 64
+
+
+@needs_ml100k
+def test_data_state_of_a_copy_whose_manifest_lacks_hashes_is_real(data_home, monkeypatch):
+    """An older manifest without sha256 must not make present data look absent (the run would go stale forever)."""
+    import json
+
+    from dpmf_lib.data.datasets import real_checksum
+
+    monkeypatch.setenv("DPMF_DATA_MIRROR", str(SHARED))
+    fetch("ml-100k", progress=False)
+    monkeypatch.delenv("DPMF_DATA_MIRROR")
+    mpath = data_home / "ml-100k" / MANIFEST_NAME
+    m = json.loads(mpath.read_text())
+    for info in m["files"].values():
+        info.pop("sha256", None)
+    mpath.write_text(json.dumps(m))
+    assert real_checksum("ml-100k") == U_DATA_SHA256

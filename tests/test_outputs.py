@@ -72,3 +72,23 @@ def test_timing_columns_by_name():
                                "us_per_vector", "us_per_vector_paper", "us_per_vector_facets", "test_rmse"])
     assert timing_columns(df) == ["seconds", "wall", "updates_per_s", "read_GBps", "us_per_vector",
                                   "us_per_vector_facets"]
+
+
+def test_a_measurement_missing_in_one_seed_is_inconclusive_not_a_crash(figures_tmp):
+    """merge_replicates fills NaN where a replicate lacks a measurement; the claims table must show it, not fail."""
+    nb = NotebookRun("balu_table5_1", "ci")
+
+    def flaky(params):
+        df = toy_run(params)
+        if params["seed"] == 1:
+            df.attrs["measurements"] = []
+        return df
+
+    table = nb.replicate(flaky, flaky(nb.params))
+    row = table.iloc[0]
+    assert row["verdict"] == "inconclusive" and "finite" in row["why"] and row["95% interval"] is None
+
+
+def test_out_dir_cannot_be_the_canonical_directory(figures_tmp):
+    with pytest.raises(ValueError, match="only the runner"):
+        NotebookRun("balu_table5_1", "smoke", out_dir=figures_tmp / "balu_table5_1")

@@ -217,3 +217,14 @@ def test_two_kernels_at_once_do_not_share_ipc_sockets():
     km = reproduce._kernel_manager_class()
     a, b = km(kernel_name="python3"), km(kernel_name="python3")
     assert a.transport == b.transport == "ipc" and a.ip != b.ip
+
+
+def test_recovery_leaves_a_live_runners_directories_alone(figures_tmp):
+    import os
+
+    live = figures_tmp / f".staging-liu_fig2-{os.getpid()}"
+    live.mkdir()
+    (figures_tmp / f".old-liu_fig3-{os.getpid()}").mkdir()
+    reproduce.recover_interrupted()
+    assert live.exists() and (figures_tmp / f".old-liu_fig3-{os.getpid()}").exists()
+    assert not (figures_tmp / "liu_fig3").exists()  # a live runner's swap is not "restored" under it

@@ -247,6 +247,9 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     if "single" in attacks:
         out["single"] = rank(single)
     lo_prior = log_odds(q)
+    # one stream per MCMC attack, drawn in a fixed order whatever is requested: a run of mcmc_flat alone must give the
+    # rows a run of both gives (the per-ε cache serves either)
+    mcmc_rng = {name: np.random.default_rng(rng.integers(0, 2**63 - 1)) for name in ("mcmc_prior", "mcmc_flat")}
     if "single_prior" in attacks:
         # the single decoder given the same item prior as the joint one (ours, not the thesis's): the fair baseline
         # for "joint beats single", which otherwise also credits the joint decoder with the prior's gain
@@ -261,7 +264,7 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
         cand = rank(pref)[:n_cand]
         c_max = int(np.clip(math.ceil(c_up) if math.isfinite(c_up) else n_cand, c_hat, n_cand))
         res = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=burn_in, n_samples=n_samples,
-                       seed=rng)
+                       seed=mcmc_rng[name])
         if diagnostics is not None:
             diagnostics[name] = res.split_rhat
         marg = np.full(N, -1.0)

@@ -45,7 +45,9 @@ def load_hua_dataset(name: str, *, n_movies: int = 100, subset_seed: int = 0, st
     if name == "ml-100k":
         return _load("ml-100k")
     if name == "netflix":
-        full = _load("netflix", allow_standin=True, seed=seed, standin_scale=standin_scale)
+        from ..data.datasets import standin_permitted
+
+        full = _load("netflix", allow_standin=standin_permitted("netflix"), seed=seed, standin_scale=standin_scale)
         return restrict_items(full, n_movies, subset_seed, f"{n_movies} random movies (seed {subset_seed}) with all "
                               "their raters (Hua et al. Sec. 5)")
     raise ParameterError(f"parameter 'dataset' must be 'ml-100k' or 'netflix', got {name!r}")
