@@ -163,3 +163,15 @@ def test_bad_parameters_raise(kw):
     args = {"epsilon": 1.0, "K": 1, "min_user_ratings": 0, "seed": 0, **kw}
     with pytest.raises(ParameterError):
         nbm.train_pnbm_clipped(toy(), **args)
+
+
+def test_runs_evaluate_reports_the_provable_epsilon_of_the_clipped_variant():
+    from dpmf_lib.nbm import runs
+
+    cfg = {"K": 1, "Nk": 20, "gamma": 0.05, "clip_l1": 1.0, "mean_share": 0.1}
+    out = runs.evaluate("dpsgd-pnbm-clipped", "ml-100k", 1, 2.0, seed=0, **cfg)
+    assert out["epsilon_effective"] == 2.0 and math.isnan(out["epsilon_amplified"])
+    assert out["noise_scale_t1"] == pytest.approx(2 * 1.0 * 1 / (0.9 * 2.0))
+    assert runs.LABELS["dpsgd-pnbm-clipped"].endswith("(ours)")
+    with pytest.raises(ParameterError):
+        runs.evaluate("dpsgd-pnbm-clipped", "ml-100k", 1, None, seed=0, **cfg)

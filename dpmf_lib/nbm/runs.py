@@ -1,7 +1,8 @@
 """One evaluation = (method, dataset, fold, ε, hyper-parameters) → test RMSE; grids and best-of-grid selection.
 
 Used by ``dpmf_lib.experiments.pnbm_fig1..3``. Methods:
-``pcc``, ``cos`` (non-private kNN), ``pnbm`` (noise-free SGD PNBM), ``dpsgd-pnbm``, ``mf`` (noise-free SGD MF),
+``pcc``, ``cos`` (non-private kNN), ``pnbm`` (noise-free SGD PNBM), ``dpsgd-pnbm``, ``dpsgd-pnbm-clipped`` (ours:
+per-user L1 clipping, :func:`~dpmf_lib.nbm.model.train_pnbm_clipped`), ``mf`` (noise-free SGD MF),
 ``dpsgd-mf``, ``sgld-pnbm`` (non-private SGLD sample), ``dpps-pnbm``, ``dpps-mf`` (Liu et al.'s posterior sampling MF,
 called from :mod:`dpmf_lib.privacy` — never re-implemented here).
 
@@ -30,13 +31,13 @@ from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame
 from . import accounting as acc
 from .data import folds, load
-from .model import knn_rmse, sample_pnbm, train_dpsgd_mf, train_pnbm
+from .model import knn_rmse, sample_pnbm, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
 
 NON_PRIVATE = "non-private"  # the explicit ε of a non-private grid row until the frame is finished
 
-METHODS = ("pcc", "cos", "pnbm", "dpsgd-pnbm", "mf", "dpsgd-mf", "sgld-pnbm", "dpps-pnbm", "dpps-mf")
+METHODS = ("pcc", "cos", "pnbm", "dpsgd-pnbm", "dpsgd-pnbm-clipped", "mf", "dpsgd-mf", "sgld-pnbm", "dpps-pnbm", "dpps-mf")
 LABELS = {"pcc": "PCC (non-private)", "cos": "COS (non-private)", "pnbm": "PNBM (noise-free SGD)",
-          "dpsgd-pnbm": "DPSGD-PNBM", "mf": "MF (noise-free SGD)", "dpsgd-mf": "DPSGD-MF",
+          "dpsgd-pnbm": "DPSGD-PNBM", "dpsgd-pnbm-clipped": "DPSGD-PNBM, per-user clipped (ours)", "mf": "MF (noise-free SGD)", "dpsgd-mf": "DPSGD-MF",
           "sgld-pnbm": "PNBM (non-private SGLD)", "dpps-pnbm": "DPPS-PNBM", "dpps-mf": "DPPS-MF"}
 
 
@@ -127,6 +128,10 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         if res.epsilon_amplified is not None:
             out["epsilon_amplified"] = res.epsilon_amplified
             out["noise_scale_t1"] = res.noise_scales[0]
+    elif method == "dpsgd-pnbm-clipped":  # ours: DP-valid variant; needs a number ε (None raises in the trainer)
+        res = train_pnbm_clipped(train, epsilon=epsilon, seed=s, test=test, **cfg)
+        out["rmse"] = res.info["rmse"]
+        out["noise_scale_t1"] = res.noise_scales[0]
     elif method in ("mf", "dpsgd-mf"):
         res = train_dpsgd_mf(train, epsilon=epsilon if method == "dpsgd-mf" else None, seed=s, test=test, **cfg)
         out["rmse"] = res.rmse
