@@ -340,14 +340,15 @@ def test_sample_private_refuses_a_temperature_and_offers_a_step_scale():
     a = ps.sample_private(pre, eps, step_scale=0.5, **kw)
     b = ps.sample_private(pre, eps, eta_n=0.01, **kw)  # step_scale 0.5 == half the step, drift and noise alike
     np.testing.assert_allclose(a.V, b.V, rtol=1e-5, atol=1e-6)
-    assert a.epsilon_effective == a.epsilon == eps and a.step_scale == 0.5
+    # the range rule was not checked, so Theorem 1 gives no finite ε for this sample: None, not the stated ε
+    assert a.epsilon == eps and a.epsilon_effective is None and a.step_scale == 0.5
     assert any("non-private run" in c for c in a.privacy_caveats)  # Λ is data-dependent, and says so
 
 
 def test_dpps_mf_maps_rho_to_a_step_scale():
     r, _ = _liu_toy()
     rel = runs.dpps_mf_release(r, epsilon=50.0, seed=3, eta=1e-4, lam=0.05, rho=0.03, d=2, tau=6, rounds=2)
-    assert rel.step_scale == 0.03 and rel.epsilon_effective == 50.0
+    assert rel.step_scale == 0.03 and rel.epsilon_effective == (50.0 if rel.constraint_satisfied else None)
 
 
 # ------------------------------------------------------------------------------------------------ NaN / inf ε
@@ -444,3 +445,15 @@ def test_count_sketch_clipping_is_deterministic_given_data_and_seed():
         train(m, split, epochs=3, eta=0.02, lam=0.01, clip=0.5, seed=np.random.default_rng(2))
         out.append(m.C.tobytes())
     assert out[0] == out[1]
+
+
+def test_liu_release_claims_its_epsilon_only_when_the_range_rule_held(monkeypatch):
+    """Theorem 1 needs every prediction within the range (Algorithm 1 lines 5–6): a sample that did not meet it
+    carries epsilon_effective None; one that met it (here: a range check forced to pass) carries the stated ε."""
+    r, pre = _liu_toy()
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, n_threads=1, seed=5)
+    eps = 4 * pre.B
+    assert ps.sample_private(pre, eps, check_range=False, **kw).epsilon_effective is None
+    monkeypatch.setattr(ps, "range_violations", lambda *a, **k: {"n_out": 0, "n_pairs": 1, "min": 1.0, "max": 5.0})
+    held = ps.sample_private(pre, eps, check_range=True, **kw)
+    assert held.constraint_satisfied and held.epsilon_effective == eps

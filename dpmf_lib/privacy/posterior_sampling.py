@@ -36,8 +36,10 @@ Temperature and step (our choice, so that the reported ε is the ε of the targe
 the noise, so a chain at ζ < 1 targets exp(−(ε/ζ)/(4B)·F), i.e. it is an (ε/ζ)-posterior sample, not an ε one.
 :func:`sample_private` therefore refuses ``zeta != 1`` (a ParameterError naming ``zeta`` and the fix) and offers
 ``step_scale`` instead, which multiplies the step size of drift and noise alike (a smaller step, same target).
-``PrivateRelease.epsilon_effective`` is the ε of the distribution the chain targets (= the stated ε, since ζ = 1);
-``privacy_caveats`` lists what that ε does not cover (finite SGLD chain, range constraint unmet, data-dependent Λ).
+``PrivateRelease.epsilon_effective`` is the ε that Theorem 1 gives for what ran: the stated ε when the sample met
+the prediction-range constraint (lines 5–6), else ``None`` — without the range, one rating's term of the likelihood
+is unbounded and no finite ε holds (the ledger, :mod:`dpmf_lib.privacy.ledger`, says the same). ``privacy_caveats``
+lists what even a met constraint does not cover (finite SGLD chain, data-dependent Λ).
 
 Seeds: ``seed=None`` (the default of :func:`preprocess` and :func:`sample_private`) draws fresh OS entropy; a fixed
 seed is a reproducibility choice recorded as ``seed_used`` / ``seed_was_fixed``. With a fixed seed the noise is fully
@@ -508,7 +510,8 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                           np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
                           float(lambda_r), satisfied, n_res, viol,
                           info["n_pairs"], info["min"], info["max"], model, history,
-                          epsilon_effective=eps, step_scale=float(step_scale), seed_used=seed_used,
+                          epsilon_effective=eps if satisfied else None, step_scale=float(step_scale),
+                          seed_used=seed_used,
                           seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats))
 
 
