@@ -125,3 +125,26 @@ def test_check_entry_refuses_an_unexplained_infinite_epsilon():
     e = lg.LedgerEntry("x", "paper", "rating", 1.0, 0.0, math.inf, 0.0)
     with pytest.raises(ParameterError):
         lg.check_entry(e)
+
+
+def test_dpsgd_pnbm_clipped_entry_is_its_stated_epsilon_and_agrees_with_dp_accounting():
+    e = lg.dpsgd_pnbm_clipped_entry(1.0, 10, 1.0, 0.1, 4.0)
+    assert e.source == "ours" and "(ours)" in e.mechanism
+    assert e.epsilon_provable == 1.0
+    assert e.extra["epsilon_item_means"] + 10 * e.extra["epsilon_per_iteration"] == pytest.approx(1.0)
+    assert e.extra["laplace_scale_t1"] == pytest.approx(2.0 * 10 / 0.9)
+    assert e.pld_epsilon <= 1.0 + 1e-2 and e.rdp_epsilon <= 1.0 + 5e-2
+
+
+def test_dpsgd_pnbm_clipped_audit_stays_below_its_per_iteration_epsilon():
+    """On the ledger's ML-100K sub-instance: the worst rating moves the clipped gradient by ≤ 2·clip, so the exact
+    loss of the audited pair is ≤ (1 − share)·ε, and the audit's lower bound stays below it."""
+    from dpmf_lib.experiments import extra_privacy_ledger as xl
+    from dpmf_lib.params import load_params
+
+    p = load_params("extra_privacy_ledger", "smoke")
+    sub = xl.sub_instance(xl._ml100k(), 8, 6)
+    res, pair, ratio = xl.audit_dpsgd_pnbm_clipped(sub, p, 1.0, 400, 0, 0.95)
+    assert ratio <= 2.0 * (1 + 1e-5)
+    assert pair <= (1 - p["pnbm_mean_share"]) * 1.0 * (1 + 1e-5)
+    assert res.epsilon_lower <= pair

@@ -240,6 +240,32 @@ def dpsgd_pnbm_entry(eps: float, K: int, gamma: float, L: int, Nk_eff: int, phi:
                               "laplace_scale_t1": b1, "l1_sensitivity_bound_t1": sens1})
 
 
+def dpsgd_pnbm_clipped_entry(eps: float, K: int, clip_l1: float, mean_share: float, phi: float) -> LedgerEntry:
+    """DPSGD-PNBM with per-user L1 clipping (ours, :func:`dpmf_lib.nbm.model.train_pnbm_clipped`). Item means are
+    released first with Laplace(φ/ε_r) on each item's sum, ε_r = share·ε (one changed value moves one sum by ≤ φ);
+    everything after uses only them. Each iteration adds Laplace(2·clip/ε_it), ε_it = (1 − share)ε/K, to a sum of
+    per-user contributions each clipped to L1 ≤ clip: one changed value moves only its user's term (given r̄), so
+    by ≤ 2·clip. Basic composition: ε_r + K ε_it = ε (no subsampling amplification claimed). PLD/RDP of the same
+    K + 1 Laplace releases beside it."""
+    eps_r = mean_share * eps
+    eps_it = (1.0 - mean_share) * eps / K
+    b = 2.0 * clip_l1 / eps_it
+    pairs = [(phi / eps_r, phi)] + [(b, 2.0 * clip_l1)] * int(K)
+    from dp_accounting import dp_event, rdp
+
+    ra = rdp.RdpAccountant()
+    ra.compose(dp_event.LaplaceDpEvent(1.0 / eps_r))
+    ra.compose(dp_event.LaplaceDpEvent(b / (2.0 * clip_l1)), int(K))
+    return LedgerEntry("DPSGD-PNBM, per-user clipped (ours)", "ours", "rating (change one value)", eps, 0.0, eps, 0.0,
+                       conditions=f"which (user, item) pairs are rated is public; per-user L1 clip {clip_l1:g}; item "
+                                  f"means with ε_r = {eps_r:g}; K = {K}",
+                       caveats="float32 rounding of the clipped sum is not accounted",
+                       pld_epsilon=_composed_laplace_pld(pairs), rdp_epsilon=float(ra.get_epsilon(PURE_DELTA)),
+                       accounting_note=f"PLD/RDP of 1 + {K} Laplace releases (item means; clipped gradients)",
+                       extra={"laplace_scale_t1": b, "l1_sensitivity_bound_t1": 2.0 * clip_l1,
+                              "epsilon_item_means": eps_r, "epsilon_per_iteration": eps_it})
+
+
 def _composed_laplace_pld(pairs, delta: float = PURE_DELTA) -> float:
     """ε of a composition of Laplace releases given as (scale, sensitivity) pairs; exact sum when the PLD would
     overflow its discretisation (per-step ε > 50)."""
