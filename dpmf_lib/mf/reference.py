@@ -53,8 +53,9 @@ def _block_state_py(base, s):
 
 
 def sgld_epoch_lazy_reference(layout, gap_u, gap_v, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext,
-                              size, base):
-    """Lazy-noise SGLD round with the lookup table (no flush), same stream as the kernel with one thread."""
+                              size, base, clip=None):
+    """Lazy-noise SGLD round with the lookup table (no flush), same stream as the kernel with one thread.
+    ``clip=(lo, hi)``: the clipped-prediction loss (no likelihood drift when r̂ is outside [lo, hi])."""
     d = U.shape[1]
     h, ze = f32(0.5) * f32(eta), f32(zeta) * f32(eta)
     for s in range(len(layout.seg) - 1):
@@ -67,7 +68,10 @@ def sgld_epoch_lazy_reference(layout, gap_u, gap_v, U, V, bu, bi, b0, eta, zeta,
                 A[row] += sd * ext[o:o + d]
                 b[row] += sd * ext[o + d]
             u, v = U[i].copy(), V[j].copy()
-            e = f32(layout.values[k]) - (f32(np.dot(u, v)) + bu[i] + bi[j] + f32(b0))
+            pred = f32(np.dot(u, v)) + bu[i] + bi[j] + f32(b0)
+            e = f32(layout.values[k]) - pred
+            if clip is not None and not (clip[0] <= pred <= clip[1]):
+                e = f32(0.0)
             g = f32(lik) * e
             U[i] = u + h * (g * v - pwu[i] * Lu * u)
             V[j] = v + h * (g * u - pwv[j] * Lv * v)

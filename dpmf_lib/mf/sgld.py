@@ -73,7 +73,8 @@ def _add_noise(A, b, row, sd, use_table, ext, size, state, buf, upd_b):
 
 
 @njit(cache=True, fastmath=True, inline="always")
-def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b):
+def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
+               clip_on, clip_lo, clip_hi):
     d = U.shape[1]
     i = users[k]
     j = items[k]
@@ -81,6 +82,11 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
     for f in range(d):
         s += U[i, f] * V[j, f]
     e = vals[k] - (s + bu[i] + bi[j] + b0)
+    if clip_on:
+        # loss (r − clip(r̂, lo, hi))²: outside [lo, hi] the clipped prediction is constant, so its gradient is 0
+        pr = s + bu[i] + bi[j] + b0  # the same expression as in e
+        if pr < clip_lo or pr > clip_hi:
+            e = np.float32(0.0)
     g = lik * e
     if has_w:
         g = g * w[k]
@@ -103,7 +109,8 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 
 @njit(cache=True, parallel=True, fastmath=True)
 def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
-                     Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b):
+                     Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b, clip_on=False, clip_lo=0.0,
+                     clip_hi=0.0):
     n_seg = seg.shape[0] - 1
     d = U.shape[1]
     h = np.float32(0.5) * eta
@@ -121,12 +128,14 @@ def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, 
             if upd_v:
                 state = _add_noise(V, bi, items[k], np.sqrt(np.float32(gap_v[k]) * ze), use_table, ext, size, state,
                                    buf, upd_b)
-            _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b)
+            _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
+                       clip_on, clip_lo, clip_hi)
 
 
 @njit(cache=True)
 def _sgld_epoch_eager(users, items, vals, w, has_w, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb,
-                      use_table, ext, size, base, cnt_u, cnt_v, upd_v, upd_b):
+                      use_table, ext, size, base, cnt_u, cnt_v, upd_v, upd_b, clip_on=False, clip_lo=0.0,
+                      clip_hi=0.0):
     d = U.shape[1]
     h = np.float32(0.5) * eta
     sd = np.sqrt(zeta * eta)
@@ -140,7 +149,8 @@ def _sgld_epoch_eager(users, items, vals, w, has_w, U, V, bu, bi, b0, eta, zeta,
             for j in range(V.shape[0]):
                 if cnt_v[j] > 0:
                     state = _add_noise(V, bi, j, sd, use_table, ext, size, state, buf, upd_b)
-        _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b)
+        _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
+                       clip_on, clip_lo, clip_hi)
 
 
 @njit(cache=True, parallel=True, fastmath=True)
@@ -194,7 +204,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0, model: MFModel | None = None,
                 init_scale: float | None = None, layout: Layout | None = None, freeze_items: bool = False,
                 keep_users: bool = False, biases: bool = True,
-                time_budget: float | None = None) -> SGLDResult:
+                time_budget: float | None = None, clip_prediction=None) -> SGLDResult:
     """Run SGLD for ``epochs`` rounds; returns the last sample, per-round history and kept V samples.
 
     ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
@@ -206,6 +216,9 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     ``keep_users``: also keep (U | b_u) samples (n_users × (d+1)) at the same rounds as V.
     ``freeze_items``: keep V and the item biases fixed (sample U, b_u given V; e.g. conjugate checks, two-stage use).
     ``test_rmse_avg`` averages test predictions over the samples after ``burn_in`` rounds (posterior predictive mean).
+    ``clip_prediction=(lo, hi)``: the likelihood uses the clipped prediction, −(sλ_r/2) Σ w (r − clip(r̂, lo, hi))²
+    (ours, issue #13: bounds every rating's term without a rejection loop); a rating whose prediction lies outside
+    [lo, hi] contributes no likelihood drift. ``None``: the unclipped model.
     """
     import pandas as pd
 
@@ -230,6 +243,15 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     beta = check_step("beta", beta)
     lam_bias = check_step("lam_bias", lam_bias)
     likelihood_scale = check_step("likelihood_scale", likelihood_scale)
+    clip_on, clip_lo, clip_hi = False, 0.0, 0.0
+    if clip_prediction is not None:
+        try:
+            clip_lo, clip_hi = (float(x) for x in clip_prediction)
+        except (TypeError, ValueError):
+            raise ParameterError(f"clip_prediction must be None or a pair (lo, hi), got {clip_prediction!r}") from None
+        if not (np.isfinite(clip_lo) and np.isfinite(clip_hi) and clip_lo < clip_hi):
+            raise ParameterError(f"clip_prediction=(lo, hi) needs finite lo < hi, got {clip_prediction!r}")
+        clip_on = True
     if schedule == "eager":
         work = N * (train.n_users + train.n_items) * (d + 1)
         if work > 5e9:
@@ -288,12 +310,13 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 _sgld_epoch_lazy(lay.users, lay.items, lay.values, w, has_w, gap_u, gap_v, lay.seg, m.U, m.V, m.bu,
                                  m.bi, np.float32(b0), eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv,
                                  np.float32(lam_bias), use_table, ext, size, base, np.int64(prefetch_stride),
-                                 not freeze_items, biases)
+                                 not freeze_items, biases, clip_on, np.float32(clip_lo), np.float32(clip_hi))
             else:
                 fl_u, fl_v = np.zeros(lay.n_users, np.int64), np.zeros(lay.n_items, np.int64)
                 _sgld_epoch_eager(lay.users, lay.items, lay.values, w, has_w, m.U, m.V, m.bu, m.bi, np.float32(b0),
                                   eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv, np.float32(lam_bias), use_table, ext,
-                                  size, base, cnt_u, cnt_v, not freeze_items, biases)
+                                  size, base, cnt_u, cnt_v, not freeze_items, biases, clip_on, np.float32(clip_lo),
+                                  np.float32(clip_hi))
             ze = np.float32(zeta * eta)
             _flush(m.U, m.bu, fl_u, cnt_u, ze, Lu, np.float32(lam_bias), np.float32(zeta), use_table, ext, size,
                    stream_seed(seed, t, 1), biases)

@@ -406,6 +406,7 @@ class PrivateRelease:
     seed_used: int | None = None
     seed_was_fixed: bool = True
     privacy_caveats: tuple = ()
+    loss_clipped: bool = False  # ours: the likelihood used clip(r̂, r_min − κ, r_max + κ) (no range loop needed)
 
     def local_model(self, ratings):
         """The MFModel users obtain locally: (u_i, b_i) by eq. (5) on ``ratings``, with the released V, b_j, b_0."""
@@ -432,7 +433,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                    lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
                    mode: str = "fast", seed=None, n_threads: int | None = None, test=None, zeta: float = 1.0,
-                   step_scale: float = 1.0, **sgld_kwargs) -> PrivateRelease:
+                   step_scale: float = 1.0, clip_loss: bool = False, **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
 
     ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run on the same data —
@@ -445,6 +446,13 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     multiplies the step size of drift and noise alike (what a "smaller temperature step" can honestly mean: the target,
     hence ε, is unchanged). ``seed=None`` (default): fresh OS entropy; an int seed reproduces (and lets anyone who
     knows it replay) the noise — the splitmix64 streams and, in ``mode="fast"``, the Gaussian lookup table.
+
+    ``clip_loss=True`` (ours, issue #13 part 3; not the paper's algorithm): the likelihood uses the clipped prediction,
+    F = Σ w_i (r_ij − clip(r̂_ij, r_min − κ, r_max + κ))² + prior. Every term is then ≤ w_i (Δ + κ)² for any (U, V),
+    so each user's part of F is ≤ B_i ≤ B by construction and Theorem 1 applies to the exact sample of this target
+    without the range rule of lines 5–6: the rejection loop is not run (``n_resamples`` = 0; the out-of-range count is
+    still measured and reported) and ``epsilon_effective`` is ε. The target is a different (flat outside the range)
+    likelihood; the finite-chain and data-dependent-Λ caveats stay.
     """
     from ..mf import init_model, sample_sgld
 
@@ -475,7 +483,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     m0 = init_model(train.n_users, train.n_items, d, seed=[seed, 0xD9], b0=b0)
     common = dict(d=d, gamma=gamma, lambda_r=lambda_r, fixed_lambda=(Lambda_u, Lambda_v), lam_bias=lam_bias,
                   likelihood_scale=s, weights=pre.rating_weights, mode=mode, n_threads=n_threads, test=test,
-                  **sgld_kwargs)
+                  clip_prediction=pre.pred_range if clip_loss else None, **sgld_kwargs)
     res = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=m0, seed=seed, **common)
     hist = [res.history]
     lo, hi = pre.pred_range
@@ -486,7 +494,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
             mm = res.model
             info = range_violations(mm.U, mm.V, mm.bu, mm.bi, mm.b0, lo, hi, users=users)
             viol.append(info["n_out"])
-            if info["n_out"] == 0 or n_res >= max_resamples:
+            if info["n_out"] == 0 or n_res >= max_resamples or clip_loss:  # clipped loss: no loop needed
                 break
             n_res += 1
             eta_last = float(res.history["eta"].iloc[-1])
@@ -499,7 +507,10 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     caveats = ["SGLD runs a finite chain: ε holds for the targeted posterior, not for the law of this sample",
                "Λ_u, Λ_v (and λ_b) come from a non-private run on the same data: data-dependent hyper-parameters "
                "that ε does not account for"]
-    if not satisfied:
+    if clip_loss:
+        caveats.append("ours: likelihood with the prediction clipped to [r_min − κ, r_max + κ] (bounded by "
+                       "construction; a different target than the paper's)")
+    elif not satisfied:
         caveats.append("prediction-range constraint (Algorithm 1 lines 5–6) not met or not checked: Theorem 1's "
                        "worst-case bound does not hold for this sample")
     if seed_fixed or pre.seed_was_fixed:
@@ -510,9 +521,9 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                           np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
                           float(lambda_r), satisfied, n_res, viol,
                           info["n_pairs"], info["min"], info["max"], model, history,
-                          epsilon_effective=eps if satisfied else None, step_scale=float(step_scale),
-                          seed_used=seed_used,
-                          seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats))
+                          epsilon_effective=eps if (satisfied or clip_loss) else None,
+                          step_scale=float(step_scale), seed_used=seed_used,
+                          seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats), loss_clipped=bool(clip_loss))
 
 
 def fixed_priors(sgld_result) -> dict:
