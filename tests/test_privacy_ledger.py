@@ -148,3 +148,11 @@ def test_dpsgd_pnbm_clipped_audit_stays_below_its_per_iteration_epsilon():
     assert ratio <= 2.0 * (1 + 1e-5)
     assert pair <= (1 - p["pnbm_mean_share"]) * 1.0 * (1 + 1e-5)
     assert res.epsilon_lower <= pair
+
+
+def test_liu_clipped_entry_has_a_finite_provable_epsilon_where_the_paper_has_none():
+    ours = lg.liu_clipped_entry(4.0, 125.0, 5)
+    paper = lg.liu_entry(4.0, 125.0, 5, constraint_satisfied=False)
+    assert ours.source == "ours" and "(ours)" in ours.mechanism and ours.epsilon_provable == 4.0
+    assert paper.epsilon_provable == math.inf
+    assert ours.extra["epsilon_rating_level"] == pytest.approx(0.8)

@@ -205,7 +205,8 @@ def audit_count_sketch(sub: Ratings, p: dict, n: int, seed: int, conf: float):
     return au.audit_statistics(np.array(s0), np.array(s1), confidence=conf)
 
 
-def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float, *, least_active=False, lam=None):
+def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float, *, least_active=False, lam=None,
+              clip_loss: bool = False):
     from ..privacy import posterior_sampling as ps
 
     d1, u = user_neighbour(sub, least_active=least_active)
@@ -217,7 +218,8 @@ def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float,
         def f(s):
             pre = ps.preprocess(r, tau=int(p["liu_tau"]), kappa=1.0, rho=1.0, seed=s)
             rel = ps.sample_private(pre, eps, Lambda_u=L, Lambda_v=L, d=d, rounds=int(p["liu_rounds"]),
-                                    max_resamples=int(p["liu_max_resamples"]), seed=s, n_threads=1, mode="exact")
+                                    max_resamples=int(p["liu_max_resamples"]), seed=s, n_threads=1, mode="exact",
+                                    clip_loss=clip_loss)
             info.setdefault("satisfied", []).append(rel.constraint_satisfied)
             info["B"] = pre.B
             info["pre"] = pre
@@ -457,6 +459,13 @@ def run(params: dict) -> pd.DataFrame:
         add("liu", lg.liu_entry(eps, info["B"], int(p["liu_tau"]), constraint_satisfied=sat),
             _audit_row(res, inst + f", τ={p['liu_tau']}, d={p['liu_d']}, {p['liu_rounds']} rounds, fixed Λ; range "
                        f"rule met in {np.mean(info['satisfied']):.0%} of runs", time.perf_counter() - t0))
+    if want("liu-clipped"):  # ours (issue #13 part 3): the clipped-loss variant, audited like the paper's row
+        t0 = time.perf_counter()
+        eps = float(p["liu_epsilon"])
+        res, info, _ = audit_liu(sub, p, eps, ns, seed, conf, clip_loss=True)
+        add("liu-clipped", lg.liu_clipped_entry(eps, info["B"], int(p["liu_tau"])),
+            _audit_row(res, inst + f", τ={p['liu_tau']}, d={p['liu_d']}, {p['liu_rounds']} rounds, fixed Λ, loss with "
+                       "the prediction clipped to [r_min − κ, r_max + κ], no range loop", time.perf_counter() - t0))
     if want("liu-personalized"):
         t0 = time.perf_counter()
         eps = float(p["liu_epsilon"])

@@ -212,6 +212,19 @@ def liu_entry(eps: float, B: float, tau: int, *, constraint_satisfied: bool, lam
                        extra={"epsilon_rating_level": stated / tau, "B": B})
 
 
+def liu_clipped_entry(eps: float, B: float, tau: int) -> LedgerEntry:
+    """Liu et al. with the prediction clipped inside the loss (ours, ``sample_private(clip_loss=True)``): every term
+    w_i (r − clip(r̂, r_min − κ, r_max + κ))² ≤ w_i (Δ + κ)², so each user's part of F is ≤ B for any (U, V) and one
+    exact sample of exp(−ε/(4B)·F) is ε-DP at user level (Theorem 1's argument) without the range rule."""
+    return LedgerEntry("Liu Algorithm 1, clipped loss (ours)", "ours", "user (replace one user's ratings)", eps, 0.0,
+                       eps, 0.0,
+                       conditions="exact posterior sample of the clipped-loss target; data-independent Λ",
+                       caveats="finite SGLD chain (not an exact posterior sample); the paper's Fig. 7 Λ is "
+                               "data-dependent (the audit fixes Λ)",
+                       accounting_note="exponential mechanism: no dp-accounting event",
+                       extra={"epsilon_rating_level": eps / tau, "B": B})
+
+
 def dpsgd_pnbm_entry(eps: float, K: int, gamma: float, L: int, Nk_eff: int, phi: float, C: float) -> LedgerEntry:
     """DPSGD-PNBM as implemented. The paper's ΔF^(t) = 2 e_max(t) φ/C bounds one entry of one rating's gradient. What
     one rating changes: its own gradient row; every prediction of its user where it is a neighbour; and — through the
