@@ -103,3 +103,18 @@ def test_bad_clip_prediction_raises(bad):
     r = random_ratings(seed=2)
     with pytest.raises(ParameterError):
         sample_sgld(r, d=2, epochs=1, clip_prediction=bad, n_threads=1)
+
+
+def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
+    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.params import load_params
+
+    p = load_params("liu_fig7", "smoke")
+    df = liu_fig7.run(p)
+    ours = df[df.method == liu_fig7.OURS]
+    paper = df[df.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
+    assert np.allclose(ours.epsilon_effective, ours.epsilon) and (ours.n_resamples == 0).all()
+    liu_fig7.plot(df, p)
+    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False}))
+    assert not (off.method == liu_fig7.OURS).any()

@@ -14,7 +14,10 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
   pipeline's non-private counterpart);
 - Algorithm 1 (:mod:`dpmf_lib.privacy.posterior_sampling`) for every ε in ``epsilons`` plus ε = 4B and every ρ in
   ``rho``: test RMSE of the local model, of the full (unreleased) sample, and how often the prediction-range
-  constraint of lines 5–6 binds.
+  constraint of lines 5–6 binds;
+- beside it, labelled as ours (issue #13 part 3; not in the paper): "DPMF, clipped loss (ours)" —
+  ``sample_private(clip_loss=True)``, the likelihood with the prediction clipped to [r_min − κ, r_max + κ], so the
+  bound B holds by construction and Theorem 1 applies without the range loop (first ρ only; ``clipped_loss``).
 
 Choices the paper leaves open (all also in the module docstring of ``posterior_sampling``): λ_r = 2 so that ε = 4B is
 exactly the non-private posterior exp(−F); biases (the paper omits them) with b_0 fixed at the rating-scale midpoint;
@@ -40,6 +43,7 @@ from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 
 RATING_DP_CLAIM = "liu-6.7-rating-dp-small-accuracy-loss"
+OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
 
 
 def load(ds: str, params: dict):
@@ -101,19 +105,21 @@ def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
     return rows, priors, res
 
 
-def private_point(pre, epsilon: float, priors: dict, train, test, params: dict) -> tuple[dict, object, pd.DataFrame]:
-    """One run of Algorithm 1 at ``epsilon``; returns (row, release, per-user accounting)."""
+def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
+                  clip_loss: bool = False) -> tuple[dict, object, pd.DataFrame]:
+    """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant); returns (row, release,
+    per-user accounting)."""
     pv = params["private"]
     t0 = time.perf_counter()
     rel = ps.sample_private(pre, epsilon, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=params["d"],
                             lambda_r=params["lambda_r"], lam_bias=priors["lam_bias"], rounds=pv["rounds"],
                             eta_n=params["sgld"]["eta_n"], eta_n_max=pv["eta_n_max"], gamma=params["sgld"]["gamma"],
                             max_resamples=pv["max_resamples"], resample_rounds=pv["resample_rounds"],
-                            seed=params["seed"], n_threads=params["n_threads"])
+                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss)
     local = rel.local_model(train)
     acc = ps.privacy_accounting(pre, epsilon, rel.sampled_model)
     summ = ps.privacy_summary(pre, epsilon, acc)
-    row = {"method": "DPMF (Algorithm 1, local ridge)", "epsilon": float(epsilon), "epsilon_rating": epsilon / pre.tau,
+    row = {"method": OURS if clip_loss else "DPMF (Algorithm 1, local ridge)", "epsilon": float(epsilon), "epsilon_rating": epsilon / pre.tau,
            "test_rmse": local.rmse(test), "test_rmse_sampled_model": rel.sampled_model.rmse(test),
            "likelihood_scale": rel.likelihood_scale, "constraint_satisfied": rel.constraint_satisfied,
            "n_resamples": rel.n_resamples, "violations_first": rel.violations[0] if rel.violations else np.nan,
@@ -122,6 +128,7 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict) 
            "pred_min": rel.pred_min, "pred_max": rel.pred_max,
            "eps_hat_over_eps_median": summ["eps_hat_over_eps_median"],
            "share_users_within_bound": summ["share_users_within_bound"],
+           "epsilon_effective": np.nan if rel.epsilon_effective is None else float(rel.epsilon_effective),
            "seconds": time.perf_counter() - t0}
     return row, rel, acc
 
@@ -172,6 +179,13 @@ def run(params: dict) -> pd.DataFrame:
                              "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
                              "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
                              "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
+            if rho == params["rho"][0] and params["clipped_loss"]:  # ours, after the paper's series (same seeds)
+                for eps in epsilon_grid(params, pre.B):
+                    row, _, _ = private_point(pre, eps, priors, train, test, params, clip_loss=True)
+                    rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
+                                 "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
+                                 "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
+                                 "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
             if rho == params["rho"][0]:
                 if float(tau) in pts:
                     measurements.append(Measurement(
@@ -187,7 +201,8 @@ def plot(df: pd.DataFrame, params: dict):
     fig, axes = figure(ncols=len(datasets), width=5.0, height=4.0)
     for ax, label in zip(axes[0], datasets):
         g = df[df.dataset == label]
-        priv = g[g.method.str.startswith("DPMF")]
+        ours = g[g.method == OURS].sort_values("epsilon")
+        priv = g[g.method.str.startswith("DPMF") & (g.method != OURS)]
         for rho, h in priv.groupby("rho"):
             h = h.sort_values("epsilon")
             ax.semilogx(h.epsilon, h.test_rmse, "o-", label=f"DPMF, local ridge (ρ={rho:g})")
@@ -195,6 +210,9 @@ def plot(df: pd.DataFrame, params: dict):
             if len(bad) and rho == priv.rho.iloc[0]:
                 ax.semilogx(bad.epsilon, bad.test_rmse, "x", color="k", ms=7,
                             label="range constraint still binding")
+        if len(ours):
+            ax.semilogx(ours.epsilon, ours.test_rmse, "^--", color="C5", ms=5,
+                        label=f"{OURS}, ρ={ours.rho.iloc[0]:g}: no range loop needed")
         styles = iter([("--", "C1"), (":", "C2"), ("-.", "C3"), ((0, (5, 1)), "C4")])
         for _, b in g[~g.method.str.startswith("DPMF")].iterrows():
             ls, col = next(styles)
