@@ -156,7 +156,8 @@ class PNBMResult:
     ``epsilon_effective``: the ε that the mechanism's own noise supports for what ran — for DPPS-PNBM the ε of the
     targeted posterior, min(ε, 4B) (ϱ is a step scale, so it does not change the target; ε ≥ 4B is the non-private
     posterior, which is 4B-DP); for DPSGD-PNBM ``None``: the Laplace noise is calibrated to one gradient entry (the
-    paper's ΔF) while one rating changes many entries of the released gradient, so no ε is established.
+    paper's ΔF) while one rating changes many entries of the released gradient, so no ε is established; for the
+    per-user clipped variant (:func:`train_pnbm_clipped`, ours) the stated ε, which its accounting proves.
     ``privacy_caveats`` lists what ``epsilon_effective`` does not cover."""
 
     S: np.ndarray
