@@ -168,7 +168,17 @@ def test_dpps_pnbm_rho_scales_drift_and_noise_alike(monkeypatch, rho):
     res = nbm.sample_pnbm(r, epsilon=eps, tau=10, T=3, L=100, eta1=0.1, rho=rho, Nk=5, seed=7)
     for c in rec:
         assert c["a"] / c["sd"] ** 2 == pytest.approx(0.5 * 0.5, rel=1e-9)
-    assert res.epsilon == eps and res.epsilon_effective == pytest.approx(eps)
+    # the target is the ε-posterior, but the non-private item means couple all users: no ε is claimed for the release
+    assert res.epsilon == eps and res.info["epsilon_target"] == pytest.approx(eps) and res.epsilon_effective is None
+
+
+def test_dpsgd_mf_claims_no_epsilon_for_a_predictor_with_noiseless_item_means():
+    """The released predictor uses r̄ computed without noise: no ε; the factors alone are 2ε (one rating moves the
+    item's other errors through r̄), not the ε the paper's noise is calibrated to."""
+    r = random_ratings(n_users=30, n_items=12, per_user=6, seed=2)
+    res = nbm.train_dpsgd_mf(r, epsilon=1.0, K=2, d=2, seed=1)
+    assert res.epsilon_effective is None and res.epsilon_factors == 2.0
+    assert any("r̄" in c for c in res.privacy_caveats)
 
 
 # ------------------------------------------------------------------------------------------------ Hua S1/S2/S3

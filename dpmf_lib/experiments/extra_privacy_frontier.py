@@ -101,7 +101,9 @@ def to_common_units(eps: float, unit: str, k_user: int, rating_bound: float | No
 
 def axis_values(entry: lg.LedgerEntry, k_user: int) -> dict:
     """Where a ledger entry goes on the two panels: the provable ε in both units when finite (``x_kind`` =
-    "provable"), else the paper's stated ε in both units (``x_kind`` = "stated, no proof holds")."""
+    "provable", or "provable only for an idealised release" when the ledger says the implementation breaks one of
+    its premises — U or r̄ without noise, a finite chain), else the paper's stated ε in both units (``x_kind`` =
+    "stated, no proof holds")."""
     unit = unit_of(entry.unit)
     finite = math.isfinite(entry.epsilon_provable)
     rb = entry.extra.get("epsilon_rating_level")  # Liu-type: Theorem 2's per-rating ε for the *stated* ε
@@ -111,7 +113,9 @@ def axis_values(entry: lg.LedgerEntry, k_user: int) -> dict:
     else:
         c = to_common_units(entry.epsilon_stated, unit, k_user, rb)
     st = to_common_units(entry.epsilon_stated, unit, k_user, rb)
-    return {"x_user": c["eps_user"], "x_rating": c["eps_rating"], "x_kind": "provable" if finite else "stated, no proof holds",
+    kind = ("stated, no proof holds" if not finite else
+            "provable only for an idealised release" if entry.premise_broken else "provable")
+    return {"x_user": c["eps_user"], "x_rating": c["eps_rating"], "x_kind": kind, "premise_broken": entry.premise_broken,
             "conversion_user": c["how_user"], "conversion_rating": c["how_rating"],
             "epsilon_stated_user": st["eps_user"], "epsilon_stated_rating": st["eps_rating"], "unit": unit}
 
@@ -308,16 +312,20 @@ def plot(df: pd.DataFrame, params: dict):
             g = g.sort_values(col)
             ax.plot(g[col], g.rmse, "-", color=color, lw=1, alpha=0.6)
             prov = g[g.x_kind == "provable"]
-            stated = g[g.x_kind != "provable"]
+            ideal = g[g.x_kind == "provable only for an idealised release"]
+            stated = g[g.x_kind == "stated, no proof holds"]
             if len(prov):  # filled: the provable ε of the ledger
                 ax.plot(prov[col], prov.rmse, marker, color=color, ms=7, ls="none", label=LABELS.get(key, key))
+            if len(ideal):  # half-filled: a bound whose premise this implementation does not meet
+                ax.plot(ideal[col], ideal.rmse, marker, color=color, fillstyle="left", mfc=color, mec=color,
+                        ms=8, ls="none", label=f"{LABELS.get(key, key)}: ε of an idealised release")
             if len(stated):  # hollow: no finite ε holds; drawn at the paper's stated ε
                 ax.plot(stated[col], stated.rmse, marker, mfc="none", mec=color, mew=1.5, ms=8, ls="none",
                         label=f"{LABELS.get(key, key)}: stated, no proof holds")
         for (_, r), ls in zip(refs.iterrows(), ("--", ":", "-.")):
             ax.axhline(r.rmse, color="0.3", ls=ls, lw=1.1, label=f"{r.mechanism}: {r.rmse:.3f}")
         ax.set_xscale("log")
-        ax.set_xlabel("ε (provable, ledger; hollow: the paper's stated ε)")
+        ax.set_xlabel("ε (provable, ledger; half-filled: premise broken; hollow: stated only)")
         ax.set_ylabel(f"test RMSE (ML-100K u{int(df.fold.iloc[0])}.test, clipped)")
         ax.set_title(title, fontsize=9)
     h, lab = axes[0, 0].get_legend_handles_labels()

@@ -153,12 +153,13 @@ _RBAR_CAVEAT = ("item means r̄_i are computed from the training ratings without
 class PNBMResult:
     """A trained/sampled similarity matrix with its privacy record.
 
-    ``epsilon_effective``: the ε that the mechanism's own noise supports for what ran — for DPPS-PNBM the ε of the
-    targeted posterior, min(ε, 4B) (ϱ is a step scale, so it does not change the target; ε ≥ 4B is the non-private
-    posterior, which is 4B-DP); for DPSGD-PNBM ``None``: the Laplace noise is calibrated to one gradient entry (the
-    paper's ΔF) while one rating changes many entries of the released gradient, so no ε is established; for the
-    per-user clipped variant (:func:`train_pnbm_clipped`, ours) the stated ε, which its accounting proves.
-    ``privacy_caveats`` lists what ``epsilon_effective`` does not cover."""
+    ``epsilon_effective``: the ε that holds for what ran, ``None`` when none is established — for DPPS-PNBM ``None``:
+    the targeted posterior would be min(ε, 4B)-DP if its likelihood terms were each one user's, but the non-private
+    item means r̄ couple every user's term (an exact sample is n·min(ε, 4B)/2-DP at user level: the privacy ledger,
+    ``info["epsilon_target"]`` keeps min(ε, 4B)) and the chain is finite; for DPSGD-PNBM ``None``: the Laplace noise
+    is calibrated to one gradient entry (the paper's ΔF) while one rating changes many entries of the released
+    gradient; for the per-user clipped variant (:func:`train_pnbm_clipped`, ours) the stated ε, which its accounting
+    proves (it releases noisy item means). ``privacy_caveats`` lists the reasons."""
 
     S: np.ndarray
     epsilon: float | None  # the paper's ε (rating level for DPSGD, user level for DPPS); None: non-private
@@ -380,10 +381,11 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     n = tr.n_ratings
     res = PNBMResult(S, None if epsilon is None else float(epsilon), None, seed_used=seed_used,
                      seed_was_fixed=seed_fixed)
-    if epsilon is not None:
-        res.epsilon_effective = float(min(float(epsilon), 4.0 * B))  # κ = min(1, ε/(4B)): the targeted posterior
-        res.privacy_caveats = ("SGLD runs a finite minibatch chain: ε holds for the targeted posterior, not for the "
-                               "law of this sample", _RBAR_CAVEAT)
+    if epsilon is not None:  # epsilon_effective stays None (class docstring); the target is recorded beside it
+        res.info["epsilon_target"] = float(min(float(epsilon), 4.0 * B))  # κ = min(1, ε/(4B))
+        res.privacy_caveats = (_RBAR_CAVEAT + ": they couple every user's likelihood term, so even an exact sample "
+                               "is only n·min(ε, 4B)/2-DP at user level (privacy ledger)",
+                               "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
     # the start's RMSE: the guard "the chain moved" compares the released sample with it
     rmse_start = rmse(predict(S, full, test, Nk=Nk, C=0.0), test) if test is not None else None
     t0 = time.perf_counter()
@@ -400,7 +402,7 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
         if test is not None and eval_every and (t % eval_every == 0 or t == T):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=0.0), test)))
     res.S = S
-    res.info = {"kappa": kappa, "B": B, "n_trimmed": n, "L": L, "rho_step_scale": float(rho),
+    res.info = {**res.info, "kappa": kappa, "B": B, "n_trimmed": n, "L": L, "rho_step_scale": float(rho),
                 "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
@@ -410,8 +412,10 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
 
 @dataclass
 class MFResult:
-    """DPSGD-MF factors with their privacy record. ``epsilon_effective``: the rating-level ε the Laplace noise on the
-    errors supports (one rating's error changes by ≤ φ per epoch, K epochs compose to ε); see ``privacy_caveats``."""
+    """DPSGD-MF factors with their privacy record. ``epsilon_effective`` is ``None``: the released predictor uses the
+    item means r̄ computed without noise. The factors (P, Q) alone are 2ε-DP at rating level (``epsilon_factors``):
+    one rating moves its own error by ≤ φ and, through r̄_i, each of the item's n_i errors by φ/n_i — 2φ per epoch in
+    L1, not the φ the paper's noise is calibrated to (the privacy ledger); see ``privacy_caveats``."""
 
     P: np.ndarray
     Q: np.ndarray
@@ -420,6 +424,7 @@ class MFResult:
     noise_scale: float | None
     rmse: float | None = None
     epsilon_effective: float | None = None
+    epsilon_factors: float | None = None  # what (P, Q) alone satisfy: 2ε (class docstring)
     seed_used: int | None = None
     seed_was_fixed: bool = True
     privacy_caveats: tuple = ()
@@ -453,9 +458,11 @@ def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e
                         float(e_max))
     res = MFResult(P, Q, rbar, None if epsilon is None else float(epsilon), b, seed_used=seed_used,
                    seed_was_fixed=seed_fixed)
-    if epsilon is not None:
-        res.epsilon_effective = float(epsilon)
-        res.privacy_caveats = (_RBAR_CAVEAT, "rating level, neighbours differ in one rating's value")
+    if epsilon is not None:  # epsilon_effective stays None: r̄ is released without noise (class docstring)
+        res.epsilon_factors = 2.0 * float(epsilon)
+        res.privacy_caveats = (_RBAR_CAVEAT + ": with them the predictor has no finite ε",
+                               "the factors alone: 2ε at rating level (one rating moves the item's other errors "
+                               "through r̄; the paper's noise is calibrated to φ, not 2φ)")
     if test is not None:
         out = np.empty(test.n_ratings, dtype=np.float32)
         mf_predict_kernel(P, Q, rbar, test.users, test.items, float(lo), float(hi), out)

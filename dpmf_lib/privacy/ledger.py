@@ -39,6 +39,9 @@ class LedgerEntry:
     delta_provable: float
     no_finite_reason: str = ""
     conditions: str = ""  # what the provable ε still assumes
+    # a premise of the provable ε that the implementation itself does not meet (U or r̄ computed without noise, a
+    # finite chain for an exact sample): the ε is then a bound for an idealised release, not for what ran
+    premise_broken: str = ""
     caveats: str = ""  # everything else a reader must know (temperature, data-dependent hyper-parameters, ...)
     pld_epsilon: float = float("nan")
     rdp_epsilon: float = float("nan")
@@ -302,6 +305,7 @@ def dpps_pnbm_entry(eps: float, B: float, n_users: int, rho: float, rho_on_noise
     prov = n_users * target / 2.0
     return LedgerEntry("DPPS-PNBM", "paper", "user (replace one user's ratings)", eps, 0.0, prov, 0.0,
                        conditions="exact posterior sample (the SGLD chain is finite: not covered)",
+                       premise_broken="the release is a finite SGLD chain, not an exact posterior sample",
                        caveats=(f"non-private item means r̄ couple all {n_users} users' likelihood terms; "
                                 + (f"ϱ = {rho:g} on the noise only targets ε/ϱ = {eps / rho:g}" if rho_on_noise_only
                                    else f"ϱ = {rho:g} scales drift and noise alike (no change of target)")),
@@ -328,6 +332,7 @@ def dpsgd_mf_entry(eps: float, K: int, phi: float) -> LedgerEntry:
     b = K * phi / eps
     return LedgerEntry("DPSGD-MF", "paper", "rating (change one value)", eps, 0.0, 2.0 * eps, 0.0,
                        conditions="release = (P, Q); which (user, item) pairs are rated is public",
+                       premise_broken="the predictor also releases the item means r̄, computed without noise",
                        caveats="item means r̄ (prediction offsets) are computed without noise: with them the model "
                                "has no finite ε",
                        pld_epsilon=pld_laplace(b, 2 * phi, K), rdp_epsilon=rdp_laplace(b, 2 * phi, K),
@@ -342,6 +347,7 @@ def hua_s1_entry(eps: float, reopt: str) -> LedgerEntry:
     if reopt == "exact":
         return LedgerEntry("Hua S1 (exact minimiser)", "paper", "rating (change one value)", eps, 0.0, eps, 0.0,
                            conditions="U held fixed (Theorem 1's premise); ‖u_i‖ ≤ 1",
+                           premise_broken="U is fit to the same ratings without noise",
                            caveats="U is fit to the same ratings without noise: with U counted, no finite ε",
                            accounting_note="K-norm (norm-Gamma) noise: no dp-accounting event")
     return LedgerEntry("Hua S1 (gd re-optimisation)", "paper", "rating (change one value)", eps, 0.0, INF, 0.0,
@@ -360,6 +366,7 @@ def hua_rounds_entry(eps: float, T: int, d: int, scenario: str, delta: float = 1
     b, s = 2.0 * math.sqrt(d) / er, 2.0 * math.sqrt(d)
     return LedgerEntry(f"Hua {scenario}, ε/T per round (ours)", "ours", "rating (change one value)", eps, 0.0,
                        eps, 0.0,
+                       premise_broken="U is updated from the same ratings without noise between rounds",
                        conditions="U fixed within each round (the paper's premise); a user may take part in every "
                                   "round",
                        caveats="u_p's dependence on the rating spreads the change to p's other items in later rounds "
@@ -375,6 +382,7 @@ def hua_rounds_as_stated(eps: float, T: int, d: int, scenario: str, delta: float
     b, s = 2.0 * math.sqrt(d) / eps, 2.0 * math.sqrt(d)
     return LedgerEntry(f"Hua {scenario} ({T} rounds at ε each)", "paper", "rating (change one value)", eps, 0.0,
                        T * eps, 0.0,
+                       premise_broken="U is updated from the same ratings without noise between rounds",
                        conditions="U fixed within each round (the paper's premise)",
                        caveats=f"the stated ε ignores the composition over T = {T} rounds",
                        pld_epsilon=pld_laplace(b, s, T, delta) if T * eps < 2000 else float("nan"),
