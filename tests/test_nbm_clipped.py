@@ -8,29 +8,21 @@ import pytest
 from scipy import stats
 
 from dpmf_lib import nbm
-from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.data.ratings import Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.model import init_similarity, noisy_item_means
 from dpmf_lib.nbm.rng import seeded
+import nbm_toys
+from nbm_toys import rows_of
 
 
 def toy(seed=1, nu=12, ni=10, density=0.6):
-    rng = np.random.default_rng(seed)
-    u, i = np.nonzero(rng.random((nu, ni)) < density)
-    v = rng.integers(1, 6, len(u)).astype(np.float32)
-    return Ratings(u.astype(np.int32), i.astype(np.int32), v, nu, ni, (1.0, 5.0), DataSource("toy", False))
-
-
-def rows_of(d):
-    return {u: (d.uitems[d.uptr[u]:d.uptr[u + 1]], d.ucent[d.uptr[u]:d.uptr[u + 1]].astype(np.float64))
-            for u in range(d.n_users)}
+    return nbm_toys.toy(seed, nu, ni, density)
 
 
 def signed_similarity(ni, seed=2):
-    S = np.random.default_rng(seed).normal(0.3, 0.5, (ni, ni))
-    np.fill_diagonal(S, 0.0)
-    return S.astype(np.float32)
+    return nbm_toys.signed_similarity(ni, seed, np.float32)
 
 
 def with_value(r, k, v):

@@ -7,24 +7,7 @@ from dpmf_lib import nbm
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.kernels import mf_epoch_kernel, sgld_update_kernel
-
-
-def toy(seed=1, nu=15, ni=12, density=0.6):
-    rng = np.random.default_rng(seed)
-    u, i = np.nonzero(rng.random((nu, ni)) < density)
-    v = rng.integers(1, 6, len(u)).astype(np.float32)
-    return Ratings(u.astype(np.int32), i.astype(np.int32), v, nu, ni, (1.0, 5.0), DataSource("toy", False))
-
-
-def rows_of(d):
-    return {u: (d.uitems[d.uptr[u]:d.uptr[u + 1]], d.ucent[d.uptr[u]:d.uptr[u + 1]].astype(np.float64))
-            for u in range(d.n_users)}
-
-
-def signed_similarity(ni, seed=2):
-    S = np.random.default_rng(seed).normal(0.3, 0.5, (ni, ni))
-    np.fill_diagonal(S, 0.0)
-    return S
+from nbm_toys import rows_of, signed_similarity, toy
 
 
 @pytest.mark.parametrize("Nk,C", [(100, 0.0), (4, 0.0), (100, 1.0), (5, 50.0)])
