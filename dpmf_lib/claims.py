@@ -294,7 +294,9 @@ def judge_measurement(claim: Claim, m: dict) -> Judgement:
     if len(values) < need:
         reasons.append(f"{len(values)} seed(s), the claim needs {need} at {profile}")
     elif not claim.deterministic and len(values) > 1 and len(set(values)) == 1:
-        reasons.append(f"all {len(values)} seeds gave the same value: the seed does not reach this measurement")
+        reasons.append(f"all {len(values)} seeds gave the same value ({values[0]:.4g}): no spread to judge — the seed "
+                       "does not reach this measurement, or the quantity sits at a floor (e.g. an audit that found "
+                       "ε_lower = 0 every time: no power)")
     decided, why = claim.decide(lo, hi)
     if reasons:
         j.verdict, j.reason = INCONCLUSIVE, "; ".join(reasons)
