@@ -20,7 +20,6 @@ import shutil
 import tarfile
 import threading
 import urllib.error
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ from dpmf_lib.data.loaders import load_format, write_vecs
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
 from dpmf_lib.params import load_params, params_dir, read_yaml
+from fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -374,26 +374,12 @@ def test_ratings_file_is_counted_and_parsed_before_the_manifest(dest, tmp_path, 
     assert not (dest / "ml-1m").exists() and _leftovers(dest) == []
 
 
-def _zip(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
-class _Response(io.BytesIO):
-    def __init__(self, data):
-        super().__init__(data)
-        self.headers = {"Content-Length": str(len(data))}
-
-
 def _serve(monkeypatch, data: bytes):
-    monkeypatch.setattr(fetch_mod.urllib.request, "urlopen", lambda url, timeout: _Response(data))
+    serve(monkeypatch, fetch_mod, data)
 
 
 def test_archive_expansion_is_capped(dest, monkeypatch):
-    bomb = _zip({"ml-100k/u.data": b"1\t1\t5\t0\n", "ml-100k/filler": bytes(4 << 20)})  # 4 MiB of zeros: ~4 kB
+    bomb = zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n", "ml-100k/filler": bytes(4 << 20)})  # 4 MiB of zeros: ~4 kB
     assert len(bomb) < 64 << 10
     _serve(monkeypatch, bomb)
     spec = dataclasses.replace(get_spec("ml-100k"), url="https://example.invalid/toy.zip",
@@ -446,7 +432,7 @@ def test_vector_file_of_the_wrong_dimension_is_refused(dest, tmp_path, monkeypat
 
 
 def test_checksum_error_from_a_download_names_the_url_and_member(dest, monkeypatch):
-    archive = _zip({"ml-100k/u.data": b"1\t1\t5\t0\n"})
+    archive = zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n"})
     _serve(monkeypatch, archive)
     spec = dataclasses.replace(get_spec("ml-100k"), url="https://example.invalid/toy.zip",
                                archive_md5=hashlib.md5(archive).hexdigest(), files=(FileSpec("u.data", "0" * 64),))

@@ -3,9 +3,7 @@
 import dataclasses
 import hashlib
 import importlib
-import io
 import urllib.error
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from data_fetch.__main__ import main
 from data_fetch.manifest import MANIFEST_NAME, read_manifest
 from data_fetch.registry import FileSpec
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
+from fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")  # the module (the package re-exports the function `fetch`)
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -137,20 +136,6 @@ def test_unavailable_dataset(dest):
     assert _leftovers(dest) == []
 
 
-def _zip_bytes(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
-class _FakeResponse(io.BytesIO):
-    def __init__(self, data):
-        super().__init__(data)
-        self.headers = {"Content-Length": str(len(data))}
-
-
 def _toy_spec(archive: bytes, md5=None):
     return dataclasses.replace(get_spec("ml-100k"), url="https://example.invalid/toy.zip",
                                archive_md5=md5 or hashlib.md5(archive).hexdigest(),
@@ -158,8 +143,8 @@ def _toy_spec(archive: bytes, md5=None):
 
 
 def test_download_extract_install(dest, monkeypatch):
-    archive = _zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n", "ml-100k/README": b"toy"})
-    monkeypatch.setattr(fetch_mod.urllib.request, "urlopen", lambda url, timeout: _FakeResponse(archive))
+    archive = zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n", "ml-100k/README": b"toy"})
+    serve(monkeypatch, fetch_mod, archive)
     spec = _toy_spec(archive)
     path = fetch_mod.install_from_url(spec, dest, progress=False)
     m = read_manifest(path)
@@ -171,16 +156,16 @@ def test_download_extract_install(dest, monkeypatch):
 
 
 def test_download_md5_mismatch(dest, monkeypatch):
-    archive = _zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n"})
-    monkeypatch.setattr(fetch_mod.urllib.request, "urlopen", lambda url, timeout: _FakeResponse(archive))
+    archive = zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n"})
+    serve(monkeypatch, fetch_mod, archive)
     with pytest.raises(DataFormatError, match="archive md5 .* differs from the published 0000"):
         fetch_mod.install_from_url(_toy_spec(archive, md5="0" * 32), dest, progress=False)
     assert list(dest.iterdir()) == []
 
 
 def test_download_sha256_preferred(dest, monkeypatch):
-    archive = _zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n"})
-    monkeypatch.setattr(fetch_mod.urllib.request, "urlopen", lambda url, timeout: _FakeResponse(archive))
+    archive = zip_bytes({"ml-100k/u.data": b"1\t1\t5\t0\n"})
+    serve(monkeypatch, fetch_mod, archive)
     spec = dataclasses.replace(_toy_spec(archive), archive_sha256="f" * 64)  # md5 right, sha256 wrong
     with pytest.raises(DataFormatError, match="archive sha256 .* differs from the published ffff"):
         fetch_mod.install_from_url(spec, dest, progress=False)
