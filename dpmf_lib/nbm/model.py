@@ -178,6 +178,17 @@ def _check_pos(name, v):
         raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
 
 
+def _noisy_step(S, G, b, off, rng, res, *, eta: float, beta: float, lam: float) -> None:
+    """One step of the DPSGD-PNBM trainers (the paper's and the clipped variant): Laplace(b) noise on the
+    off-diagonal of the gradient when ``b`` is given (recorded in ``res.noise_scales``), then
+    S ← S − η(βG + λS) with the diagonal kept at 0. Updates ``S`` in place."""
+    if b is not None:
+        G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
+        res.noise_scales.append(b)
+    S -= np.float32(eta) * (np.float32(beta) * G + np.float32(lam) * S)
+    np.fill_diagonal(S, 0.0)
+
+
 def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, lam: float = 0.05, beta: float = 10.0,
                C: float = 10.0, Nk: int = 500, gamma: float = 1.0, min_user_ratings: int = 20, init: str = "uniform",
                init_high: float = 0.2, seed=None, test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
@@ -223,12 +234,8 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
         idx = np.sort(rng.choice(n, size=L, replace=False)) if L < n else np.arange(n)
         G = gradient(S, dp, dp_train.users[idx], dp_train.items[idx], dp_train.values[idx], Nk=Nk, C=C,
                      e_max=acc.error_clamp(t, phi), f_max=phi)
-        if epsilon is not None:
-            b = acc.laplace_scale(t, epsilon, K, gamma, phi, C)
-            G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
-            res.noise_scales.append(b)
-        S -= np.float32(eta) * (np.float32(beta) * G + np.float32(lam) * S)
-        np.fill_diagonal(S, 0.0)
+        b = None if epsilon is None else acc.laplace_scale(t, epsilon, K, gamma, phi, C)
+        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam)
         if test is not None and eval_every and (t % eval_every == 0 or t == K):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
     res.S = S
@@ -338,10 +345,7 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
                                     C=C, clip_l1=clip_l1, e_max=acc.error_clamp(t, phi), f_max=phi)
         active = norms > 0
         frac_clipped.append(float(np.mean(norms[active] > clip_l1)) if active.any() else 0.0)
-        G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
-        res.noise_scales.append(b)
-        S -= np.float32(eta) * (np.float32(beta) * G + np.float32(lam) * S)
-        np.fill_diagonal(S, 0.0)
+        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam)
         if test is not None and eval_every and (t % eval_every == 0 or t == K):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
     res.S = S
