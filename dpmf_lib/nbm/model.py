@@ -178,6 +178,16 @@ def _check_pos(name, v):
         raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
 
 
+def _dp_training_data(train: Ratings, rbar: np.ndarray, min_user_ratings: int):
+    """(all of ``train`` for prediction, the ratings of users with more than ``min_user_ratings`` that DPSGD trains
+    on, and those prepared): section 3's "users who have more than 20 ratings"."""
+    full = prepare(train, rbar)
+    dp_train = users_with_more_than(train, min_user_ratings)
+    if dp_train.n_ratings == 0:
+        raise ParameterError(f"no user has more than {min_user_ratings} training ratings; lower 'min_user_ratings'")
+    return full, dp_train, prepare(dp_train, rbar)
+
+
 def _noisy_step(S, G, b, off, rng, res, *, eta: float, beta: float, lam: float) -> None:
     """One step of the DPSGD-PNBM trainers (the paper's and the clipped variant): Laplace(b) noise on the
     off-diagonal of the gradient when ``b`` is given (recorded in ``res.noise_scales``), then
@@ -206,11 +216,7 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
     lo, hi = train.rating_scale
     phi = hi - lo
     rbar = item_means(train)
-    full = prepare(train, rbar)
-    dp_train = users_with_more_than(train, min_user_ratings)
-    if dp_train.n_ratings == 0:
-        raise ParameterError(f"no user has more than {min_user_ratings} training ratings; lower 'min_user_ratings'")
-    dp = prepare(dp_train, rbar)
+    full, dp_train, dp = _dp_training_data(train, rbar, min_user_ratings)
     M = train.n_items
     if init == "uniform":
         S = init_similarity(M, beta, init_high, rng)
@@ -323,11 +329,7 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
     eps_iter = (1.0 - mean_share) * eps / K
     b = 2.0 * float(clip_l1) / eps_iter
     rbar = noisy_item_means(train, eps_mean, rng)
-    full = prepare(train, rbar)
-    dp_train = users_with_more_than(train, min_user_ratings)
-    if dp_train.n_ratings == 0:
-        raise ParameterError(f"no user has more than {min_user_ratings} training ratings; lower 'min_user_ratings'")
-    dp = prepare(dp_train, rbar)
+    full, dp_train, dp = _dp_training_data(train, rbar, min_user_ratings)
     M = train.n_items
     S = init_similarity(M, beta, init_high, rng)
     n = dp_train.n_ratings
