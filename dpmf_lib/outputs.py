@@ -100,11 +100,77 @@ def scratch_dir(name: str, params: dict) -> Path:
     return figures_dir() / "_runs" / f"{name}-{params['profile']}-{params_digest(name, params)}"
 
 
+#: The first line of the cell papermill injects after the ``parameters`` cell (``papermill.translators``).
+PAPERMILL_INJECTED_HEADER = "# Parameters"
+
+
+def injected_names(namespace: dict) -> set[str]:
+    """The names papermill assigned in its ``injected-parameters`` cell, read from IPython's input history (``In``,
+    in the notebook's ``globals()``): the last executed cell whose first line is papermill's ``# Parameters``.
+    Empty outside IPython or when no parameters were injected (a run in Lab, a call from Python)."""
+    import ast
+
+    history = namespace.get("In")
+    if not isinstance(history, list):
+        return set()
+    for src in reversed(history):
+        if isinstance(src, str) and src.split("\n", 1)[0].strip() == PAPERMILL_INJECTED_HEADER:
+            try:
+                tree = ast.parse(src)
+            except SyntaxError:
+                return set()
+            return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+    return set()
+
+
+def parameter_names(name: str) -> list[str]:
+    """The top-level parameters of ``params/<name>.yaml`` (its ``defaults``), in file order."""
+    from .params import params_path, read_yaml
+
+    doc = read_yaml(params_path(name))
+    return list((doc or {}).get("defaults") or {})
+
+
+def merge_named_parameters(name: str, namespace: dict, overrides: dict | None = None) -> dict:
+    """``overrides`` plus every parameter of ``params/<name>.yaml`` that ``namespace`` (a notebook's ``globals()``)
+    holds with a value other than None — what ``papermill -p seed 1`` sets.
+
+    Raises :class:`~dpmf_lib.errors.ParameterError` for a name papermill injected that is not a parameter of the file
+    (papermill itself only warns "Passed unknown parameter" and runs on with the profile's value), and for a
+    parameter given both by name and in ``overrides`` with different values.
+    """
+    from .errors import ParameterError
+    from .params import params_path
+    from .params import _unknown
+
+    known = parameter_names(name)
+    unknown = injected_names(namespace) - set(known) - {"profile", "overrides"}
+    if unknown:
+        err = _unknown(unknown, known, f"papermill parameters for notebooks/{name}.ipynb")
+        raise ParameterError(f"{err} (the parameters of {params_path(name).name}, plus `profile` and "
+                             "`overrides`; see `papermill --help-notebook notebooks/" + name + ".ipynb`)")
+    merged = dict(overrides or {})
+    for k in known:
+        v = namespace.get(k)
+        if v is None:
+            continue
+        if k in merged and merged[k] != v:
+            raise ParameterError(f"parameter '{k}' is given twice, as `{k} = {v!r}` and in overrides as "
+                                 f"{merged[k]!r}: keep one")
+        merged[k] = v
+    return merged
+
+
 class NotebookRun:
     """One execution of a notebook: resolved parameters, a start time, :meth:`replicate` and :meth:`save`.
 
     ``NotebookRun("liu_fig1", profile, overrides)`` loads ``params/liu_fig1.yaml`` at ``profile`` with ``overrides``
-    (unknown names raise), applies the shared plotting style and starts the clock.
+    (unknown names raise), applies the shared plotting style and starts the clock. A notebook passes
+    ``namespace=globals()`` as well: its ``parameters`` cell defines one ``name = None`` per parameter of the file, and
+    the ones set to something else (by papermill's ``-p name value``, or by hand) become overrides; a name papermill
+    injected that is not a parameter raises (:func:`merge_named_parameters`).
 
     Where it writes: only the runner (``python -m dpmf_lib.reproduce``), with no overrides, writes the canonical
     ``figures/<name>/`` (it hands the kernel a staging directory and renames it into place when the run succeeds).
@@ -112,12 +178,15 @@ class NotebookRun:
     and says so, so a hand run can never replace the outputs the report is built from.
     """
 
-    def __init__(self, name: str, profile: str = "ci", overrides: dict | None = None, *, out_dir: Path | None = None):
+    def __init__(self, name: str, profile: str = "ci", overrides: dict | None = None, *, out_dir: Path | None = None,
+                 namespace: dict | None = None):
         from .plotting import style
 
         self.name = name
         self.profile = profile
         self.overrides = dict(overrides or {})
+        if namespace is not None:
+            self.overrides = merge_named_parameters(name, namespace, self.overrides)
         self.params = load_params(name, profile, self.overrides)
         staging = os.environ.get(RUN_DIR_VAR)
         self.canonical = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and not self.overrides
@@ -189,6 +258,7 @@ class NotebookRun:
 
         claims = self._judged_claims()
         rows = []
+        self._half_widths: dict[int, float | None] = {}
         for m in self._measurements():
             c = claims.get(m["claim"])
             j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
@@ -204,10 +274,55 @@ class NotebookRun:
                          "seeds": len(m.get("values") or [m["value"]]),
                          "rule": None if c is None else c.rule(), "verdict": verdict,
                          "why": "" if j is None else j.reason})
+            self._half_widths[len(rows) - 1] = None if j is None or j.lo is None else (j.hi - j.lo) / 2
         return pd.DataFrame(rows)
 
     def _measurements(self) -> list[dict]:
         return self.measurements or []
+
+    # -- what a reader sees ------------------------------------------------------------------------------------------
+    def summary(self, df: pd.DataFrame, max_rows: int = 12) -> "Shown":
+        """A tidy view of the experiment's table: the table itself when it is short, else one row per column (its
+        values or range); the whole table is ``<name>.csv`` once :meth:`save` has run."""
+        return summarize(df, max_rows=max_rows, csv=f"{self.name}.csv")
+
+    def results(self) -> "Shown":
+        """The notebook's result against the paper: one row per claim measured here — the paper's quote, its value,
+        ours ± the 95 % interval over the seeds, the data, and the verdict (with its reason when it is not final).
+        Claims of ``params/claims.yaml`` for this notebook that this run did not measure are listed below it."""
+        from .claims import load_claims
+
+        claims = {c.id: c for c in load_claims()}
+        if self.measurements is None:
+            raise RuntimeError("call nb.replicate(...) or nb.save(...) first: the claims are measured there")
+        table = self.claims_table()
+        rows = []
+        for i, r in enumerate(table.to_dict("records")):
+            c = claims.get(r["claim"])
+            n = r["seeds"]
+            ours = "—" if r["ours"] is None or r["ours"] != r["ours"] else f"{r['ours']:.4g}"
+            half = self._half_widths.get(i)
+            if half is not None and half == half and n > 1:
+                ours += f" ± {half:.2g}"
+            ours += f" ({n} seed{'s' if n != 1 else ''})"
+            paper = "—" if c is None or c.reference is None else f"{c.reference:g}"
+            if c is not None and c.unit:
+                paper += f" {c.unit}"
+            rule = "" if c is None else (c.rule() if c.direction is None else f"{c.direction} ({c.rule()})")
+            judged = r["verdict"] in ("differs", "inconclusive", "indicative")  # not: stand-in, other data, shown
+            verdict = r["verdict"] + (f" — {r['why']}" if r["why"] and judged else "")
+            rows.append({"claim": r["claim"] + (f" [{r['setting']}]" if r["setting"] else ""),
+                         "quote": _clip(c.quote if c else "", 90), "data": r["data"], "paper": paper,
+                         "ours ± 95%": ours, "rule": rule, "verdict": _clip(verdict, 160)})
+        measured = {r["claim"] for r in table.to_dict("records")}
+        missing = sorted(c.id for c in claims.values() if c.notebook == self.name and c.id not in measured)
+        head = (f"{self.name} at profile {self.profile}, seeds {self.replicate_seeds}: "
+                f"{len(rows)} measurement(s) of the paper's claims (rules: dpmf_lib/claims.py).")
+        if not rows:
+            head = (f"{self.name} at profile {self.profile}: no claim of params/claims.yaml is measured here — compare "
+                    "the figure with the paper's by eye.")
+        foot = f"Claims of this notebook not measured in this run: {', '.join(missing)}." if missing else ""
+        return Shown(pd.DataFrame(rows), head, foot)
 
     # -- outputs -----------------------------------------------------------------------------------------------------
     def save(self, df: pd.DataFrame, fig=None, *, extra_tables: dict[str, pd.DataFrame] | None = None) -> Path:
@@ -269,6 +384,66 @@ class NotebookRun:
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
         return final
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+class Shown:
+    """A table with a line above (and optionally below) it, shown as HTML in a notebook and as text elsewhere; the
+    table itself is ``.table``."""
+
+    def __init__(self, table: pd.DataFrame, head: str = "", foot: str = ""):
+        self.table, self.head, self.foot = table, head, foot
+
+    def _repr_html_(self) -> str:
+        import html
+
+        body = "" if self.table.empty else self.table.to_html(index=False, na_rep="", escape=True)
+        parts = [f"<p>{html.escape(self.head)}</p>" if self.head else "", body,
+                 f"<p>{html.escape(self.foot)}</p>" if self.foot else ""]
+        return "\n".join(p for p in parts if p)
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", 60, "display.width", 160):
+            body = "" if self.table.empty else self.table.to_string(index=False, na_rep="")
+        return "\n".join(p for p in (self.head, body, self.foot) if p)
+
+
+def _is_scalar_column(col: pd.Series) -> bool:
+    return not col.map(lambda v: isinstance(v, (list, tuple, dict, set)) or hasattr(v, "shape")).any()
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def summarize(df: pd.DataFrame, max_rows: int = 12, csv: str | None = None) -> Shown:
+    """A tidy view of an experiment's table: short tables as they are (columns holding lists or arrays left out,
+    numbers to 4 significant digits); longer ones as one row per column with its distinct values, or its range."""
+    scalar = [c for c in df.columns if _is_scalar_column(df[c])]
+    dropped = [str(c) for c in df.columns if c not in scalar]
+    where = f"; the whole table is {csv}" if csv else ""
+    head = f"{len(df)} rows × {len(df.columns)} columns{where}."
+    foot = f"Not shown (lists or arrays per row): {', '.join(dropped)}." if dropped else ""
+    view = df[scalar]
+    if len(df) <= max_rows:
+        return Shown(view.apply(lambda col: col.map(_fmt) if col.dtype.kind == "f" else col), head, foot)
+    rows = []
+    for c in scalar:
+        col = view[c]
+        values = col.dropna().unique()
+        if col.dtype.kind in "iuf" and len(values) > 8:
+            shown = f"{_fmt(col.min())} … {_fmt(col.max())}"
+        else:
+            shown = ", ".join(_fmt(v) for v in values[:8]) + (" …" if len(values) > 8 else "")
+        rows.append({"column": str(c), "distinct": len(values), "values": _clip(shown, 100),
+                     "missing": int(col.isna().sum()) or ""})
+    return Shown(pd.DataFrame(rows), head + " One row per column:", foot)
 
 
 def _numba_threads():

@@ -92,3 +92,72 @@ def test_a_measurement_missing_in_one_seed_is_inconclusive_not_a_crash(figures_t
 def test_out_dir_cannot_be_the_canonical_directory(figures_tmp):
     with pytest.raises(ValueError, match="only the runner"):
         NotebookRun("balu_table5_1", "smoke", out_dir=figures_tmp / "balu_table5_1")
+
+
+# -- parameters by name (papermill -p), the tidy summary and the result table ------------------------------------------
+
+def test_named_parameters_that_are_not_none_become_overrides(figures_tmp):
+    from dpmf_lib.outputs import parameter_names
+
+    names = parameter_names("balu_table5_1")
+    ns = {k: None for k in names} | {"seed": 3, "profile": "smoke", "overrides": {}}
+    nb = NotebookRun("balu_table5_1", "smoke", {}, namespace=ns)
+    assert nb.overrides == {"seed": 3} and nb.params["seed"] == 3
+    assert not nb.canonical and nb.out_dir.parent == figures_tmp / "_runs"  # an override run: scratch, never canonical
+    plain = NotebookRun("balu_table5_1", "smoke", {}, namespace={k: None for k in names})
+    assert plain.overrides == {} and plain.params["seed"] == 0
+
+
+def test_a_name_given_by_name_and_in_overrides_must_agree(figures_tmp):
+    from dpmf_lib.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="'seed' is given twice"):
+        NotebookRun("balu_table5_1", "smoke", {"seed": 1}, namespace={"seed": 2})
+    assert NotebookRun("balu_table5_1", "smoke", {"seed": 2}, namespace={"seed": 2}).params["seed"] == 2
+
+
+def test_an_unknown_name_papermill_injected_is_an_error_naming_it_and_the_fix(figures_tmp):
+    """papermill only warns "Passed unknown parameter" and runs on; the notebook refuses it. The injected cell is
+    found in IPython's input history (`In`), so a variable the notebook defines itself is never mistaken for one."""
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.outputs import injected_names
+
+    injected = "# Parameters\nprofile = \"smoke\"\nseedz = 1\n"
+    ns = {"In": ["", "# Parameters (papermill injects ...)\nprofile = 'ci'\nseed = None\n", injected],
+          "seedz": 1, "seed": None, "my_own_variable": 5}
+    assert injected_names(ns) == {"profile", "seedz"}
+    with pytest.raises(ParameterError, match=r"unknown parameter 'seedz' \(did you mean 'seed'\?\).*--help-notebook"):
+        NotebookRun("balu_table5_1", "smoke", {}, namespace=ns)
+    ns["In"][2] = "# Parameters\nprofile = \"smoke\"\nseed = 1\n"
+    assert NotebookRun("balu_table5_1", "smoke", {}, namespace={**ns, "seed": 1}).params["seed"] == 1
+    assert injected_names({"In": ["", "x = 1"]}) == set() and injected_names({}) == set()
+
+
+def test_summary_shows_short_tables_and_one_row_per_column_of_long_ones(figures_tmp):
+    from dpmf_lib.outputs import summarize
+
+    short = pd.DataFrame({"dataset": ["a", "b"], "rmse": [0.912345678, 1.0], "history": [[1, 2], [3]]})
+    s = summarize(short, csv="x.csv")
+    assert list(s.table.columns) == ["dataset", "rmse"] and s.table["rmse"].tolist() == ["0.9123", "1"]
+    assert "history" in s.foot and "x.csv" in s.head and "<table" in s._repr_html_()
+    long = pd.DataFrame({"eps": [0.1 * k for k in range(40)], "method": ["sgd", "sgld"] * 20, "rmse": range(40)})
+    s = summarize(long)
+    assert s.table["column"].tolist() == ["eps", "method", "rmse"] and len(s.table) == 3
+    assert s.table.set_index("column").loc["method", "values"] == "sgd, sgld"
+    assert s.table.set_index("column").loc["rmse", "values"] == "0 … 39"
+    assert s.head.startswith("40 rows × 3 columns") and "sgd, sgld" in repr(s)
+
+
+def test_results_table_gives_quote_paper_value_ours_with_interval_and_verdict(figures_tmp):
+    nb = NotebookRun("balu_table5_1", "ci")
+    with pytest.raises(RuntimeError, match="replicate"):
+        nb.results()
+    nb.replicate(toy_run, toy_run(nb.params))
+    shown = nb.results()
+    row = shown.table.iloc[0]
+    assert list(shown.table.columns) == ["claim", "quote", "data", "paper", "ours ± 95%", "rule", "verdict"]
+    assert row["claim"] == f"{CLAIM} [frames]" and row["verdict"] == "reproduced" and row["quote"]
+    assert row["ours ± 95%"].startswith("0.431 ± ") and row["ours ± 95%"].endswith("(3 seeds)")
+    assert "seeds [0, 1, 2]" in shown.head
+    assert "Claims of this notebook not measured in this run" in shown.foot  # balu_table5_1 has more claims
+    assert "PosixPath" not in repr(shown)
