@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts
+.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts paper-snapshot
 
 all: figures
 
@@ -34,11 +34,20 @@ data: $(STAMP)
 figures: data
 	$(PY) -m dpmf_lib.reproduce --profile $(PROFILE) --jobs $(JOBS) $(if $(ONLY),--only '$(ONLY)')
 
+# The paper profile, each notebook within BUDGET minutes (stopped and recorded "over budget" beyond it); each
+# successful run is kept in results/paper/<name>/ (committed) and its measured time and peak memory are written
+# into its params file header. The runner skips what is current, so an interrupted run resumes where it stopped.
+BUDGET ?= 60
+paper-snapshot: data
+	$(PY) -m dpmf_lib.reproduce --profile paper --jobs $(JOBS) --timeout $(BUDGET) --record-budget --snapshot \
+	  $(if $(ONLY),--only '$(ONLY)')
+
 test: data
 	$(PY) -m pytest -q
 
+# Lab's root is the repository (notebooks/, the executed copies in figures/, params/ all reachable); it opens in notebooks/.
 lab: data
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir='$(CURDIR)' --LabApp.default_url=/lab/tree/notebooks
 
 bench: $(STAMP)
 	mkdir -p bench-results

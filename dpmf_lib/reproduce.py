@@ -62,8 +62,41 @@ def run_hash(entry: Entry, profile: str) -> str:
                  code_digest("dpmf_lib.outputs"), own_claims):
         h.update(part.encode())
     h.update(entry.notebook.read_bytes())
-    h.update(entry.params_file.read_bytes())
+    h.update(params_bytes_for_hash(entry.params_file))
     return h.hexdigest()
+
+
+MEASURED_PREFIX = "# measured "
+
+
+def params_bytes_for_hash(path: Path) -> bytes:
+    """A params file's bytes without its ``# measured <profile>: …`` header lines: recording how long a profile took
+    (``--record-budget``) must not make the run it describes stale."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    return b"".join(line for line in lines if not line.startswith(MEASURED_PREFIX.encode()))
+
+
+def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
+    """Write (or replace) ``# measured <profile>: <time>, peak <memory> …`` at the top of the notebook's params file,
+    after its leading comment block."""
+    import datetime
+
+    cores = cores or os.cpu_count()
+    minutes = record["runtime_s"] / 60
+    took = f"> {minutes:.0f} min (stopped at its budget)" if record["status"] == "over budget" else f"{minutes:.1f} min"
+    peak = f", peak {record['peak_rss_mib']:.0f} MiB" if record.get("peak_rss_mib") else ""
+    # the 1-minute load average says whether the machine was shared while this ran (then the time is an upper bound)
+    line = (f"{MEASURED_PREFIX}{record['profile']}: {took}{peak} ({record['status']}; {cores} cores, load "
+            f"{os.getloadavg()[0]:.1f} at the end, {datetime.date.today().isoformat()}, "
+            f"python -m dpmf_lib.reproduce --profile {record['profile']} --only {entry.name})\n")
+    lines = entry.params_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    tag = f"{MEASURED_PREFIX}{record['profile']}:"
+    lines = [x for x in lines if not x.startswith(tag)]
+    at = 0
+    while at < len(lines) and lines[at].startswith("#"):
+        at += 1
+    lines.insert(at, line)
+    entry.params_file.write_text("".join(lines), encoding="utf-8")
 
 
 def _outputs_present(out: Path, name: str) -> bool:
@@ -77,10 +110,14 @@ def run_record(name: str) -> dict:
         return {}
 
 
-def staleness(entry: Entry, digest: str) -> str | None:
-    """Why the canonical outputs of ``entry`` are not current for run hash ``digest`` (None when they are)."""
-    out = figures_dir() / entry.name
-    run = run_record(entry.name)
+def staleness(entry: Entry, digest: str, out_dir: Path | None = None) -> str | None:
+    """Why the canonical outputs of ``entry`` (or those in ``out_dir``, e.g. a snapshot row) are not current for run
+    hash ``digest`` (None when they are)."""
+    out = out_dir or figures_dir() / entry.name
+    try:
+        run = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        run = {}
     if not run:
         return "not run"
     if run.get("status") != "ok":
@@ -171,13 +208,58 @@ def _kernel_manager_class():
     return IPCKernelManager
 
 
-def execute(name: str, profile: str, digest: str, env: dict | None = None) -> dict:
-    """Execute one notebook with papermill into a staging directory and rename it to ``figures/<name>/``; returns
-    the run record (also written there as ``run.json``).
+def _kill_tree(pid: int) -> None:
+    """Kill a process and everything it started (the papermill child, its kernel, the kernel's workers). The kernel
+    runs in a session of its own, so killing a process group would miss it; walk the tree instead."""
+    import psutil
 
-    ``env``: variables to set for the kernel; a value of ``None`` removes the variable.
-    """
+    try:
+        root = psutil.Process(pid)
+        procs = root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
+def _child_main() -> None:
+    """The papermill side of :func:`execute`, in a process of its own so that a budget can stop it (with its
+    kernel) and its kernel's peak memory can be read from ``RUSAGE_CHILDREN`` once the kernel is reaped."""
+    import resource
+
     import papermill as pm
+
+    job = json.loads(sys.argv[1])
+    result = {"status": "ok", "error": None}
+    try:
+        pm.execute_notebook(job["notebook"], job["output"], parameters={"profile": job["profile"]},
+                            cwd=job["cwd"], kernel_name="python3", progress_bar=False, log_output=False,
+                            request_save_on_cell_execute=False,
+                            **({"kernel_manager_class": km} if (km := _kernel_manager_class()) else {}))
+    except pm.PapermillExecutionError as exc:
+        result.update(status="failed", error=f"cell {exc.exec_count} (index {exc.cell_index}): {exc.ename}: "
+                                             f"{str(exc.evalue)[:500]}")
+    except Exception as exc:  # kernel died, notebook unreadable, ...: report, never hide
+        result.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+    # ru_maxrss of reaped descendants (KiB on Linux): the kernel, and whatever worker processes it waited for
+    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    Path(job["result"]).write_text(json.dumps(result))
+
+
+def execute(name: str, profile: str, digest: str, env: dict | None = None, timeout_s: float | None = None) -> dict:
+    """Execute one notebook with papermill into a staging directory and rename it to ``figures/<name>/``; returns
+    the run record (also written there as ``run.json``: status, error, ``runtime_s``, ``peak_rss_mib`` of the
+    kernel, the data state).
+
+    ``env``: variables to set for the kernel; a value of ``None`` removes the variable. ``timeout_s``: the run's
+    budget; a notebook still running then is stopped with its kernel and recorded as ``over budget``. The kernel's
+    own console output (warnings, tracebacks it prints) goes to ``figures/<name>/kernel.log``, not the runner's.
+    """
+    import subprocess
 
     for key, value in (env or {}).items():
         if value is None:
@@ -191,33 +273,59 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None) -> di
     os.environ[RUN_DIR_VAR], os.environ[RUN_NOTEBOOK_VAR] = str(staging), name
     started = time.time()
     record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None}
+    result_file = staging / ".result.json"
+    job = {"notebook": str(notebooks_dir() / f"{name}.ipynb"), "output": str(staging / f"{name}.ipynb"),
+           "cwd": str(notebooks_dir()), "profile": profile, "result": str(result_file)}
     try:
-        pm.execute_notebook(str(notebooks_dir() / f"{name}.ipynb"), str(staging / f"{name}.ipynb"),
-                            parameters={"profile": profile}, cwd=str(notebooks_dir()), kernel_name="python3",
-                            progress_bar=False, log_output=False, request_save_on_cell_execute=False,
-                            **({"kernel_manager_class": km} if (km := _kernel_manager_class()) else {}))
-        if not _outputs_present(staging, name):
+        with open(staging / "kernel.log", "wb") as log:
+            child = subprocess.Popen([sys.executable, "-c", "from dpmf_lib.reproduce import _child_main; "
+                                      "_child_main()", json.dumps(job)], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                child.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_tree(child.pid)
+                child.wait()
+                record.update(status="over budget",
+                              error=f"stopped after its budget of {timeout_s / 60:.0f} min (--timeout)")
+        if record["status"] == "ok":
+            try:
+                record.update(json.loads(result_file.read_text()))
+            except (OSError, ValueError):
+                record.update(status="failed", error=f"the papermill process exited with code {child.returncode} "
+                                                     f"without a result; see {final / 'kernel.log'}")
+        if record["status"] == "ok" and not _outputs_present(staging, name):
             record.update(status="failed", error="the notebook ran but did not call NotebookRun.save()")
-    except pm.PapermillExecutionError as exc:
-        record.update(status="failed", error=f"cell {exc.exec_count} (index {exc.cell_index}): {exc.ename}: "
-                                             f"{str(exc.evalue)[:500]}")
-    except Exception as exc:  # kernel died, notebook unreadable, ...: report, never hide
-        record.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
     finally:
         os.environ.pop(RUN_DIR_VAR, None)
         os.environ.pop(RUN_NOTEBOOK_VAR, None)
+        result_file.unlink(missing_ok=True)
     record["runtime_s"] = round(time.time() - started, 2)
     if record["status"] == "ok":
         prov = json.loads((staging / "provenance.json").read_text())
         record["data_state"] = states_of_run(prov.get("datasets", []))
     else:  # a failed run's partial measurements must never reach the report
         (staging / "measurements.json").unlink(missing_ok=True)
+    if (staging / "kernel.log").exists() and (staging / "kernel.log").stat().st_size == 0:
+        (staging / "kernel.log").unlink()
     (staging / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     _swap_into_place(staging, final)
     return record
 
 
-def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict):
+def forwarded_env(extra: dict | None = None) -> dict:
+    """What a notebook's kernel needs from the runner's environment, wherever it runs: every ``DPMF_*`` setting
+    (figures and data directories, mirror, cache, sweep backend …) and the caller's thread limits. A dask worker
+    on another machine starts with its own environment; without these it would write to its default
+    ``figures/`` and the report would say "not run"."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("DPMF_")}
+    env.update({v: os.environ.get(v) for v in THREAD_LIMIT_VARS})
+    env["DPMF_FIGURES_DIR"] = str(figures_dir())
+    env.update(extra or {})
+    return env
+
+
+def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict,
+             timeout_s: float | None = None):
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(todo), desc=f"notebooks ({profile})", unit="nb", disable=not todo)
@@ -227,7 +335,7 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
         cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None)
         client = Client(scheduler or cluster)
         try:
-            futures = [client.submit(execute, n, profile, h, env, pure=False) for n, h in todo]
+            futures = [client.submit(execute, n, profile, h, env, timeout_s, pure=False) for n, h in todo]
             for fut in as_completed(futures):
                 bar.update()
                 yield fut.result()
@@ -239,7 +347,7 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
         from joblib import Parallel, delayed
 
         results = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")(
-            delayed(execute)(n, profile, h, env) for n, h in todo)
+            delayed(execute)(n, profile, h, env, timeout_s) for n, h in todo)
         for rec in results:
             bar.update()
             yield rec
@@ -256,6 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduler", default=None, help="dask.distributed scheduler address (with --backend dask)")
     ap.add_argument("--force", action="store_true", help="run even when outputs are up to date")
     ap.add_argument("--list", action="store_true", help="list the registry and exit")
+    ap.add_argument("--timeout", type=float, default=None, metavar="MINUTES",
+                    help="budget per notebook: a run still going after it is stopped and recorded as 'over budget'")
+    ap.add_argument("--record-budget", action="store_true",
+                    help="write each run's measured time and peak memory into its params file header")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="(profile paper) copy each successful run into results/paper/<name>/ as it finishes")
     args = ap.parse_args(argv)
 
     try:
@@ -289,12 +403,23 @@ def main(argv: list[str] | None = None) -> int:
         (skipped if (not args.force and up_to_date(e, digest)) else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
-    env = {"DPMF_SWEEP_BACKEND": args.backend, **{v: os.environ.get(v) for v in THREAD_LIMIT_VARS}}
-    if args.scheduler:
-        env["DPMF_DASK_SCHEDULER"] = args.scheduler
+    if args.snapshot and args.profile != "paper":
+        print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
+        return 2
+    env = forwarded_env({"DPMF_SWEEP_BACKEND": args.backend,
+                         **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {})})
+    by_name = {e.name: e for e in chosen}
     failures = []
-    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env):
-        line = f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
+    timeout_s = args.timeout * 60 if args.timeout else None
+    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s):
+        if args.record_budget:
+            record_budget(by_name[rec["notebook"]], rec)
+        if args.snapshot and rec["status"] == "ok":
+            from .snapshot import take
+
+            print(f"snapshot: {take(rec['notebook'])}")
+        line = (f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
+                + (f", peak {rec['peak_rss_mib']:.0f} MiB" if rec.get("peak_rss_mib") else ""))
         if rec["status"] != "ok":
             failures.append(rec)
             line += (f" — FAILED at {rec['error']} (executed copy: "

@@ -53,6 +53,13 @@ def _dask_backend(scheduler: str | None):
             cluster.close()
 
 
+def _with_env(func, env: dict, point: dict, fixed: dict):
+    """Run one grid point with the caller's ``DPMF_*`` settings (data, figures, cache directories): a dask worker
+    keeps the environment it was started with, not the notebook's."""
+    os.environ.update(env)
+    return func(**point, **fixed)
+
+
 def grid_map(func, grid: dict, *, fixed: dict | None = None, n_jobs: int | None = None, backend: str | None = None,
              scheduler: str | None = None) -> list:
     """``[func(**point, **fixed) for point in grid_points(grid)]``, in parallel on the chosen backend."""
@@ -67,6 +74,8 @@ def grid_map(func, grid: dict, *, fixed: dict | None = None, n_jobs: int | None 
     if backend == "sequential" or (backend != "dask" and (n_jobs == 1 or len(points) == 1)):
         return [func(**p, **fixed) for p in points]
     if backend == "dask":
+        env = {k: v for k, v in os.environ.items() if k.startswith("DPMF_")}
+        calls = [delayed(_with_env)(func, env, p, fixed) for p in points]
         with _dask_backend(scheduler):
             return Parallel(n_jobs=-1)(calls)
     return Parallel(n_jobs=n_jobs, backend=backend)(calls)

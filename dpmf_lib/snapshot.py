@@ -1,0 +1,145 @@
+"""The committed reference snapshot of the ``paper`` profile: ``results/paper/<name>/``.
+
+A reviewer should see the papers' settings without spending a day of compute, so the results of ``paper`` runs are
+kept in the repository — the table (``<name>.csv``), the claims' values over seeds (``measurements.json``), the
+provenance, the run record and the figure (PNG) — never data files or executed notebooks.
+
+    make paper-snapshot [ONLY=pattern]             # run the paper profile and keep each successful run
+    python -m dpmf_lib.snapshot --take [--only P]  # keep paper runs already in figures/
+    python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
+
+A snapshot row is **current** when its run hash equals the working tree's ``paper`` run hash for that notebook
+(profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.reproduce.run_hash`) and every dataset
+it read is in the state it read. A stale row stays in the snapshot so its numbers can still be seen, but the report
+marks it stale with the reason, and its measurements are never judged as if current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .paths import REPO_ROOT, figures_dir
+
+#: what a snapshot keeps of a run (``{name}`` is the notebook's name); nothing else is copied
+KEPT = ("{name}.csv", "{name}_timings.csv", "measurements.json", "provenance.json", "run.json", "{name}.png")
+
+
+def snapshot_dir() -> Path:
+    """``results/paper`` in the repository; ``$DPMF_SNAPSHOT_DIR`` moves it (tests)."""
+    return Path(os.environ.get("DPMF_SNAPSHOT_DIR", REPO_ROOT / "results" / "paper")).resolve()
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def take(name: str, fig_dir: Path | None = None) -> Path:
+    """Copy the ``paper`` run in ``figures/<name>/`` into the snapshot, replacing the old row whole."""
+    src = (fig_dir or figures_dir()) / name
+    run = _read_json(src / "run.json") or {}
+    if run.get("status") != "ok" or run.get("profile") != "paper":
+        raise ValueError(f"{src} does not hold a successful paper-profile run (run.json: status "
+                         f"{run.get('status')!r}, profile {run.get('profile')!r}); run "
+                         f"`python -m dpmf_lib.reproduce --profile paper --only {name}` first")
+    dest = snapshot_dir() / name
+    staging = dest.parent / f".staging-{name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for pattern in KEPT:
+        f = src / pattern.format(name=name)
+        if f.exists():
+            shutil.copy2(f, staging / f.name)
+    old = dest.parent / f".old-{name}-{os.getpid()}"
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(staging, dest)
+    shutil.rmtree(old, ignore_errors=True)
+    return dest
+
+
+def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
+    """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry."""
+    from .reproduce import run_hash, staleness
+
+    out = snapshot_dir() / entry.name
+    if not (out / "run.json").exists():
+        return "missing", None
+    why = staleness(entry, digest or run_hash(entry, "paper"), out_dir=out)
+    return ("stale", why) if why else ("current", None)
+
+
+def rows() -> list[dict]:
+    """One row per implemented notebook: its snapshot state, why stale, the measured time and peak memory."""
+    from .registry import load_registry
+
+    out = []
+    for e in load_registry()[1]:
+        if not e.implemented:
+            continue
+        state, why = row_state(e)
+        run = _read_json(snapshot_dir() / e.name / "run.json") or {}
+        out.append({"name": e.name, "paper": e.paper, "state": state, "why": why,
+                    "runtime_s": run.get("runtime_s"), "peak_rss_mib": run.get("peak_rss_mib")})
+    return out
+
+
+def measurements(current_only: bool = True) -> list[dict]:
+    """The snapshot's measurements (of current rows only, unless ``current_only`` is False)."""
+    found = []
+    for r in rows():
+        if r["state"] == "current" or (r["state"] == "stale" and not current_only):
+            found.extend(_read_json(snapshot_dir() / r["name"] / "measurements.json") or [])
+    return found
+
+
+def paper_verdicts() -> dict[str, dict]:
+    """Per claim, its verdict from the current snapshot rows (``verdict``, ``mean``, ``lo``, ``hi``, ``n``,
+    ``reason``), or, when its notebook's row is stale or missing, ``{"verdict": None, "state": …, "why": …}``."""
+    from .claims import judge, load_claims
+
+    states = {r["name"]: r for r in rows()}
+    current = measurements(current_only=True)
+    out = {}
+    for c in load_claims():
+        row = states.get(c.notebook, {"state": "missing", "why": None})
+        if row["state"] != "current":
+            out[c.id] = {"verdict": None, "state": row["state"], "why": row["why"]}
+            continue
+        j = judge(c, current)
+        out[c.id] = {"verdict": j.verdict, "mean": j.mean, "lo": j.lo, "hi": j.hi, "n": j.n, "reason": j.reason,
+                     "state": "current", "why": None}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .registry import load_registry, select
+
+    ap = argparse.ArgumentParser(prog="python -m dpmf_lib.snapshot", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--take", action="store_true", help="copy successful paper runs from figures/ into the snapshot")
+    ap.add_argument("--only", default=None, help="shell pattern(s) of notebook names, comma-separated")
+    args = ap.parse_args(argv)
+    if args.take:
+        taken = 0
+        for e in select(load_registry()[1], args.only):
+            run = _read_json(figures_dir() / e.name / "run.json") or {}
+            if run.get("status") == "ok" and run.get("profile") == "paper":
+                print(f"kept {take(e.name)}")
+                taken += 1
+        print(f"{taken} paper run(s) kept in {snapshot_dir()}")
+    for r in rows():
+        t = "" if r["runtime_s"] is None else f"{r['runtime_s'] / 60:6.1f} min  {r['peak_rss_mib'] or 0:6.0f} MiB"
+        print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

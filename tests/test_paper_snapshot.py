@@ -1,0 +1,164 @@
+"""The paper profile's machinery (#20): budgets, peak memory, the reference snapshot, sharding on dask."""
+
+import json
+import os
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from dpmf_lib import reproduce, snapshot
+from dpmf_lib.registry import load_registry
+from tests.test_reproduce_report import tiny_notebook
+
+
+def _entry(name):
+    return next(x for x in load_registry()[1] if x.name == name)
+
+
+def test_a_run_over_its_budget_is_stopped_with_its_kernel(figures_tmp, tmp_path, monkeypatch):
+    import psutil
+
+    tiny_notebook(tmp_path, monkeypatch, "slow", "import os, time\nopen(os.environ['DPMF_FIGURES_DIR'] + '/pid', 'w')"
+                  ".write(str(os.getpid()))\ntime.sleep(600)")
+    started = time.time()
+    rec = reproduce.execute("slow", "smoke", "h", timeout_s=8)
+    assert rec["status"] == "over budget" and "budget" in rec["error"]
+    assert time.time() - started < 60
+    kernel_pid = int((figures_tmp / "pid").read_text())
+    assert not psutil.pid_exists(kernel_pid) or psutil.Process(kernel_pid).status() == psutil.STATUS_ZOMBIE
+    assert json.loads((figures_tmp / "slow" / "run.json").read_text())["status"] == "over budget"
+    assert reproduce.staleness(SimpleNamespace(name="slow"), "h").startswith("last run over budget")
+
+
+def test_peak_memory_of_the_kernel_and_its_console_in_kernel_log(figures_tmp, tmp_path, monkeypatch):
+    tiny_notebook(tmp_path, monkeypatch, "big", "import os, numpy as np\nx = np.ones(300 * 2**20 // 8)\n"
+                  "os.write(2, b'a line the kernel printed to its stderr')")
+    rec = reproduce.execute("big", "smoke", "h")
+    assert rec["status"] == "failed"  # it never saves; the measurement of memory stands anyway
+    assert rec["peak_rss_mib"] >= 300
+    assert "a line the kernel printed" in (figures_tmp / "big" / "kernel.log").read_text()
+
+
+def test_recording_the_budget_in_the_params_header_keeps_the_run_current(tmp_path):
+    import shutil
+
+    e = _entry("balu_fig3_1")
+    copy = tmp_path / "params.yaml"
+    shutil.copy(e.params_file, copy)
+    fake = SimpleNamespace(name=e.name, params_file=copy)
+    before = reproduce.params_bytes_for_hash(copy)
+    reproduce.record_budget(fake, {"profile": "paper", "runtime_s": 125.0, "peak_rss_mib": 812.0, "status": "ok"})
+    reproduce.record_budget(fake, {"profile": "paper", "runtime_s": 130.0, "peak_rss_mib": 800.0, "status": "ok"})
+    text = copy.read_text()
+    assert text.count("# measured paper:") == 1 and "2.2 min, peak 800 MiB (ok; " in text
+    assert reproduce.params_bytes_for_hash(copy) == before
+    header = text.splitlines()
+    first_non_comment = next(i for i, x in enumerate(header) if not x.startswith("#"))
+    assert header[first_non_comment - 1].startswith("# measured paper:")
+
+
+def _fake_paper_run(fig_dir, name, digest, values=(1.0, 1.1, 0.9, 1.05, 0.95), claim_id=None):
+    out = fig_dir / name
+    out.mkdir(parents=True)
+    (out / f"{name}.csv").write_text("a\n1\n")
+    (out / "provenance.json").write_text(json.dumps({"datasets": []}))
+    (out / "run.json").write_text(json.dumps({"status": "ok", "profile": "paper", "hash": digest, "data_state": {},
+                                              "runtime_s": 61.0, "peak_rss_mib": 100.0}))
+    (out / f"{name}.ipynb").write_text("{}")  # an executed notebook: never copied
+    meas = [] if claim_id is None else [{"claim": claim_id, "dataset": "ml-100k", "profile": "paper", "real": True,
+                                         "values": list(values), "value": values[0]}]
+    (out / "measurements.json").write_text(json.dumps(meas))
+
+
+def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures_tmp, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    e = _entry("balu_fig3_1")
+    digest = reproduce.run_hash(e, "paper")
+    _fake_paper_run(figures_tmp, e.name, digest)
+    dest = snapshot.take(e.name)
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        [f"{e.name}.csv", "measurements.json", "provenance.json", "run.json"])
+    assert snapshot.row_state(e) == ("current", None)
+    run = json.loads((dest / "run.json").read_text())
+    (dest / "run.json").write_text(json.dumps({**run, "hash": "older code"}))
+    state, why = snapshot.row_state(e)
+    assert state == "stale" and "changed" in why
+    assert snapshot.row_state(_entry("liu_fig1"))[0] == "missing"
+
+
+def test_snapshot_refuses_a_run_that_is_not_a_successful_paper_run(figures_tmp, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    _fake_paper_run(figures_tmp, "liu_fig1", "h")
+    run = json.loads((figures_tmp / "liu_fig1" / "run.json").read_text())
+    (figures_tmp / "liu_fig1" / "run.json").write_text(json.dumps({**run, "profile": "ci"}))
+    with pytest.raises(ValueError, match="paper-profile"):
+        snapshot.take("liu_fig1")
+    assert not (tmp_path / "snap" / "liu_fig1").exists()
+
+
+def test_paper_verdicts_come_from_current_rows_only(figures_tmp, tmp_path, monkeypatch):
+    from dpmf_lib.claims import load_claims
+
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged
+                 and c.dataset == "ml-100k" and not c.guards)
+    e = _entry(claim.notebook)
+    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"), claim_id=claim.id)
+    snapshot.take(e.name)
+    got = snapshot.paper_verdicts()[claim.id]
+    assert got["state"] == "current" and got["n"] == 5 and got["verdict"] not in (None, "not yet measured")
+    run = json.loads((tmp_path / "snap" / e.name / "run.json").read_text())
+    (tmp_path / "snap" / e.name / "run.json").write_text(json.dumps({**run, "hash": "older code"}))
+    got = snapshot.paper_verdicts()[claim.id]
+    assert got["verdict"] is None and got["state"] == "stale"
+
+
+def test_forwarded_env_carries_every_dpmf_setting(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path / "figs"))
+    monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "data"))
+    env = reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})
+    assert env["DPMF_FIGURES_DIR"] == str((tmp_path / "figs").resolve())
+    assert env["DPMF_DATA_DIR"] == str(tmp_path / "data") and env["DPMF_SWEEP_BACKEND"] == "dask"
+
+
+def _read_env_var(name, **_):
+    return os.environ.get(name)
+
+
+@pytest.mark.slow
+def test_sweep_on_a_dask_cluster_sees_the_callers_settings(tmp_path, monkeypatch):
+    """Workers started before the caller set DPMF_FIGURES_DIR still see it (a remote worker never inherits it)."""
+    from dask.distributed import LocalCluster
+
+    from dpmf_lib.sweep import grid_map
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path / "elsewhere"))
+        got = grid_map(_read_env_var, {"name": ["DPMF_FIGURES_DIR", "DPMF_FIGURES_DIR"]}, backend="dask",
+                       scheduler=cluster.scheduler_address)
+    assert got == [str(tmp_path / "elsewhere")] * 2
+
+
+@pytest.mark.slow
+def test_runner_on_a_dask_cluster_writes_where_the_caller_said(figures_tmp, tmp_path):
+    """Two notebooks on a 2-worker LocalCluster started before DPMF_FIGURES_DIR was set: their outputs land in the
+    caller's figures directory, and the report finds them."""
+    from dask.distributed import LocalCluster
+
+    from dpmf_lib.report import collect
+
+    names = ["balu_fig3_1", "liu_fig1"]
+    saved = os.environ.pop("DPMF_FIGURES_DIR")
+    try:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    finally:
+        os.environ["DPMF_FIGURES_DIR"] = saved
+    with cluster:
+        todo = [(n, reproduce.run_hash(_entry(n), "smoke")) for n in names]
+        recs = list(reproduce._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address,
+                                       reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})))
+    assert sorted(r["notebook"] for r in recs) == names and all(r["status"] == "ok" for r in recs), recs
+    rows = {r["name"]: r for r in collect()[1]}
+    assert all((figures_tmp / n / f"{n}.csv").exists() for n in names)
+    assert all(rows[n]["status"] == "ok" for n in names)
