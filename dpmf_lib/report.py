@@ -6,6 +6,15 @@ run in ``figures/<name>/``. A run's outputs are read only when its ``run.json`` 
 reason and none of its measurements reach a verdict. Claim rows judge every measurement of each claim
 (:func:`dpmf_lib.claims.judge`).
 
+Both files are rendered from the Jinja2 templates ``dpmf_lib/templates/report.{html,md}.j2`` (context:
+:func:`page_context`): summary counts and the legend first, then one section per paper (its short name from
+``short:`` in params/registry.yaml) with its figure rows and its claim rows. Every figure row and every claim row has
+an anchor (``#liu_fig7``, ``#<claim id>``); a figure row links its executed notebook rendered to HTML, the .ipynb,
+CSV, SVG, PNG, provenance and run record, and its claims. The executed notebooks are rendered with nbconvert **at
+report time** into ``figures/_html/<name>.html`` (only when the .ipynb is newer than its rendering), so the runner and
+``figures/<name>/`` stay as they were. Extra per-claim columns (issue #20's "paper verdict (snapshot)") plug in with
+:func:`register_claim_column`.
+
     python -m dpmf_lib.report                      # rebuild REPORT.md and index.html from figures/
     python -m dpmf_lib.report --check-verdicts     # compare the verdicts with params/expected_verdicts.yaml (exit 1)
     python -m dpmf_lib.report --accept-verdicts    # write the current verdicts there (then commit the file)
@@ -14,9 +23,10 @@ reason and none of its measurements reach a verdict. Claim rows judge every meas
 from __future__ import annotations
 
 import argparse
-import html
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -110,15 +120,19 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
 
 
 def _data_kind(prov: dict) -> str:
+    """What a run was built from. Only a source naming a dataset can be real data: an analytic model or data the
+    experiment makes itself (``dataset: None``) is neither real nor a stand-in, whatever its ``real`` flag says."""
     ds = prov.get("datasets", [])
-    real = [d for d in ds if d.get("real")]
-    fake = [d for d in ds if d.get("real") is False]
+    real = [d for d in ds if d.get("real") and d.get("dataset")]
+    fake = [d for d in ds if d.get("real") is False and d.get("dataset")]
     if real and fake:
         return "real + stand-in"
     if fake:
         return "stand-in"
     if real:
         return "real"
+    if any("analytic" in (d.get("note") or "").lower() for d in ds):
+        return "analytic (no data)"
     return "synthetic by design"
 
 
@@ -142,90 +156,166 @@ def summary(claims: list[dict]) -> dict:
     return {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# the page: figures/index.html and figures/REPORT.md from the Jinja2 templates in dpmf_lib/templates/
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+#: Verdicts that settle a claim; every other verdict is shown with its reason.
+FINAL = (REPRODUCED, DIFFERS)
+VERDICT_CLASS = {REPRODUCED: "v-reproduced", DIFFERS: "v-differs", INCONCLUSIVE: "v-inconclusive",
+                 INDICATIVE: "v-indicative", SHOWN: "v-shown", STANDIN_ONLY: "v-standin",
+                 NOT_MEASURED: "v-notmeasured"}
+STATUS_LEGEND = {
+    "ok": "built by the runner and current (same code, params, notebook and data)",
+    "failed": "the last run failed: the failing cell is named, the executed notebook is linked",
+    "stale": "built, but code, params, notebook or data changed since: its claims are not judged",
+    "not run": "implemented, never run into figures/",
+    "not yet": "no notebook yet",
+    "not applicable (diagram/summary)": "a diagram or qualitative summary of the paper: nothing to reproduce",
+}
+STATUS_CLASS = {"ok": "s-ok", "failed": "s-failed", "stale": "s-stale", "not run": "s-notrun", "not yet": "s-notyet",
+                "not applicable (diagram/summary)": "s-na"}
+#: Where the executed notebooks are rendered to HTML (at report time), relative to the figures directory. Outside
+#: figures/<name>/ so that only the runner writes those.
+HTML_SUBDIR = "_html"
+
+# Per-claim extra columns. A provider is ``fn(claim_row: dict) -> str | None`` registered under a column header; the
+# template shows one column per provider after "verdict (this run)" (a value that is a verdict gets its verdict style).
+# This is the hook for issue #20's committed paper snapshots:
+#     register_claim_column("paper verdict (snapshot)", lambda c: snapshot_verdicts().get(c["id"]))
+_CLAIM_COLUMNS: dict[str, Callable[[dict], str | None]] = {}
+
+
+def register_claim_column(header: str, provider: Callable[[dict], str | None]) -> None:
+    """Add (or replace) a per-claim column of the report; ``provider(claim_row)`` returns its text or None."""
+    _CLAIM_COLUMNS[header] = provider
+
+
+def extra_claim_columns(claims: list[dict]) -> tuple[list[str], dict[str, dict[str, str | None]]]:
+    """(headers, {claim id: {header: text}}) of the registered extra claim columns (none registered: no columns)."""
+    headers = list(_CLAIM_COLUMNS)
+    return headers, {c["id"]: {h: fn(c) for h, fn in _CLAIM_COLUMNS.items()} for c in claims}
+
+
+def paper_short_name(key: str, meta: dict | None) -> str:
+    """The short name of a paper for every row (``short:`` in params/registry.yaml; else the key)."""
+    return str((meta or {}).get("short") or key)
+
+
+def render_notebook_html(ipynb: Path, out: Path) -> Path | None:
+    """The executed notebook rendered to HTML with nbconvert (skipped when ``out`` is newer than ``ipynb``); None
+    when it cannot be rendered (the report then links the .ipynb only)."""
+    try:
+        if out.exists() and out.stat().st_mtime >= ipynb.stat().st_mtime:
+            return out
+        import nbformat
+        from nbconvert import HTMLExporter
+
+        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.read(ipynb, as_version=4))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+        tmp.write_text(body, encoding="utf-8")
+        os.replace(tmp, out)
+        return out
+    except Exception as exc:  # a broken notebook must not stop the report
+        print(f"report: could not render {ipynb} to HTML ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
+def _links(fig_dir: Path, r: dict) -> list[tuple[str, str]]:
+    """(label, relative href) of every output of a figure row that exists."""
+    name, out = r["name"], fig_dir / r["name"]
+    if r["status"] not in ("ok", "failed", "stale") or not out.is_dir():
+        return []
+    links = []
+    ipynb = out / f"{name}.ipynb"
+    if ipynb.exists() and render_notebook_html(ipynb, fig_dir / HTML_SUBDIR / f"{name}.html"):
+        links.append(("notebook (HTML)", f"{HTML_SUBDIR}/{name}.html"))
+    for label, fname in (("notebook (.ipynb)", f"{name}.ipynb"), ("CSV", f"{name}.csv"),
+                         ("timings CSV", f"{name}_timings.csv"), ("SVG", f"{name}.svg"), ("PNG", f"{name}.png"),
+                         ("provenance", "provenance.json"), ("measurements", "measurements.json"),
+                         ("run record", "run.json")):
+        if (out / fname).exists():
+            links.append((label, f"{name}/{fname}"))
+    return links
+
+
+def page_context(fig_dir: Path, papers: dict, rows: list[dict], claims: list[dict]) -> dict:
+    """Everything the templates show, grouped by paper (rows and claims keep the registry's and claims.yaml's order)."""
+    counts = summary(claims)
+    by_nb = {}
+    for c in claims:
+        by_nb.setdefault(c["notebook"], []).append(c)
+    headers, extra = extra_claim_columns(claims)
+    row_names = {r["name"] for r in rows}
+    for c in claims:
+        c["extra"] = extra.get(c["id"], {})
+        c["value_text"] = _value(c)
+        c["reference_text"] = f"{_fmt(c['reference'])} {c['unit']}".strip()
+        c["on_text"] = _fmt(c["ours_on"]) + (f", {c['setting']}" if c["setting"] else "") + \
+            (f" ({c['profile']})" if c["profile"] else "")
+        reason = c["reason"] or ("" if c["verdict"] in FINAL else LEGEND[c["verdict"]])
+        c["reason_text"] = reason
+        c["notebook_anchor"] = c["notebook"] in row_names
+        c["notebook_link"] = None
+    for r in rows:
+        r["links"] = _links(fig_dir, r)
+        r["main_link"] = next((h for lab, h in r["links"] if lab.startswith("notebook")), None)
+        r["note"] = r["error"] if r["status"] == "failed" else r["why"]
+        r["standin"] = bool(r["data"] and "stand-in" in r["data"])
+        r["claims"] = by_nb.get(r["name"], [])
+        for c in r["claims"]:
+            c["notebook_link"] = r["main_link"]
+    groups = []
+    keys = list(papers) + sorted({r["paper"] for r in rows} - set(papers)) \
+        + sorted({c["paper"] for c in claims} - set(papers) - {r["paper"] for r in rows})
+    for key in keys:
+        g_rows = [r for r in rows if r["paper"] == key]
+        g_claims = [c for c in claims if c["paper"] == key]
+        if not g_rows and not g_claims:
+            continue
+        short = paper_short_name(key, papers.get(key))
+        groups.append({"key": key, "short": short, "title": (papers.get(key) or {}).get("title") or key,
+                       "rows": g_rows, "claims": g_claims, "counts": summary(g_claims),
+                       "done": sum(r["status"] == "ok" for r in g_rows),
+                       "md_anchor": "".join(ch for ch in short.lower().replace(" ", "-")
+                                            if ch.isalnum() or ch in "-_")})
+    status_counts = {s: sum(r["status"] == s for r in rows) for s in STATUS_LEGEND}
+    return {"rows": rows, "claims": claims, "groups": groups, "counts": counts,
+            "counts_text": ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none",
+            "done": sum(r["status"] == "ok" for r in rows), "status_counts": {k: v for k, v in status_counts.items()
+                                                                             if v},
+            "verdicts": VERDICTS, "legend": LEGEND, "verdict_class": VERDICT_CLASS, "status_legend": STATUS_LEGEND,
+            "status_class": STATUS_CLASS, "extra_headers": headers, "fig_dir_name": fig_dir.name}
+
+
+def _md_cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), trim_blocks=True,
+                             lstrip_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["md"] = _md_cell
+    return env
+
+
 def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
     fig_dir = fig_dir or figures_dir()
     fig_dir.mkdir(parents=True, exist_ok=True)
     papers, rows, claims = collect(fig_dir)
-    done = sum(r["status"] == "ok" for r in rows)
-    counts = summary(claims)
-    md = ["# Reproduction report", "",
-          f"{done} of {len(rows)} figures/tables built and current. Claims: "
-          + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + f" (of {len(claims)}).", "",
-          "Regenerate with `make figures` (profile `ci`) or `python -m dpmf_lib.reproduce --profile paper`. "
-          "Values are the mean over seeds ± the half-width of the 95 % interval.", "",
-          "Verdicts:", ""]
-    md += [f"- *{v}*: {LEGEND[v]}" for v in VERDICTS]
-    md += ["", "## Figures and tables", "",
-           "| notebook | paper | item | caption | status | data | profile | runtime (s) |",
-           "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        status = r["status"] + (f" ({r['why']})" if r["why"] else "")
-        md.append(f"| {r['name']} | {r['paper']} | {r['label']} | {r['caption']} | {status} | "
-                  f"{_fmt(r['data'])}{' (' + ', '.join(r['datasets']) + ')' if r['datasets'] else ''} | "
-                  f"{_fmt(r['profile'])} | {_fmt(r['runtime_s'])} |")
-    md += ["", "## Claims", "",
-           "| claim | where | quote | paper value | rule | ours | measured on (profile) | needs | verdict | why |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for c in claims:
-        on = _fmt(c["ours_on"]) + (f", {c['setting']}" if c["setting"] else "") + \
-            (f" ({c['profile']})" if c["profile"] else "")
-        reason = c["reason"].replace("|", "/")
-        if c["guards"]:
-            reason += ("; " if reason else "") + "guards: " + "; ".join(c["guards"]).replace("|", "/")
-        md.append(f"| {c['id']} | {c['paper']}, {c['where']} | “{c['quote']}” | {_fmt(c['reference'])} {c['unit']} "
-                  f"| {c['rule']} | {_value(c)} | {on} | {c['min_profile']} | {c['verdict']} | {reason} |")
+    ctx = page_context(fig_dir, papers, rows, claims)
+    env = _environment()
+    env.autoescape = False
     md_path = fig_dir / "REPORT.md"
-    md_path.write_text("\n".join(md) + "\n")
+    md_path.write_text(env.get_template("report.md.j2").render(**ctx))
+    env = _environment()
+    env.autoescape = True
     html_path = fig_dir / "index.html"
-    html_path.write_text(_html(papers, rows, claims, counts))
+    html_path.write_text(env.get_template("report.html.j2").render(**ctx))
     return md_path, html_path
-
-
-def _cls(verdict: str) -> str:
-    return "v-" + verdict.split()[0].replace(",", "").replace("-", "")
-
-
-def _html(papers, rows, claims, counts) -> str:
-    e = html.escape
-    out = ["<!doctype html><html><head><meta charset='utf-8'><title>DP-MF workbook: reproduction report</title>",
-           "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;width:100%}"
-           "td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;font-size:13px}th{background:#f3f3f3}"
-           ".ok{color:#075}.fail{color:#b00}.stale{color:#a60}.standin{background:#fff4d6}"
-           ".v-reproduced{color:#075;font-weight:bold}.v-differs{color:#b00;font-weight:bold}"
-           ".v-inconclusive{color:#a60}.v-indicative{color:#557;font-style:italic}.v-shown{color:#555}"
-           ".v-standin{color:#865}.v-not{color:#999}img{max-width:220px}</style></head><body>",
-           "<h1>Reproduction report</h1><p>" + ", ".join(
-               f"<span class='{_cls(v)}'>{n} {e(v)}</span>" for v, n in counts.items() if n) + "</p><ul>"]
-    out += [f"<li><span class='{_cls(v)}'>{e(v)}</span>: {e(LEGEND[v])}</li>" for v in VERDICTS]
-    out.append("</ul><h2 id='figures'>Figures and tables</h2><table><tr><th>thumbnail</th><th>notebook</th>"
-               "<th>paper</th><th>item</th><th>caption</th><th>status</th><th>data</th><th>profile</th>"
-               "<th>runtime (s)</th></tr>")
-    for r in rows:
-        cls = "standin" if r["data"] and "stand-in" in r["data"] else ""
-        thumb = f"<a href='{e(r['thumbnail'])}'><img src='{e(r['thumbnail'])}' alt='{e(r['name'])}'></a>" \
-            if r["thumbnail"] else ""
-        st_cls = {"ok": "ok", "failed": "fail", "stale": "stale"}.get(r["status"], "")
-        note = r["error"] if r["status"] == "failed" else r["why"]
-        data = _fmt(r["data"]) + (" (" + ", ".join(r["datasets"]) + ")" if r["datasets"] else "")
-        out.append(f"<tr class='{cls}' id='{e(r['name'])}'><td>{thumb}</td><td>{e(r['name'])}</td>"
-                   f"<td>{e(r['paper'])}</td><td>{e(r['label'])}</td><td>{e(r['caption'])}</td>"
-                   f"<td class='{st_cls}'>{e(r['status'])}{'<br><small>' + e(str(note)) + '</small>' if note else ''}"
-                   f"</td><td>{e(data)}</td><td>{e(_fmt(r['profile']))}</td><td>{e(_fmt(r['runtime_s']))}</td></tr>")
-    out.append("</table><h2 id='claims'>Claims</h2><table><tr><th>claim</th><th>where</th><th>quote</th>"
-               "<th>measures</th><th>paper value</th><th>rule</th><th>ours</th><th>measured on (profile)</th>"
-               "<th>needs</th><th>verdict</th></tr>")
-    for c in claims:
-        on = _fmt(c["ours_on"]) + (f", {c['setting']}" if c["setting"] else "") + \
-            (f" ({c['profile']})" if c["profile"] else "")
-        guards = "".join(f"<br><small>guard: {e(g)}</small>" for g in c["guards"])
-        out.append(f"<tr id='{e(c['id'])}'><td>{e(c['id'])}</td><td>{e(c['paper'])}, {e(c['where'])}</td>"
-                   f"<td>“{e(c['quote'])}”</td><td>{e(c['measures'])}</td>"
-                   f"<td>{e(_fmt(c['reference']))} {e(c['unit'])}</td><td>{e(c['rule'])}{guards}</td>"
-                   f"<td>{e(_value(c))}</td><td>{e(on)}</td><td>{e(c['min_profile'])}</td>"
-                   f"<td class='{_cls(c['verdict'])}'>{e(c['verdict'])}"
-                   f"{'<br><small>' + e(c['reason']) + '</small>' if c['reason'] else ''}</td></tr>")
-    out.append("</table></body></html>")
-    return "\n".join(out) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
