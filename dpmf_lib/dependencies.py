@@ -4,8 +4,8 @@ The runner skips a notebook only when neither changed since its last good run, s
 current. Code: the notebook's experiment module and, transitively, every module of ``dpmf_lib`` and ``data_fetch``
 it imports (found statically with :mod:`ast`, imports inside functions included; a package import includes its
 ``__init__``). Data: for every dataset a run read, the state it is in now — ``real:<sha256>`` of the ratings file(s)
-(from the fetched manifest, or hashed in the mirror) or ``absent`` — so a stand-in result goes stale the moment the
-real data appears, and a real result goes stale when the file changes.
+(from the fetched manifest, or hashed in the mirror; for a user's dataset, of its file) or ``absent`` — so a stand-in
+result goes stale the moment the real data appears, and a real result goes stale when the file changes.
 """
 
 from __future__ import annotations
@@ -105,14 +105,19 @@ def data_states(sources: list[dict]) -> dict:
 
 
 def _registered(dataset_id) -> bool:
+    """A built-in dataset id, or a user's dataset known here (registered, or an inline spec of this process)."""
     from data_fetch.registry import get_spec
 
+    from .data.user import lookup
     from .errors import WorkbookError
 
     try:
         get_spec(dataset_id)
     except WorkbookError:
-        return False
+        try:
+            return lookup(dataset_id) is not None
+        except WorkbookError:
+            return False
     return True
 
 
@@ -120,9 +125,12 @@ def states_of_run(sources: list[dict]) -> dict:
     """The state each registered dataset was in *when the run read it* (from its provenance sources); data made by
     the experiment itself (a synthetic sphere, sklearn's digits) has no state to go stale."""
     out = {}
+    from .data.user import NOTE_PREFIX
+
     for s in sources:
         d = s.get("dataset")
-        if not d or not _registered(d):
+        # a user's dataset is recorded even where its inline spec is not known (a worker process of the runner)
+        if not d or not (_registered(d) or (s.get("note") or "").startswith(NOTE_PREFIX)):
             continue
         out[d] = f"real:{s.get('checksum')}" if s.get("real") else "absent"
     return dict(sorted(out.items()))

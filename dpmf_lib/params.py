@@ -83,6 +83,9 @@ def load_params(name: str, profile: str = DEFAULT_PROFILE, overrides: dict | Non
         raise _unknown(unknown, defaults, f"overrides for {path.name}")
     resolved.update(copy.deepcopy(overrides))
     resolved["profile"] = profile
+    from .data.user import register_specs_in  # inline dataset specs: checked now, known to this process
+
+    register_specs_in(resolved)
     return resolved
 
 
@@ -116,19 +119,35 @@ def require_datasets(params: dict, name: str = "datasets", *, kinds: tuple[str, 
                      extra: tuple[str, ...] = ()) -> list[str]:
     """The dataset ids of ``params[name]``, validated: a non-empty list of distinct registry ids (of one of ``kinds``,
     None: any kind) or of the experiment's own names in ``extra`` (e.g. "synthetic"). Raises :class:`ParameterError`
-    naming the parameter, the bad entry and the valid ids."""
+    naming the parameter, the bad entry and the valid ids.
+
+    Where ratings are wanted, an entry may also be a user's dataset (:mod:`dpmf_lib.data.user`): the id of one
+    registered with ``python -m data_fetch add``, or an inline spec ``{id, path, format, rating_scale}``, which is
+    checked (each bad field named with its fix), registered for this process and replaced by its id in
+    ``params[name]`` — so the experiment that goes on to read ``params[name]`` sees ids only."""
     from data_fetch.registry import DATASETS  # lazy: data_fetch imports dpmf_lib
 
+    from .data import user
+
     ids = _as_list(params, name, "dataset ids")
+    takes_user = kinds is None or "ratings" in kinds
+    if takes_user and any(isinstance(ds, dict) for ds in ids):
+        ids = [user.register_inline(ds, f"parameter '{name}', entry {k + 1}") if isinstance(ds, dict) else ds
+               for k, ds in enumerate(ids)]
+        params[name] = list(ids)
+    user_valid = user.user_ids() if takes_user else []
     valid = [k for k, spec in DATASETS.items() if kinds is None or spec.kind in kinds] + list(extra)
     for ds in ids:
-        if not isinstance(ds, str) or ds not in valid:
-            close = difflib.get_close_matches(str(ds), valid, n=1)
+        if not isinstance(ds, str) or ds not in valid + user_valid:
+            close = difflib.get_close_matches(str(ds), valid + user_valid, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             kind_note = "" if kinds is None or ds not in DATASETS else \
                 f" ({ds} holds {DATASETS[ds].kind}, this experiment needs {' or '.join(kinds)})"
+            own = (f"; your datasets: {', '.join(user_valid)}" if user_valid else "") + \
+                ("; a file of your own: register it with `python -m data_fetch add ID PATH --format csv-header "
+                 f"--scale LO,HI` or give a spec {user.EXAMPLE}" if takes_user else "")
             raise ParameterError(f"parameter '{name}': unknown dataset {ds!r}{hint}{kind_note}; "
-                                 f"valid: {', '.join(valid)}")
+                                 f"valid: {', '.join(valid)}{own}")
     dup = sorted({ds for ds in ids if ids.count(ds) > 1})
     if dup:
         raise ParameterError(f"parameter '{name}' lists {dup} more than once: list each dataset once")

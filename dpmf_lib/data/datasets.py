@@ -29,7 +29,7 @@ import numpy as np
 
 from data_fetch.fetch import mirror_dir, verify_tree
 from data_fetch.manifest import manifest_problem, read_manifest, sha256_file
-from data_fetch.registry import DatasetSpec, get_spec, unavailable_message
+from data_fetch.registry import DATASETS, DatasetSpec, get_spec, unavailable_message
 
 from ..errors import DataFormatError, DatasetUnavailable, ParameterError
 from ..paths import data_dir as default_data_dir
@@ -42,8 +42,21 @@ def _root(data_dir) -> Path:
     return Path(data_dir) if data_dir is not None else default_data_dir()
 
 
+def _user(dataset_id):
+    """The user dataset (:mod:`.user`) that ``dataset_id`` names — an inline spec dict or a user id — else None."""
+    from . import user
+
+    if isinstance(dataset_id, dict):
+        return user.lookup(user.register_inline(dataset_id))
+    if isinstance(dataset_id, str) and dataset_id not in DATASETS:
+        return user.lookup(dataset_id)
+    return None
+
+
 def dataset_available(dataset_id: str, *, data_dir=None, include_mirror: bool = True) -> bool:
     """True when the real dataset can be loaded: ``<data_dir>/<id>/`` has a valid manifest, or the mirror holds it."""
+    if (u := _user(dataset_id)) is not None:
+        return Path(u.path).is_file()
     get_spec(dataset_id)
     if manifest_problem(_root(data_dir) / dataset_id, dataset_id) is None:
         return True
@@ -149,7 +162,14 @@ def load_ratings(dataset_id: str, *, allow_standin: bool = False, seed: int = 0,
     ``allow_standin=True``, which returns the labelled synthetic stand-in (``source.real`` False, label
     "<id> [synthetic stand-in]"). A copy that is present but damaged (manifest, size or checksum wrong) always
     raises: it is never replaced by a stand-in. Unknown ids raise :class:`ParameterError` listing the valid ids.
+
+    ``dataset_id`` may also name a user's dataset (:mod:`dpmf_lib.data.user`): a registered user id, or an inline
+    spec ``{id, path, format, rating_scale}``; its file is read as real data (never a stand-in).
     """
+    if (u := _user(dataset_id)) is not None:
+        from .user import load_user
+
+        return load_user(u)
     spec = get_spec(dataset_id)
     if spec.kind == "vectors":
         raise ParameterError(f"{dataset_id} holds vectors, not ratings: use dpmf_lib.data.datasets.load_vectors")
@@ -163,7 +183,12 @@ def load_ratings(dataset_id: str, *, allow_standin: bool = False, seed: int = 0,
 
 def real_checksum(dataset_id: str, *, data_dir=None) -> str | None:
     """The checksum :func:`load_ratings` would record for the real dataset now (None when absent; raises when
-    damaged). A fetched copy answers from its manifest (sizes checked, no re-hash); a mirror is hashed."""
+    damaged). A fetched copy answers from its manifest (sizes checked, no re-hash); a mirror is hashed; a user's
+    dataset is the SHA-256 of its file."""
+    if (u := _user(dataset_id)) is not None:
+        from .user import checksum
+
+        return checksum(u)
     spec = get_spec(dataset_id)
     found = _real_location(spec, data_dir)
     if found is None:
