@@ -189,13 +189,16 @@ class NotebookRun:
             self.overrides = merge_named_parameters(name, namespace, self.overrides)
         self.params = load_params(name, profile, self.overrides)
         staging = os.environ.get(RUN_DIR_VAR)
-        self.canonical = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and not self.overrides
+        # Run by the runner: write into its staging directory, which it renames into place (figures/<name>/, or
+        # figures/_runs/… for a run with `--set`). Canonical only without overrides; the runner checks that too.
+        self.by_runner = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and out_dir is None
+        self.canonical = self.by_runner and not self.overrides
         if out_dir is not None:
             self.out_dir = Path(out_dir).resolve()
             if self.out_dir == (figures_dir() / name).resolve():
                 raise ValueError(f"out_dir {out_dir} is the canonical figures/{name}/, which only the runner "
                                  "(python -m dpmf_lib.reproduce) writes; pick another directory")
-        elif self.canonical:
+        elif self.by_runner:
             self.out_dir = Path(staging)
         else:
             self.out_dir = scratch_dir(name, self.params)
@@ -341,7 +344,7 @@ class NotebookRun:
         measurements = [{**m, "profile": self.profile} for m in self.measurements]
         final = self.out_dir
         tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
-        if self.canonical:  # the runner's staging directory is itself renamed into place by the runner
+        if self.by_runner:  # the runner's staging directory is itself renamed into place by the runner
             tmp = final
         else:
             shutil.rmtree(tmp, ignore_errors=True)

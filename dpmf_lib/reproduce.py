@@ -1,6 +1,6 @@
 """Run the registered notebooks with papermill, skip what is current, and build the report.
 
-    python -m dpmf_lib.reproduce [--profile smoke|ci|paper] [--only PATTERN] [--jobs N]
+    python -m dpmf_lib.reproduce [--profile smoke|ci|paper] [--only PATTERN] [--jobs N] [--set [NAME.]KEY=VALUE ...]
                                  [--backend loky|dask --scheduler ADDRESS] [--force] [--list]
 
 Only this runner writes the canonical ``figures/<name>/``. It executes a notebook into a staging directory
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .dependencies import code_digest, data_states, states_of_run
 from .errors import WorkbookError
-from .outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR
+from .outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, parameter_names, scratch_dir
 from .params import PROFILES, load_params
 from .paths import figures_dir, notebooks_dir
 from .registry import Entry, load_registry, select, unregistered_notebooks
@@ -236,7 +236,8 @@ def _child_main() -> None:
     job = json.loads(sys.argv[1])
     result = {"status": "ok", "error": None}
     try:
-        pm.execute_notebook(job["notebook"], job["output"], parameters={"profile": job["profile"]},
+        parameters = {"profile": job["profile"], **({"overrides": job["overrides"]} if job.get("overrides") else {})}
+        pm.execute_notebook(job["notebook"], job["output"], parameters=parameters,
                             cwd=job["cwd"], kernel_name="python3", progress_bar=False, log_output=False,
                             request_save_on_cell_execute=False,
                             **({"kernel_manager_class": km} if (km := _kernel_manager_class()) else {}))
@@ -250,7 +251,8 @@ def _child_main() -> None:
     Path(job["result"]).write_text(json.dumps(result))
 
 
-def execute(name: str, profile: str, digest: str, env: dict | None = None, timeout_s: float | None = None) -> dict:
+def execute(name: str, profile: str, digest: str, env: dict | None = None, timeout_s: float | None = None,
+            overrides: dict | None = None) -> dict:
     """Execute one notebook with papermill into a staging directory and rename it to ``figures/<name>/``; returns
     the run record (also written there as ``run.json``: status, error, ``runtime_s``, ``peak_rss_mib`` of the
     kernel, the data state).
@@ -258,6 +260,8 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     ``env``: variables to set for the kernel; a value of ``None`` removes the variable. ``timeout_s``: the run's
     budget; a notebook still running then is stopped with its kernel and recorded as ``over budget``. The kernel's
     own console output (warnings, tracebacks it prints) goes to ``figures/<name>/kernel.log``, not the runner's.
+    ``overrides`` (``--set``): parameters injected as the notebook's ``overrides``; such a run is not canonical and
+    lands in ``figures/_runs/<name>-<profile>-<hash>/`` (the directory a hand run with these values would use).
     """
     import subprocess
 
@@ -266,16 +270,17 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    final = figures_dir() / name
-    staging = figures_dir() / f".staging-{name}-{os.getpid()}"
+    final = scratch_dir(name, load_params(name, profile, overrides)) if overrides else figures_dir() / name
+    staging = final.parent / f".staging-{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     os.environ[RUN_DIR_VAR], os.environ[RUN_NOTEBOOK_VAR] = str(staging), name
     started = time.time()
-    record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None}
+    record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None,
+              **({"overrides": overrides, "out_dir": str(final)} if overrides else {})}
     result_file = staging / ".result.json"
     job = {"notebook": str(notebooks_dir() / f"{name}.ipynb"), "output": str(staging / f"{name}.ipynb"),
-           "cwd": str(notebooks_dir()), "profile": profile, "result": str(result_file)}
+           "cwd": str(notebooks_dir()), "profile": profile, "result": str(result_file), "overrides": overrides or {}}
     try:
         with open(staging / "kernel.log", "wb") as log:
             child = subprocess.Popen([sys.executable, "-c", "from dpmf_lib.reproduce import _child_main; "
@@ -295,6 +300,10 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
                                                      f"without a result; see {final / 'kernel.log'}")
         if record["status"] == "ok" and not _outputs_present(staging, name):
             record.update(status="failed", error="the notebook ran but did not call NotebookRun.save()")
+        elif record["status"] == "ok" and not overrides and \
+                not json.loads((staging / "provenance.json").read_text()).get("canonical"):
+            record.update(status="failed", error="the notebook set overrides of its own: a canonical run uses "
+                                                 "params/<name>.yaml as it is (change parameters with --set)")
     finally:
         os.environ.pop(RUN_DIR_VAR, None)
         os.environ.pop(RUN_NOTEBOOK_VAR, None)
@@ -312,6 +321,51 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     return record
 
 
+def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
+    """``--set KEY=VALUE`` (every selected notebook) and ``--set NAME.KEY=VALUE`` (notebook NAME only) as overrides
+    per notebook. Values are YAML (``seed=1``, ``datasets=[ml-100k]``, ``n_attacked=null``); a KEY must be a
+    parameter of every notebook it applies to, NAME one of the selected notebooks (``known``: all registered names,
+    for a better message). Raises :class:`~dpmf_lib.errors.ParameterError` naming the key and the fix."""
+    import difflib
+
+    import yaml
+
+    from .errors import ParameterError
+
+    sets: dict[str, dict] = {n: {} for n in names}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ParameterError(f"--set {item!r}: expected KEY=VALUE or NOTEBOOK.KEY=VALUE (VALUE in YAML)")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ParameterError(f"--set {key}: {raw!r} is not valid YAML ({exc})") from None
+        target, dot, param = key.rpartition(".")
+        if dot:
+            if target not in names:
+                where = "is not among the notebooks selected (see --only)" if target in (known or []) \
+                    else "is not a notebook (see --list)"
+                raise ParameterError(f"--set {key}: '{target}' {where}")
+            targets = [target]
+        else:
+            targets, param = names, key
+        for n in targets:
+            valid = parameter_names(n)
+            if param not in valid:
+                lacking = [t for t in targets if param not in parameter_names(t)]
+                close = difflib.get_close_matches(param, valid, n=1)
+                raise ParameterError(
+                    f"--set {key}: unknown parameter '{param}' for {', '.join(lacking[:6])}"
+                    + (" …" if len(lacking) > 6 else "") + (f" (did you mean '{close[0]}'?)" if close else "")
+                    + f"; the parameters are in params/<name>.yaml (`defaults:`)"
+                    + ("; use --set NAME.KEY=VALUE or --only to reach only the notebooks that have it"
+                       if len(targets) > 1 else ""))
+            sets[n][param] = value
+    return {n: o for n, o in sets.items() if o}
+
+
 def forwarded_env(extra: dict | None = None) -> dict:
     """What a notebook's kernel needs from the runner's environment, wherever it runs: every ``DPMF_*`` setting
     (figures and data directories, mirror, cache, sweep backend …) and the caller's thread limits. A dask worker
@@ -325,7 +379,7 @@ def forwarded_env(extra: dict | None = None) -> dict:
 
 
 def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict,
-             timeout_s: float | None = None):
+             timeout_s: float | None = None, sets: dict[str, dict] | None = None):
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(todo), desc=f"notebooks ({profile})", unit="nb", disable=not todo)
@@ -335,7 +389,8 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
         cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None)
         client = Client(scheduler or cluster)
         try:
-            futures = [client.submit(execute, n, profile, h, env, timeout_s, pure=False) for n, h in todo]
+            futures = [client.submit(execute, n, profile, h, env, timeout_s, (sets or {}).get(n), pure=False)
+                       for n, h in todo]
             for fut in as_completed(futures):
                 bar.update()
                 yield fut.result()
@@ -347,7 +402,7 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
         from joblib import Parallel, delayed
 
         results = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")(
-            delayed(execute)(n, profile, h, env, timeout_s) for n, h in todo)
+            delayed(execute)(n, profile, h, env, timeout_s, (sets or {}).get(n)) for n, h in todo)
         for rec in results:
             bar.update()
             yield rec
@@ -370,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="write each run's measured time and peak memory into its params file header")
     ap.add_argument("--snapshot", action="store_true",
                     help="(profile paper) copy each successful run into results/paper/<name>/ as it finishes")
+    ap.add_argument("--set", action="append", default=[], metavar="[NAME.]KEY=VALUE", dest="sets",
+                    help="override a parameter (VALUE in YAML) of every selected notebook, or of NAME only; "
+                         "repeatable. Such runs always execute, are not canonical and write to figures/_runs/")
     args = ap.parse_args(argv)
 
     try:
@@ -393,6 +451,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in recover_interrupted():
         print(line)
+    try:
+        sets = parse_sets(args.sets, [e.name for e in chosen], [e.name for e in entries])
+    except WorkbookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.sets and (args.snapshot or args.record_budget):
+        print("error: --set runs are not the profile's runs: no --snapshot or --record-budget with them",
+              file=sys.stderr)
+        return 2
     todo, skipped = [], []
     for e in chosen:
         try:
@@ -400,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         except WorkbookError as exc:
             print(f"error: {e.name}: {exc}", file=sys.stderr)
             return 2
-        (skipped if (not args.force and up_to_date(e, digest)) else todo).append((e.name, digest))
+        current = not args.force and not sets.get(e.name) and up_to_date(e, digest)
+        (skipped if current else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
     if args.snapshot and args.profile != "paper":
@@ -411,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {e.name: e for e in chosen}
     failures = []
     timeout_s = args.timeout * 60 if args.timeout else None
-    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s):
+    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets):
         if args.record_budget:
             record_budget(by_name[rec["notebook"]], rec)
         if args.snapshot and rec["status"] == "ok":
@@ -420,10 +488,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"snapshot: {take(rec['notebook'])}")
         line = (f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
                 + (f", peak {rec['peak_rss_mib']:.0f} MiB" if rec.get("peak_rss_mib") else ""))
+        if rec.get("overrides"):
+            line += f" (with --set {rec['overrides']}: not canonical, in {rec['out_dir']})"
         if rec["status"] != "ok":
             failures.append(rec)
-            line += (f" — FAILED at {rec['error']} (executed copy: "
-                     f"{figures_dir() / rec['notebook'] / (rec['notebook'] + '.ipynb')})")
+            out = Path(rec.get("out_dir") or figures_dir() / rec["notebook"])
+            line += f" — FAILED at {rec['error']} (executed copy: {out / (rec['notebook'] + '.ipynb')})"
         print(line, flush=True)
     from .report import write_report
 

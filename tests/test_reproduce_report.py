@@ -228,3 +228,54 @@ def test_recovery_leaves_a_live_runners_directories_alone(figures_tmp):
     reproduce.recover_interrupted()
     assert live.exists() and (figures_tmp / f".old-liu_fig3-{os.getpid()}").exists()
     assert not (figures_tmp / "liu_fig3").exists()  # a live runner's swap is not "restored" under it
+
+
+# -- --set: one parameter for every selected notebook (or one), as an override run ------------------------------------
+
+def test_set_parses_yaml_values_per_notebook_and_names_an_unknown_key():
+    from dpmf_lib.errors import ParameterError
+
+    names = ["liu_fig1", "pnbm_fig1"]
+    sets = reproduce.parse_sets(["seed=1", "liu_fig1.datasets=[ml-100k]", "liu_fig1.standin_scale=0.5"], names)
+    assert sets == {"liu_fig1": {"seed": 1, "datasets": ["ml-100k"], "standin_scale": 0.5}, "pnbm_fig1": {"seed": 1}}
+    assert reproduce.parse_sets(["pnbm_fig1.knn_Nk={ml-100k: 10}"], names) == {"pnbm_fig1": {"knn_Nk": {"ml-100k": 10}}}
+    assert reproduce.parse_sets([], names) == {}
+    with pytest.raises(ParameterError, match=r"unknown parameter 'sed' for liu_fig1, pnbm_fig1 \(did you mean 'seed'"):
+        reproduce.parse_sets(["sed=1"], names)
+    with pytest.raises(ParameterError, match="'tiers' for pnbm_fig1.*--set NAME.KEY=VALUE"):
+        reproduce.parse_sets(["tiers=[1, 2]"], names)  # liu_fig1 has it, pnbm_fig1 does not
+    with pytest.raises(ParameterError, match="'hua_fig1' is not among the notebooks selected"):
+        reproduce.parse_sets(["hua_fig1.seed=1"], names, known=names + ["hua_fig1"])
+    with pytest.raises(ParameterError, match="KEY=VALUE"):
+        reproduce.parse_sets(["seed"], names)
+
+
+def test_unknown_set_key_stops_the_runner_before_anything_runs(figures_tmp, capsys):
+    assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--set", "no_such=1"]) == 2
+    assert "unknown parameter 'no_such'" in capsys.readouterr().err
+    assert not (figures_tmp / "liu_fig1").exists()
+
+
+def test_a_run_with_set_is_an_override_run_in_figures_runs(figures_tmp, tmp_path, monkeypatch):
+    """The runner injects --set values as the notebook's overrides; the run lands where a hand run with the same
+    values would (figures/_runs/<name>-<profile>-<hash>/), never in figures/<name>/. A notebook that sets
+    overrides of its own is refused as a canonical run."""
+    cells = ("from dpmf_lib.outputs import NotebookRun\nimport pandas as pd\n"
+             "nb = NotebookRun('balu_table5_1', profile, overrides)\n"
+             "nb.save(pd.DataFrame({'dataset': ['x'], 'seed': [nb.params['seed']]}))",)
+    nbdir = tiny_notebook(tmp_path, monkeypatch, "balu_table5_1", *cells)
+    nb = nbformat.read(nbdir / "balu_table5_1.ipynb", as_version=4)
+    nb.cells[0].source = "profile = 'ci'\noverrides = {}"
+    nbformat.write(nb, nbdir / "balu_table5_1.ipynb")
+    rec = reproduce.execute("balu_table5_1", "smoke", "h", overrides={"seed": 5})
+    assert rec["status"] == "ok", rec["error"]
+    out = figures_tmp / "_runs"
+    run = next(out.glob("balu_table5_1-smoke-*"))
+    assert rec["out_dir"] == str(run) and rec["overrides"] == {"seed": 5}
+    prov = json.loads((run / "provenance.json").read_text())
+    assert prov["params"]["seed"] == 5 and prov["overrides"] == {"seed": 5} and not prov["canonical"]
+    assert (run / "balu_table5_1.ipynb").exists() and json.loads((run / "run.json").read_text())["status"] == "ok"
+    assert not (figures_tmp / "balu_table5_1").exists() and not list(out.glob(".staging-*"))
+    tiny_notebook(tmp_path, monkeypatch, "balu_table5_1", "overrides = {'seed': 2}", *cells)
+    rec = reproduce.execute("balu_table5_1", "smoke", "h")
+    assert rec["status"] == "failed" and "overrides of its own" in rec["error"]
