@@ -302,10 +302,48 @@ def _environment():
     return env
 
 
+def _fmt_paper(v: dict) -> str | None:
+    if v.get("verdict") is None:
+        return None
+    if v.get("mean") is None:
+        return "—"
+    ci = "" if v.get("lo") is None or v["lo"] == v["hi"] else f" [{_fmt(v['lo'])}, {_fmt(v['hi'])}]"
+    return f"{_fmt(v['mean'])}{ci} (n = {v['n']})"
+
+
+def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> None:
+    """The committed ``paper`` snapshot (results/paper, :mod:`dpmf_lib.snapshot`) beside this run: per figure its
+    state (current / stale and why / not in the snapshot) with the measured time and peak memory, per claim the
+    verdict of the current snapshot rows. A stale row's verdict is never shown as a verdict, only as "stale"."""
+    from . import snapshot
+
+    states = {r["name"]: r for r in snapshot.rows()}
+    for r in rows:
+        s = states.get(r["name"])
+        r["snapshot_text"], r["snapshot_link"] = "—", None
+        if not s or s["state"] == "missing":
+            continue
+        took = "" if s["runtime_s"] is None else f", {s['runtime_s'] / 60:.1f} min, {s['peak_rss_mib'] or 0:.0f} MiB"
+        r["snapshot_text"] = s["state"] + took + (f" ({s['why']})" if s["why"] else "")
+        png = snapshot.snapshot_dir() / r["name"] / f"{r['name']}.png"
+        csv = snapshot.snapshot_dir() / r["name"] / f"{r['name']}.csv"
+        target = png if png.exists() else csv
+        r["snapshot_link"] = os.path.relpath(target, fig_dir) if target.exists() else None
+    verdicts = snapshot.paper_verdicts()
+
+    def verdict(c: dict) -> str | None:
+        v = verdicts.get(c["id"]) or {}
+        return v.get("verdict") or ({"stale": "stale snapshot"}.get(v.get("state")))
+
+    register_claim_column("paper profile (snapshot)", verdict)
+    register_claim_column("paper: ours ± 95 %", lambda c: _fmt_paper(verdicts.get(c["id"]) or {}))
+
+
 def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
     fig_dir = fig_dir or figures_dir()
     fig_dir.mkdir(parents=True, exist_ok=True)
     papers, rows, claims = collect(fig_dir)
+    add_paper_snapshot(fig_dir, rows)
     ctx = page_context(fig_dir, papers, rows, claims)
     env = _environment()
     env.autoescape = False

@@ -162,3 +162,28 @@ def test_runner_on_a_dask_cluster_writes_where_the_caller_said(figures_tmp, tmp_
     rows = {r["name"]: r for r in collect()[1]}
     assert all((figures_tmp / n / f"{n}.csv").exists() for n in names)
     assert all(rows[n]["status"] == "ok" for n in names)
+
+
+def test_report_shows_the_paper_snapshot_beside_this_run(figures_tmp, tmp_path, monkeypatch):
+    from dpmf_lib.claims import load_claims
+    from dpmf_lib.report import write_report
+
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged
+                 and c.dataset == "ml-100k" and not c.guards)
+    e = _entry(claim.notebook)
+    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"), claim_id=claim.id)
+    snapshot.take(e.name)
+    import shutil
+
+    shutil.rmtree(figures_tmp / e.name)  # this run (ci) has nothing: the paper column still shows the snapshot
+    md, html = write_report()
+    page = html.read_text()
+    assert "paper profile (snapshot)" in page and "current, 1.0 min, 100 MiB" in page
+    row = next(line for line in md.read_text().splitlines() if line.startswith(f"| [{claim.id}]"))
+    assert "(n = 5)" in row and "not yet measured" in row  # this run: nothing; the snapshot: five seeds
+    run = json.loads((tmp_path / "snap" / e.name / "run.json").read_text())
+    (tmp_path / "snap" / e.name / "run.json").write_text(json.dumps({**run, "hash": "older code"}))
+    md, html = write_report()
+    row = next(line for line in md.read_text().splitlines() if line.startswith(f"| [{claim.id}]"))
+    assert "stale snapshot" in row and "(n = 5)" not in row
