@@ -66,7 +66,9 @@ report: $(STAMP)
 check-verdicts: $(STAMP)
 	$(PY) -m dpmf_lib.report --check-verdicts
 
+# The result cache (dpmf_lib.cache) goes too: figures/.cache, or $DPMF_CACHE_DIR, and the caches of earlier versions.
 clean-figures:
+	if [ -x $(PY) ]; then $(PY) -m dpmf_lib.cache --clear; fi
 	find figures -mindepth 1 -not -name .gitkeep -delete
 
 clean: clean-figures

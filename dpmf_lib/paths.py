@@ -29,3 +29,10 @@ def notebooks_dir() -> Path:
 def papers_dir() -> Path:
     """The papers' source texts, kept beside the repository (``../shared/papers``)."""
     return Path(os.environ.get("DPMF_PAPERS_DIR", REPO_ROOT.parent / "shared" / "papers")).resolve()
+
+
+def cache_dir() -> Path:
+    """The one result cache of the experiments (a :class:`joblib.Memory`, see :mod:`dpmf_lib.cache`).
+    ``$DPMF_CACHE_DIR`` overrides ``<figures>/.cache``: inside the figures directory so that ``make clean-figures``
+    (and ``make clean``) clear it with the results it served."""
+    return Path(os.environ.get("DPMF_CACHE_DIR", figures_dir() / ".cache")).resolve()

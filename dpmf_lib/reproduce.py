@@ -417,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="notebooks executed at once")
     ap.add_argument("--backend", choices=("loky", "dask"), default="loky")
     ap.add_argument("--scheduler", default=None, help="dask.distributed scheduler address (with --backend dask)")
-    ap.add_argument("--force", action="store_true", help="run even when outputs are up to date")
+    ap.add_argument("--force", action="store_true", help="run even when outputs are up to date, and recompute what "
+                    "the result cache (dpmf_lib.cache) holds for them ($DPMF_CACHE=refresh)")
     ap.add_argument("--list", action="store_true", help="list the registry and exit")
     ap.add_argument("--timeout", type=float, default=None, metavar="MINUTES",
                     help="budget per notebook: a run still going after it is stopped and recorded as 'over budget'")
@@ -475,7 +476,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
         return 2
     env = forwarded_env({"DPMF_SWEEP_BACKEND": args.backend,
-                         **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {})})
+                         **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {}),
+                         # --force reaches the result cache too (dpmf_lib.cache): recompute, overwrite the entries
+                         **({"DPMF_CACHE": "refresh"} if args.force else {})})
     by_name = {e.name: e for e in chosen}
     failures = []
     timeout_s = args.timeout * 60 if args.timeout else None

@@ -51,11 +51,11 @@ def test_attack_grid_smoke_and_cache(tmp_path, monkeypatch):
     a = ch3.run_attack_grid("blip", p)
     assert set(a["attack"]) == {"popularity", "single", "single_prior", "mcmc_prior", "mcmc_flat"} and a["user"].nunique() == 3
     assert (a["dataset"] == "ml-100k").all()
-    assert list((tmp_path / ".cache" / "balu_ch3").glob("blip_*.csv"))
+    assert list((tmp_path / ".cache" / "joblib").rglob("output.pkl"))  # the one result cache (dpmf_lib.cache)
     b = ch3.run_attack_grid("blip", {**p, "attacks": ["mcmc_prior"]})  # served from the cache
     pd.testing.assert_series_equal(a[a["attack"] == "mcmc_prior"]["cos"].reset_index(drop=True),
                                    b["cos"].reset_index(drop=True))
-    monkeypatch.setenv("DPMF_BALU_CACHE", "0")
+    monkeypatch.setenv("DPMF_CACHE", "off")
     c = ch3.run_attack_grid("blip", {**p, "attacks": ["mcmc_prior"]})  # recomputed: same seeds, same numbers
     np.testing.assert_allclose(c["cos"].to_numpy(), b["cos"].to_numpy())
     s = ch3.summarize(a)
@@ -70,7 +70,7 @@ def test_results_of_an_eps_do_not_depend_on_the_eps_list(monkeypatch):
     from dpmf_lib.experiments import _balu_ch3
     from dpmf_lib.params import load_params
 
-    monkeypatch.setenv("DPMF_BALU_CACHE", "0")
+    monkeypatch.setenv("DPMF_CACHE", "off")
     p = load_params("balu_fig3_2", "smoke", {"n_attacked": 3, "burn_in": 5, "n_samples": 40})
     setup = _balu_ch3.prepare(p)
     both = _balu_ch3.run_attack_grid("blip", {**p, "eps": [59, 0]}, setup)

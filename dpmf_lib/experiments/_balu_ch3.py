@@ -7,7 +7,6 @@ the noise of user u at grid point e [seed, 2, e, u]; the attacks' MCMC [seed, 3,
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 
@@ -98,28 +97,34 @@ RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "
                "prefilter_f", "prior_alpha", "map_R", "flat_prior")
 
 
-def _cache_file(kind: str, params: dict, eps: float, source: DataSource):
-    """Per-(mechanism, eps) result cache shared by Figures 3.2/3.4 (BLIP), 3.3/3.5 (JLT) and 3.6: the key holds every
-    parameter that changes the numbers, the data source (checksum, real or stand-in) and a hash of the attack code, so
-    a stale entry is never read.
-    ``$DPMF_BALU_CACHE=0`` disables it."""
+def _code_hash() -> str:
+    """Hash of the code an attack result depends on (dpmf_lib/attacks/*.py and this module): part of the cache key."""
     import hashlib
-    import json
-    import os
     from pathlib import Path
 
-    from ..paths import figures_dir
-
-    if os.environ.get("DPMF_BALU_CACHE", "1") == "0":
-        return None
     h = hashlib.sha256()
     here = Path(__file__).resolve()
     for f in sorted((here.parent.parent / "attacks").glob("*.py")) + [here]:
         h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _result_key(params: dict, source: DataSource) -> dict:
+    """Every parameter that changes the numbers of one (mechanism, ε) task, and the data source (checksum, real or
+    stand-in); with the attacks, ε and the code hash, the key of the task in the result cache."""
     key = {k: params.get(k) for k in RESULT_KEYS}
-    key.update(kind=kind, eps=float(eps), source=source.as_dict())
-    h.update(json.dumps(key, sort_keys=True, default=str).encode())
-    return figures_dir() / ".cache" / "balu_ch3" / f"{kind}_{h.hexdigest()[:20]}.csv"
+    key["flat_prior"] = params.get("flat_prior", "catalog")
+    key["source"] = source.as_dict()
+    return key
+
+
+_NOT_IN_KEY = ("params", "setup")  # their result-relevant parts are in `key` (params) and key["source"] (setup)
+
+
+def _eps_rows(kind: str, eps: float, attacks: tuple, key: dict, code: str, params: dict, setup: Setup) -> list[dict]:
+    """One (mechanism, ε) task of the grid: the unit of the result cache (:mod:`dpmf_lib.cache`), shared by Figures
+    3.2/3.4 (BLIP), 3.3/3.5 (JLT) and 3.6."""
+    return attack_one_eps(kind, eps, {**params, "attacks": list(attacks)}, setup)
 
 
 def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.DataFrame:
@@ -151,22 +156,20 @@ VOID_LABEL = "ε ≥ ln(1/δ): (3.10) gives no DP guarantee"
 
 
 def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup) -> list[dict]:
-    """One eps of the grid, from the cache when every requested attack is there (MCMC-with-prior rows do not depend
-    on whether the other attacks ran: it is the first consumer of the user's MCMC seed)."""
-    eps = eps_list[eps_index]
-    want = list(params["attacks"])
-    f = _cache_file(kind, {**params, "flat_prior": params.get("flat_prior", "catalog")}, eps, setup.source)
-    if f is not None and f.exists():
-        cached = pd.read_csv(f)
-        if set(want) <= set(cached["attack"]):
-            return cached[cached["attack"].isin(want)].to_dict("records")
-    rows = attack_one_eps(kind, eps, params, setup)
-    if f is not None and (not f.exists() or set(want) >= set(pd.read_csv(f)["attack"])):
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(f".{os.getpid()}.tmp")
-        pd.DataFrame(rows).to_csv(tmp, index=False)
-        os.replace(tmp, f)
-    return rows
+    """One eps of the grid, through the result cache. A subset of the attacks is served from a cached run of every
+    attack (what Figures 3.2/3.3 compute) when there is one: MCMC-with-prior rows do not depend on whether the other
+    attacks ran (it is the first consumer of the user's MCMC seed)."""
+    from .. import cache
+    from ..attacks.decoders import ATTACKS
+
+    eps = float(eps_list[eps_index])
+    want = tuple(params["attacks"])
+    key, code = _result_key(params, setup.source), _code_hash()
+    if set(want) < set(ATTACKS) and cache.in_cache(_eps_rows, kind, eps, ATTACKS, key, code, params, setup,
+                                                  ignore=_NOT_IN_KEY):
+        rows = cache.cached_call(_eps_rows, kind, eps, ATTACKS, key, code, params, setup, ignore=_NOT_IN_KEY)
+        return [r for r in rows if r["attack"] in want]
+    return cache.cached_call(_eps_rows, kind, eps, want, key, code, params, setup, ignore=_NOT_IN_KEY)
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

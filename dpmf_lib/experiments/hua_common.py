@@ -4,8 +4,8 @@ Every scenario run goes through :func:`scenario_run`, cached on disk with joblib
 checkpoints, seed, the model configuration and a hash of the ``dpmf_lib.objpert``, ``dpmf_lib.data`` and
 ``data_fetch`` sources), so the figures that show
 the same runs (Figures 1-6 and the mean-increase Figures 7-8, the baseline of every figure) compute them once. The
-cache lives in ``$DPMF_CACHE_DIR`` or ``<data_dir>/cache/hua`` (git-ignored); ``cache: false`` in the parameters
-turns it off. A cached run also stores its data source, so a notebook whose runs are all cached never loads the data.
+cache is the workbook's one result cache (:mod:`dpmf_lib.cache`: ``$DPMF_CACHE_DIR`` or ``figures/.cache``,
+``$DPMF_CACHE=on|refresh|off``); ``cache: false`` in the parameters turns it off for a notebook. A cached run also stores its data source, so a notebook whose runs are all cached never loads the data.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +41,10 @@ def _code_version() -> str:
 
 
 def cache_dir() -> Path:
-    from ..paths import data_dir
+    """The workbook's one result cache (:func:`dpmf_lib.paths.cache_dir`)."""
+    from ..paths import cache_dir as _cache_dir
 
-    return Path(os.environ.get("DPMF_CACHE_DIR", data_dir() / "cache")) / "hua"
+    return _cache_dir()
 
 
 def model_config(params: dict) -> dict:
@@ -89,13 +89,6 @@ def _compute(scenario: str, dkey: tuple, eps: float, checkpoints: tuple, seed: i
     return {"source": r.source.as_dict(), "results": res}
 
 
-@functools.lru_cache(maxsize=2)
-def _memory(location: str):
-    import joblib
-
-    return joblib.Memory(location, verbose=0)
-
-
 def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None) -> dict:
     """``{"source": DataSource dict, "results": {T: summary}}`` for one run (cached unless ``params["cache"]`` is
     false).
@@ -107,9 +100,9 @@ def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *,
     eps = None if eps is None else float(eps)
     args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"]), model_config(params),
             dict(sorted((s3 or {}).items())), _code_version())
-    if params.get("cache", True):
-        return _memory(str(cache_dir())).cache(_compute)(*args)
-    return _compute(*args)
+    from .. import cache
+
+    return cache.cached_call(_compute, *args, enabled=params.get("cache", True))
 
 
 def s3_options(params: dict, **override) -> dict:

@@ -1,0 +1,116 @@
+"""The one result cache of the experiments: a :class:`joblib.Memory` in :func:`dpmf_lib.paths.cache_dir`
+(``$DPMF_CACHE_DIR``, default ``figures/.cache``).
+
+Experiments whose runs are shared between notebooks cache them here — Balu chapter 3's attack grid per
+(mechanism, ε) (:mod:`dpmf_lib.experiments._balu_ch3`, Figures 3.2–3.6) and Hua et al.'s scenario runs
+(:mod:`dpmf_lib.experiments.hua_common`, Figures 1–10). A key holds every argument that changes the numbers, the data
+source (checksum; real or stand-in) and a hash of the code the result depends on, so a stale entry is never read; a
+cached result is the pickled object the computation returned, so a result served from the cache is bit-identical to
+a fresh one.
+
+One switch, ``$DPMF_CACHE``:
+
+- ``on`` (default): read and write;
+- ``refresh``: compute again and overwrite the entry — ``python -m dpmf_lib.reproduce --force`` sets it for the
+  notebooks it runs, so a forced run recomputes everything and leaves a fresh cache behind;
+- ``off``: neither read nor write.
+
+``make clean-figures`` / ``make clean`` delete it (it lives in figures/ unless moved), as does
+``python -m dpmf_lib.cache --clear`` (which also removes the caches of earlier versions: ``figures/.cache/balu_ch3``
+and ``<data>/cache/hua``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .errors import ParameterError
+from .paths import cache_dir, data_dir, figures_dir
+
+MODE_VAR = "DPMF_CACHE"
+MODES = ("on", "refresh", "off")
+
+
+def mode() -> str:
+    m = os.environ.get(MODE_VAR, "on").strip().lower() or "on"
+    if m not in MODES:
+        raise ParameterError(f"${MODE_VAR}={m!r}: choose one of {', '.join(MODES)}")
+    return m
+
+
+@functools.lru_cache(maxsize=4)
+def _memory(location: str):
+    import joblib
+
+    return joblib.Memory(location, verbose=0)
+
+
+def memory():
+    """The :class:`joblib.Memory` of :func:`dpmf_lib.paths.cache_dir` (its entries live in ``<cache_dir>/joblib``)."""
+    return _memory(str(cache_dir()))
+
+
+def cached_call(func, *args, ignore: tuple[str, ...] = (), enabled: bool = True, **kwargs):
+    """``func(*args, **kwargs)`` through the cache (see the module docstring for ``$DPMF_CACHE``). ``ignore``: names
+    of arguments left out of the key (they must not change the result beyond what the other arguments say)."""
+    m = mode() if enabled else "off"
+    if m == "off":
+        return func(*args, **kwargs)
+    mf = memory().cache(func, ignore=list(ignore))
+    if m == "refresh":
+        out = mf.call(*args, **kwargs)
+        # joblib >= 1.3 returns (output, metadata)
+        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict) and "duration" in out[1]:
+            out = out[0]
+        return out
+    return mf(*args, **kwargs)
+
+
+def in_cache(func, *args, ignore: tuple[str, ...] = (), **kwargs) -> bool:
+    """Whether ``func(*args, **kwargs)`` would be served from the cache now (False unless ``$DPMF_CACHE`` is on)."""
+    if mode() != "on":
+        return False
+    return memory().cache(func, ignore=list(ignore)).check_call_in_cache(*args, **kwargs)
+
+
+def legacy_dirs() -> list[Path]:
+    """Where earlier versions kept their own caches (hand-hashed CSVs; a joblib store under the data directory)."""
+    return [figures_dir() / ".cache" / "balu_ch3", data_dir() / "cache" / "hua"]
+
+
+def clear() -> list[Path]:
+    """Delete the cache's entries (``<cache_dir>/joblib``) and the legacy caches; returns what was removed."""
+    gone = []
+    for d in [cache_dir() / "joblib", *legacy_dirs()]:
+        if d.exists():
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    _memory.cache_clear()
+    return gone
+
+
+def size_bytes() -> int:
+    root = cache_dir() / "joblib"
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dpmf_lib.cache", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clear", action="store_true", help="delete every cached result")
+    args = ap.parse_args(argv)
+    if args.clear:
+        gone = clear()
+        print("cache cleared: " + (", ".join(map(str, gone)) if gone else f"{cache_dir()} held nothing"))
+    else:
+        print(f"cache: {cache_dir()} ({size_bytes() / 2**20:.1f} MiB; ${MODE_VAR}={mode()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
