@@ -27,6 +27,39 @@ from .paths import REPO_ROOT, figures_dir
 
 #: what a snapshot keeps of a run (``{name}`` is the notebook's name); nothing else is copied
 KEPT = ("{name}.csv", "{name}_timings.csv", "measurements.json", "provenance.json", "run.json", "{name}.png")
+#: a table larger than this is kept gzipped (``<name>.csv.gz``, written with mtime 0 so the same table gives the same
+#: bytes), to keep the committed snapshot at a few MB; ``pandas.read_csv`` reads either
+GZIP_ABOVE_BYTES = 256 * 1024
+
+
+def table_path(name: str) -> Path | None:
+    """The snapshot's table of ``name`` (``.csv`` or ``.csv.gz``), or None."""
+    for suffix in (".csv", ".csv.gz"):
+        f = snapshot_dir() / name / f"{name}{suffix}"
+        if f.exists():
+            return f
+    return None
+
+
+def table_bytes(name: str) -> bytes:
+    """The snapshot's table of ``name`` as the CSV bytes the run wrote (decompressed)."""
+    import gzip
+
+    f = table_path(name)
+    if f is None:
+        raise FileNotFoundError(f"no table of {name} in {snapshot_dir()}")
+    return gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+
+
+def _gzip_large_tables(folder: Path) -> None:
+    import gzip
+
+    for f in folder.glob("*.csv"):
+        if f.stat().st_size > GZIP_ABOVE_BYTES:
+            with open(f, "rb") as src, open(f.with_suffix(".csv.gz"), "wb") as raw, \
+                    gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+                shutil.copyfileobj(src, gz)
+            f.unlink()
 
 
 def snapshot_dir() -> Path:
@@ -57,6 +90,7 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
         f = src / pattern.format(name=name)
         if f.exists():
             shutil.copy2(f, staging / f.name)
+    _gzip_large_tables(staging)
     old = dest.parent / f".old-{name}-{os.getpid()}"
     if dest.exists():
         os.replace(dest, old)

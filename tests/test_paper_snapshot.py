@@ -187,3 +187,35 @@ def test_report_shows_the_paper_snapshot_beside_this_run(figures_tmp, tmp_path, 
     md, html = write_report()
     row = next(line for line in md.read_text().splitlines() if line.startswith(f"| [{claim.id}]"))
     assert "stale snapshot" in row and "(n = 5)" not in row
+
+
+def test_a_large_table_is_kept_gzipped_with_the_same_bytes_inside(figures_tmp, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    _fake_paper_run(figures_tmp, "liu_fig1", "h")
+    big = ("x,y\n" + "".join(f"{i},{i * 0.5}\n" for i in range(40000))).encode()
+    (figures_tmp / "liu_fig1" / "liu_fig1.csv").write_bytes(big)
+    first = snapshot.take("liu_fig1")
+    assert snapshot.table_path("liu_fig1").name == "liu_fig1.csv.gz" and snapshot.table_bytes("liu_fig1") == big
+    packed = snapshot.table_path("liu_fig1").read_bytes()
+    snapshot.take("liu_fig1")
+    assert snapshot.table_path("liu_fig1").read_bytes() == packed  # no timestamp inside: same table, same bytes
+    assert first.exists()
+
+
+SNAPSHOT_REPLAY = "hua_fig2"  # the smallest paper run with randomness in it (a DP release at a fixed, recorded seed)
+
+
+@pytest.mark.slow
+def test_the_committed_snapshot_replays_byte_identically(figures_tmp, monkeypatch):
+    """Re-run one snapshot notebook at the paper profile with the snapshot's thread count: the same table, byte for
+    byte. Skipped (with the reason) when the committed row is stale — `make paper-snapshot ONLY=hua_fig2` refreshes it."""
+    monkeypatch.delenv("DPMF_SNAPSHOT_DIR", raising=False)
+    e = _entry(SNAPSHOT_REPLAY)
+    state, why = snapshot.row_state(e)
+    if state != "current":
+        pytest.skip(f"results/paper/{e.name} is {state}: {why}")
+    prov = json.loads((snapshot.snapshot_dir() / e.name / "provenance.json").read_text())
+    threads = str(prov["machine"]["numba_threads"])
+    rec = reproduce.execute(e.name, "paper", reproduce.run_hash(e, "paper"), {"NUMBA_NUM_THREADS": threads})
+    assert rec["status"] == "ok", rec["error"]
+    assert (figures_tmp / e.name / f"{e.name}.csv").read_bytes() == snapshot.table_bytes(e.name)
