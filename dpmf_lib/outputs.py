@@ -242,7 +242,7 @@ class NotebookRun:
         asks; 1 when every claim is deterministic or shown without a verdict). Returns one row per measurement: mean,
         95 % interval over the seeds, and the verdict it would get (see :mod:`dpmf_lib.claims`).
         """
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # a text bar: tqdm.auto would want ipywidgets in the kernel and warn in every notebook
 
         base = list(df.attrs.get("measurements", []))
         n = self.seeds_needed(base) if n_seeds is None else int(n_seeds)
@@ -416,12 +416,15 @@ class Shown:
 
 
 def _is_scalar_column(col: pd.Series) -> bool:
-    return not col.map(lambda v: isinstance(v, (list, tuple, dict, set)) or hasattr(v, "shape")).any()
+    from collections.abc import Hashable
+
+    return bool(col.map(lambda v: isinstance(v, Hashable) and not isinstance(v, tuple)
+                        and getattr(v, "ndim", 0) == 0).all())
 
 
 def _fmt(v) -> str:
     if isinstance(v, float):
-        return f"{v:.4g}"
+        return "" if v != v else f"{v:.4g}"
     return str(v)
 
 

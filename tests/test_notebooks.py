@@ -34,7 +34,76 @@ def test_notebook_committed_without_outputs_and_with_parameters_cell(path):
     tagged = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1, f"{path.name}: needs exactly one cell tagged `parameters`"
     src = "".join(tagged[0]["source"])
-    assert "profile =" in src and "overrides =" in src
+    assert "profile" in src and "overrides =" in src
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_cell_declares_every_parameter_of_the_params_file(path):
+    """`papermill --help-notebook` lists the real parameters: profile, one `name = None` per top-level parameter of
+    params/<name>.yaml, and overrides. After adding or removing a parameter: python -m dpmf_lib.scaffold --regenerate NAME."""
+    import papermill as pm
+
+    from dpmf_lib.outputs import parameter_names
+
+    declared = pm.inspect_notebook(str(path))
+    assert list(declared) == ["profile", *parameter_names(path.stem), "overrides"], \
+        f"{path.name}: regenerate it (python -m dpmf_lib.scaffold --regenerate {path.stem})"
+    assert all(declared[k]["default"] == "None" for k in parameter_names(path.stem))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_merges_named_parameters_and_ends_with_its_result(path):
+    nb = nbformat.read(path, as_version=4)
+    setup = next(c.source for c in nb.cells if "NotebookRun(" in c.source)
+    assert "namespace=globals()" in setup, f"{path.name}: NotebookRun must see the parameters cell's names"
+    assert nb.cells[-1].cell_type == "code" and nb.cells[-1].source.startswith("nb.results()")
+    assert nb.cells[-2].cell_type == "markdown" and nb.cells[-2].source.startswith("## What to look for")
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert ".head(" not in code, f"{path.name}: show nb.summary(df), not a raw dump"
+
+
+def test_regeneration_keeps_intro_own_cells_and_look_for_note_and_is_idempotent(tmp_path, monkeypatch):
+    from dpmf_lib import scaffold
+
+    monkeypatch.setattr(scaffold, "notebooks_dir", lambda: tmp_path)
+    nb = scaffold.build("pnbm_fig2", "# Intro", extra={"run": [nbformat.v4.new_code_cell("mine = 1")]},
+                        display="experiment.summary(df)", save_call="nb.save(df, fig, extra_tables={})")
+    nb.cells[0].source = "# An edited intro"
+    nb.cells[-2].source = "## What to look for\n\nMy own note."
+    nb.cells[1].source = "profile = 'ci'\noverrides = {}"  # an old-style parameters cell
+    nb.cells.insert(3, nbformat.v4.new_code_cell("df = experiment.run(nb.params)\ndf.head(20)"))  # an old raw dump
+    del nb.cells[4]
+    nbformat.write(nb, tmp_path / "pnbm_fig2.ipynb")
+    first = scaffold.regenerate("pnbm_fig2").read_text()
+    again = scaffold.regenerate("pnbm_fig2").read_text()
+    assert first == again
+    new = nbformat.reads(first, as_version=4)
+    src = [c.source for c in new.cells]
+    assert src[0] == "# An edited intro" and "mine = 1" in src and src[-2] == "## What to look for\n\nMy own note."
+    assert src.index("mine = 1") == src.index("df = experiment.run(nb.params)\nnb.summary(df)  # the whole table is "
+                                                "written as CSV by nb.save below") + 1
+    assert "out = nb.save(df, fig, extra_tables={})" in src[-3] and "xi: float = None" in src[1]
+
+
+@pytest.mark.slow
+def test_papermill_parameters_by_name_reach_the_run_and_unknown_ones_fail(figures_tmp, tmp_path):
+    """`papermill -p seed 1` sets the run's seed (an override run: figures/_runs/, never figures/<name>/); a name that
+    is not a parameter stops the notebook with an error naming it and the fix (papermill alone only warns)."""
+    import papermill as pm
+
+    nb = str(notebooks_dir() / "balu_table5_1.ipynb")
+    pm.execute_notebook(nb, str(tmp_path / "ok.ipynb"), parameters={"profile": "smoke", "seed": 1},
+                        cwd=str(notebooks_dir()), kernel_name="python3", progress_bar=False)
+    (run,) = (figures_tmp / "_runs").iterdir()
+    prov = json.loads((run / "provenance.json").read_text())
+    assert prov["params"]["seed"] == 1 and prov["overrides"] == {"seed": 1} and not prov["canonical"]
+    assert not (figures_tmp / "balu_table5_1").exists()
+    last = nbformat.read(tmp_path / "ok.ipynb", as_version=4).cells[-1]
+    shown = last.outputs[0]["data"]
+    assert "text/html" in shown and "PosixPath" not in shown["text/plain"] and "profile smoke" in shown["text/plain"]
+    with pytest.raises(pm.PapermillExecutionError, match=r"unknown parameter 'sed' \(did you mean 'seed'\?\)"):
+        pm.execute_notebook(nb, str(tmp_path / "bad.ipynb"), parameters={"profile": "smoke", "sed": 1},
+                            cwd=str(notebooks_dir()), kernel_name="python3", progress_bar=False)
 
 
 @pytest.mark.slow
