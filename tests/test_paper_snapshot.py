@@ -219,3 +219,17 @@ def test_the_committed_snapshot_replays_byte_identically(figures_tmp, monkeypatc
     rec = reproduce.execute(e.name, "paper", reproduce.run_hash(e, "paper"), {"NUMBA_NUM_THREADS": threads})
     assert rec["status"] == "ok", rec["error"]
     assert (figures_tmp / e.name / f"{e.name}.csv").read_bytes() == snapshot.table_bytes(e.name)
+
+
+def test_a_named_paper_grade_profile_is_judged_as_paper():
+    """`paper-full` (the exact grid kept beside a `paper` cut to fit its budget) supports paper claims; a made-up
+    profile does not."""
+    from dpmf_lib.claims import INDICATIVE, judge_measurement, load_claims
+
+    claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged and not c.guards
+                 and not c.deterministic)
+    m = {"claim": claim.id, "dataset": claim.dataset, "real": True, "values": [1.0, 1.2, 0.9, 1.1, 1.05]}
+    assert judge_measurement(claim, {**m, "profile": "paper-full"}).verdict != INDICATIVE
+    assert judge_measurement(claim, {**m, "profile": "paper"}).verdict != INDICATIVE
+    assert judge_measurement(claim, {**m, "profile": "ci"}).verdict == INDICATIVE
+    assert judge_measurement(claim, {**m, "profile": "bigger"}).verdict == INDICATIVE
