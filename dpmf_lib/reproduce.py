@@ -31,7 +31,7 @@ from pathlib import Path
 from .dependencies import code_digest, data_states, states_of_run
 from .errors import WorkbookError
 from .outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, parameter_names, scratch_dir
-from .params import PROFILES, load_params
+from .params import PROFILES, load_params, read_yaml
 from .paths import figures_dir, notebooks_dir
 from .registry import Entry, load_registry, select, unregistered_notebooks
 
@@ -409,10 +409,18 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
     bar.close()
 
 
+def _profile_name(text: str) -> str:
+    if text in PROFILES or (text.startswith("paper-") and len(text) > len("paper-")):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown profile {text!r}: choose {', '.join(PROFILES)} or paper-<name>")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpmf_lib.reproduce", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", choices=PROFILES, default=os.environ.get("DPMF_PROFILE", "ci"))
+    ap.add_argument("--profile", type=_profile_name, default=os.environ.get("DPMF_PROFILE", "ci"),
+                    help=f"{' | '.join(PROFILES)}, or a named paper-grade profile paper-<name> (e.g. paper-full: the "
+                         f"paper's exact grid where `paper` had to be cut to its budget; only notebooks that define it)")
     ap.add_argument("--only", default=None, help="shell pattern(s) of notebook names, comma-separated: 'balu_fig3_*'")
     ap.add_argument("--jobs", type=int, default=1, help="notebooks executed at once")
     ap.add_argument("--backend", choices=("loky", "dask"), default="loky")
@@ -450,6 +458,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.only and not chosen:
         print(f"error: no implemented notebook matches --only {args.only!r} (see --list)", file=sys.stderr)
         return 2
+    if args.profile not in PROFILES:
+        without = [e.name for e in chosen if args.profile not in (read_yaml(e.params_file).get("profiles") or {})]
+        chosen = [e for e in chosen if e.name not in without]
+        if without:
+            print(f"no {args.profile} profile (their `paper` is the paper's setting), skipped: {', '.join(without)}")
+        if not chosen:
+            print(f"error: no selected notebook defines the profile {args.profile!r}", file=sys.stderr)
+            return 2
     for line in recover_interrupted():
         print(line)
     try:

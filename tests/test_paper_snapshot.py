@@ -233,3 +233,12 @@ def test_a_named_paper_grade_profile_is_judged_as_paper():
     assert judge_measurement(claim, {**m, "profile": "paper"}).verdict != INDICATIVE
     assert judge_measurement(claim, {**m, "profile": "ci"}).verdict == INDICATIVE
     assert judge_measurement(claim, {**m, "profile": "bigger"}).verdict == INDICATIVE
+
+
+def test_runner_accepts_named_paper_profiles_only_where_defined(capsys):
+    with pytest.raises(SystemExit):
+        reproduce.main(["--profile", "bogus"])
+    assert "unknown profile 'bogus'" in capsys.readouterr().err
+    assert reproduce.main(["--profile", "paper-nosuch", "--only", "balu_fig3_1"]) == 2
+    out = capsys.readouterr()
+    assert "no paper-nosuch profile" in out.out and "defines the profile" in out.err
