@@ -123,3 +123,34 @@ def test_notebook_executes_at_smoke_profile(name, figures_tmp):
     csv = pd.read_csv(out / f"{name}.csv")
     if prov["uses_standin"]:
         assert csv["dataset"].astype(str).str.contains("synthetic stand-in").any()
+
+
+def test_readme_documents_every_environment_variable_activation_and_a_cheap_scratch_run():
+    """Every `DPMF_*` variable the code reads has a row in the README's table; the README activates the venv before
+    calling papermill, and its papermill example runs at `smoke` into a scratch path (not the repository)."""
+    import re
+
+    from dpmf_lib.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    used = set()
+    for d in ("dpmf_lib", "data_fetch"):
+        for f in (REPO_ROOT / d).rglob("*.py"):
+            used |= set(re.findall(r"\bDPMF_[A-Z_]*[A-Z]\b", f.read_text()))
+    rows = set(re.findall(r"^\| `(DPMF_[A-Z_]+)`(?:, `(DPMF_[A-Z_]+)`)? \|", readme, re.M))
+    documented = {v for row in rows for v in row if v}
+    assert used - documented == set(), f"add a row to README.md's table of environment variables for {used - documented}"
+    assert readme.index("source .venv/bin/activate") < readme.index("papermill notebooks/")
+    for call in re.findall(r"^papermill notebooks/\S+ (\S+) (.*)$", readme, re.M):
+        assert call[0].startswith("/tmp/") and "-p profile smoke" in call[1], call
+    assert "--set" in readme and "make lab" in readme
+
+
+def test_make_lab_roots_jupyter_at_the_repository():
+    import subprocess
+
+    from dpmf_lib.paths import REPO_ROOT
+
+    out = subprocess.run(["make", "-n", "lab"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
+    line = next(x for x in out.splitlines() if "jupyter lab" in x)
+    assert f"--ServerApp.root_dir='{REPO_ROOT}'" in line and "notebooks/" not in line.split("default_url")[0]
