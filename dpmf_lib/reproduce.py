@@ -498,13 +498,15 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {e.name: e for e in chosen}
     failures = []
     timeout_s = args.timeout * 60 if args.timeout else None
+    from tqdm.auto import tqdm  # status lines through tqdm.write: printed above the progress bar, not glued to it
+
     for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets):
         if args.record_budget:
             record_budget(by_name[rec["notebook"]], rec)
         if args.snapshot and rec["status"] == "ok":
             from .snapshot import take
 
-            print(f"snapshot: {take(rec['notebook'])}")
+            tqdm.write(f"snapshot: {take(rec['notebook'])}")
         line = (f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
                 + (f", peak {rec['peak_rss_mib']:.0f} MiB" if rec.get("peak_rss_mib") else ""))
         if rec.get("overrides"):
@@ -513,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(rec)
             out = Path(rec.get("out_dir") or figures_dir() / rec["notebook"])
             line += f" — FAILED at {rec['error']} (executed copy: {out / (rec['notebook'] + '.ipynb')})"
-        print(line, flush=True)
+        tqdm.write(line)
     from .report import write_report
 
     md, html = write_report()

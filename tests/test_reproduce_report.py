@@ -279,3 +279,17 @@ def test_a_run_with_set_is_an_override_run_in_figures_runs(figures_tmp, tmp_path
     tiny_notebook(tmp_path, monkeypatch, "balu_table5_1", "overrides = {'seed': 2}", *cells)
     rec = reproduce.execute("balu_table5_1", "smoke", "h")
     assert rec["status"] == "failed" and "overrides of its own" in rec["error"]
+
+
+def test_status_lines_go_through_tqdm_write_not_print(figures_tmp, monkeypatch):
+    """A finished notebook's line is written with tqdm.write, so it lands above the runner's progress bar instead of
+    being glued to it."""
+    import tqdm.auto
+
+    written = []
+    monkeypatch.setattr(tqdm.auto.tqdm, "write", classmethod(lambda cls, s, *a, **k: written.append(s)))
+    monkeypatch.setattr(reproduce, "_run_all", lambda *a, **k: iter([{"notebook": "liu_fig1", "status": "ok",
+                                                                      "runtime_s": 1.0}]))
+    monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
+    assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
+    assert written == ["liu_fig1: ok in 1.0 s"]
