@@ -132,11 +132,13 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
     """Train the biased MF model with C-SGD (``order="tiered"``) or naive SGD (``order="naive"``).
 
     ``test`` (a Ratings) is evaluated after every round (outside the timed kernel). ``seconds`` in the history is
-    the kernel time of the round; ``wall`` the cumulative kernel time. ``time_budget`` stops after the round that
+    the kernel time of the round; ``wall`` the cumulative kernel time; ``extra["setup_seconds"]`` the time before the
+    first round (layout unless one is passed, model initialisation). ``time_budget`` stops after the round that
     crosses it. Defaults are the paper's Netflix settings (η0 = 0.02, λ = 5·10⁻³, γ = 1).
     """
     import pandas as pd
 
+    t_setup = time.perf_counter()
     require_ratings(train, "train", "train_sgd")
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
@@ -156,6 +158,7 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
     if test is not None:
         test_u, test_i = test.users, lay.to_internal_items(test.items)
     rows, wall = [], 0.0
+    setup_seconds = time.perf_counter() - t_setup
     with num_threads(n_threads):
         for t in range(1, epochs + 1):
             eta = np.float32(learning_rate(eta0, gamma, t))
@@ -174,7 +177,8 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
             if time_budget is not None and wall >= time_budget:
                 break
     return TrainResult(_external_model(m, lay), pd.DataFrame(rows), lay,
-                       {"order": lay.kind, "d": d, "n_threads": n_threads or numba.get_num_threads()})
+                       {"order": lay.kind, "d": d, "n_threads": n_threads or numba.get_num_threads(),
+                        "setup_seconds": setup_seconds})
 
 
 def _rmse(m: MFModel, users, items, values) -> float:

@@ -222,6 +222,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     """
     import pandas as pd
 
+    t_setup = time.perf_counter()
     require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
@@ -301,6 +302,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     test_i = lay.to_internal_items(test.items) if test is not None else None
     pred_sum, n_avg = None, 0
     rows, samples, samples_u, wall = [], [], [], 0.0
+    setup_seconds = time.perf_counter() - t_setup  # layout, lazy counters, noise table, initialisation
     with num_threads(n_threads if schedule == "lazy" else 1):
         for t in range(1, epochs + 1):
             eta = np.float32(learning_rate(eta0, gamma, t))
@@ -354,7 +356,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                       np.random.default_rng([seed, 0xF11]))
     return SGLDResult(_external_model(m, lay), pd.DataFrame(rows), samples, samples_u, Lu, Lv, lay,
                       {"mode": mode, "noise": noise, "schedule": schedule, "d": d, "eta0": eta0,
-                       "noise_table_size": int(noise_table_size) if use_table else None})
+                       "noise_table_size": int(noise_table_size) if use_table else None,
+                       "setup_seconds": setup_seconds})
 
 
 def _fill_unrated(m: MFModel, unrated_u, unrated_v, Lu, Lv, lam_bias, zeta, biases, rng) -> MFModel:

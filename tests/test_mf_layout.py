@@ -1,0 +1,125 @@
+"""The fast C-SGD layout (numba counting sorts) equals the plain reference (argsorts of packed keys) exactly, and both
+equal a loop-by-loop statement of the order on hand-made and random cases, including Yahoo!-sized id spaces."""
+
+import numpy as np
+import pytest
+
+from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.mf.layout import random_keys, tiered_layout, tiered_layout_reference
+from mf_toys import random_ratings
+
+FIELDS = ("users", "items", "values", "order", "seg", "item_perm", "item_rank")
+
+
+def _ratings(users, items, n_users, n_items, values=None):
+    users = np.asarray(users, np.int32)
+    items = np.asarray(items, np.int32)
+    values = np.arange(1, len(users) + 1, dtype=np.float32) if values is None else np.asarray(values, np.float32)
+    return Ratings(users, items, values, n_users, n_items, (0.0, 1e9), DataSource("toy", False, note="layout toy"))
+
+
+def assert_same_layout(a, b):
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype, f
+        np.testing.assert_array_equal(x, y, err_msg=f)
+    assert (a.kind, a.tier_bounds, a.block_users, a.n_users, a.n_items) == \
+        (b.kind, b.tier_bounds, b.block_users, b.n_users, b.n_items)
+
+
+def loop_order(r, block_users, tiers, interleave, seed):
+    """The order written out as loops: blocks, tiers, batches of users, round-robin over each user's sorted run."""
+    counts = np.bincount(r.items, minlength=r.n_items)
+    perm = sorted(range(r.n_items), key=lambda j: (-counts[j], j))
+    rank = {j: q for q, j in enumerate(perm)}
+    bounds = [b for b in np.cumsum(tiers) if b < r.n_items]
+    tier = [sum(rank[int(j)] >= b for b in bounds) for j in r.items]
+    keys = random_keys(seed, r.n_ratings)
+    out = []
+    for b0 in range(0, r.n_users, block_users):
+        for t in range(len(bounds) + 1):
+            runs = {}
+            for u in range(b0, min(b0 + block_users, r.n_users)):
+                ks = [k for k in range(r.n_ratings) if r.users[k] == u and tier[k] == t]
+                runs[u] = sorted(ks, key=(lambda k: (keys[k], k)) if interleave > 1 else
+                                 (lambda k: (rank[int(r.items[k])], k)))
+            for batch in sorted({u // interleave for u in runs}):
+                us = [u for u in runs if u // interleave == batch]
+                for p in range(max(len(runs[u]) for u in us)):
+                    out += [runs[u][p] for u in us if p < len(runs[u])]
+    return np.array(out, dtype=np.int64)
+
+
+def test_hand_made_user_major():
+    # items 0..3 rated 1, 3, 2, 1 times -> popularity order 1, 2, 0, 3; tiers (1,): tier 0 = {item 1}
+    r = _ratings([0, 0, 1, 1, 2, 2, 2, 0], [3, 1, 2, 1, 0, 2, 1, 2], n_users=3, n_items=4)
+    for fn in (tiered_layout, tiered_layout_reference):
+        lay = fn(r, block_users=2, tiers=(1,), interleave=1)
+        np.testing.assert_array_equal(lay.item_perm, [1, 2, 0, 3])
+        # block {0, 1}: tier 0 -> user 0 (k=1), user 1 (k=3); tier 1 -> user 0: items 2, 3 (k=7, 0), user 1 (k=2)
+        # block {2}: tier 0 -> k=6; tier 1 -> items 2 then 0 (k=5, 4)
+        np.testing.assert_array_equal(lay.order, [1, 3, 7, 0, 2, 6, 5, 4])
+        np.testing.assert_array_equal(lay.seg, [0, 5, 8])
+        np.testing.assert_array_equal(lay.items, [0, 0, 1, 3, 1, 0, 1, 2])
+        np.testing.assert_array_equal(lay.values, r.values[lay.order])
+
+
+def test_hand_made_round_robin():
+    # one block, one tier, users 0..2 in one batch of 4: ratings dealt one per user per round
+    r = _ratings([0, 0, 0, 1, 2, 2], [0, 1, 2, 0, 1, 2], n_users=3, n_items=3)
+    keys = random_keys(7, 6)
+    run0 = sorted([0, 1, 2], key=lambda k: (keys[k], k))
+    run2 = sorted([4, 5], key=lambda k: (keys[k], k))
+    expected = [run0[0], 3, run2[0], run0[1], run2[1], run0[2]]
+    for fn in (tiered_layout, tiered_layout_reference):
+        lay = fn(r, block_users=10, tiers=(100,), interleave=4, seed=7)
+        np.testing.assert_array_equal(lay.order, expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_equals_reference_and_loops_on_random_cases(seed):
+    rng = np.random.default_rng(seed)
+    r = random_ratings(n_users=40, n_items=50, n_ratings=500, seed=seed)
+    shuffled = r.subset(rng.permutation(r.n_ratings))  # unsorted users: the counting-sort path
+    dup = _ratings(np.r_[r.users, r.users[:50]], np.r_[r.items, r.items[:50]], r.n_users + 5, r.n_items + 3)
+    for rr in (r, shuffled, dup):
+        for il, bu, tiers in [(8, 7, (5, 10)), (1, 7, (5, 10)), (3, 10, (1, 2, 3)), (8, 1000, (500, 4000)),
+                              (2, 1, (5,)), (5, 16, (49,))]:
+            kw = dict(block_users=bu, tiers=tiers, interleave=il, seed=seed)
+            fast = tiered_layout(rr, **kw)
+            assert_same_layout(fast, tiered_layout_reference(rr, **kw))
+            np.testing.assert_array_equal(fast.order, loop_order(rr, bu, tiers, il, seed))
+
+
+def test_seed_moves_only_the_within_user_order():
+    r = random_ratings(n_users=30, n_items=40, n_ratings=300, seed=5)
+    a, b = tiered_layout(r, seed=0, block_users=7, tiers=(5, 10)), tiered_layout(r, seed=1, block_users=7,
+                                                                                  tiers=(5, 10))
+    assert not np.array_equal(a.order, b.order)
+    np.testing.assert_array_equal(a.seg, b.seg)
+    assert_same_layout(a, tiered_layout(r, seed=0, block_users=7, tiers=(5, 10)))
+
+
+def test_fast_equals_reference_at_yahoo_scale_ids():
+    """Yahoo! Music's id space (1,000,990 users x 624,961 items): the reference needs pack_keys' dense ranking there;
+    the fast path needs none, and the two must agree."""
+    rng = np.random.default_rng(0)
+    n_users, n_items, n = 1_000_990, 624_961, 40_000
+    users = rng.integers(0, n_users, n)
+    items = np.minimum(rng.zipf(1.3, n) - 1, n_items - 1)
+    r = _ratings(users, items, n_users, n_items, rng.integers(1, 6, n))
+    for il in (8, 1):
+        kw = dict(block_users=1000, tiers=(500, 4000), interleave=il, seed=3)
+        assert_same_layout(tiered_layout(r, **kw), tiered_layout_reference(r, **kw))
+
+
+def test_fast_equals_reference_for_a_run_beyond_the_packed_key():
+    """A user with ≥ 2²¹ ratings in one run takes the stable-argsort fallback of the fast path."""
+    rng = np.random.default_rng(1)
+    n = (1 << 21) + 100
+    users = np.r_[np.zeros(n, np.int64), [1, 1, 2]]
+    items = np.r_[rng.integers(0, 3, n), [0, 1, 2]]
+    r = _ratings(users, items, 3, 3, np.zeros(len(users)))
+    for il in (8, 1):
+        kw = dict(block_users=2, tiers=(1,), interleave=il, seed=2)
+        assert_same_layout(tiered_layout(r, **kw), tiered_layout_reference(r, **kw))
