@@ -24,14 +24,25 @@ def _select(S, i, uitems, a, b, Nk, sel, absbuf):
             sel[n] = k
             n += 1
     if n > Nk:
+        # the Nk largest |s_ij|, ties at the threshold to the earliest CSR positions, kept in CSR order (the
+        # deterministic summation order) — the same set as a stable argsort by -|s| (reference.neighbours), found
+        # by one selection (np.partition) instead of a sort: O(n) instead of O(n log n) per rating
         for q in range(n):
-            absbuf[q] = -abs(S[i, uitems[sel[q]]])
-        order = np.argsort(absbuf[:n], kind="mergesort")
-        keep = np.sort(order[:Nk])  # keep CSR order among the selected (deterministic summation order)
-        for q in range(Nk):
-            absbuf[q] = sel[keep[q]]
-        for q in range(Nk):
-            sel[q] = np.int64(absbuf[q])
+            absbuf[q] = abs(S[i, uitems[sel[q]]])
+        thr = np.partition(absbuf[:n], n - Nk)[n - Nk]  # the Nk-th largest |s|
+        ngt = 0
+        for q in range(n):
+            if absbuf[q] > thr:
+                ngt += 1
+        neq = Nk - ngt  # how many of the ties at thr are kept (earliest first)
+        m = 0
+        for q in range(n):
+            a = absbuf[q]
+            if a > thr or (a == thr and neq > 0):
+                if a == thr:
+                    neq -= 1
+                sel[m] = sel[q]
+                m += 1
         n = Nk
     return n
 
@@ -218,3 +229,134 @@ def clipped_grad_kernel(S, uptr, uitems, ucent, rbar, bptr, bitems, bvals, Nk, C
             if pas == 0:
                 norms[u] = tot
                 scale = clip_l1 / tot if tot > clip_l1 else 1.0
+
+
+# ---- Fused noise + update kernels (issue #16 "Speed"): the noise is generated inside the kernel ----
+# Counter-based generator: entry (i, j) of an M×M draw with 64-bit key k uses splitmix64's output for counter
+# c = i·M + j (Laplace) or 64·(i·⌈M/2⌉ + p) + attempt for the pair p of row i (Gaussian, polar method), i.e. mix(k + (c + 1)·γ) with
+# γ = 0x9E3779B97F4A7C15 — SplitMix64 jumped to position c, which passes BigCrush as a sequential generator. Each
+# entry's value depends only on (k, i, j), so the bytes are the same for any number of threads (and any prange
+# schedule). The key of every draw comes from the caller's seeded numpy Generator (:func:`draw_key`).
+# References (the numpy path kept beside them): model._noisy_step (Laplace) and sgld_update_kernel + numpy's
+# standard_normal (Gaussian); tests/test_nbm_fused.py checks the laws (KS) and the update formulas exactly.
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_TWO_M52 = 2.0 ** -52
+_TWO_M53 = 2.0 ** -53
+
+
+def draw_key(rng) -> np.uint64:
+    """One 64-bit key for a fused draw, taken from the caller's seeded ``numpy.random.Generator``."""
+    return np.uint64(rng.integers(0, 2 ** 64, dtype=np.uint64))
+
+
+@njit(cache=True, inline="always")
+def _mix(key, ctr):
+    z = key + (ctr + np.uint64(1)) * _GOLD
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _laplace(key, ctr, b):
+    """Laplace(0, b): a random sign (lowest bit) times b·Exp(1), Exp(1) = -log u, u ∈ (0, 1] on a 2^-52 grid."""
+    z = _mix(key, ctr)
+    u = (np.float64(z >> np.uint64(12)) + 1.0) * _TWO_M52
+    e = -b * np.log(u)
+    return e if (z & np.uint64(1)) == np.uint64(0) else -e
+
+
+@njit(cache=True, parallel=True)
+def laplace_fill_kernel(key, b, out):
+    """out[i, j] = Laplace(0, b) from the counter-based stream (i·M + j): the fused kernels' noise, exposed for tests."""
+    n, m = out.shape
+    for i in prange(n):
+        base = np.uint64(i) * np.uint64(m)
+        for j in range(m):
+            out[i, j] = _laplace(key, base + np.uint64(j), b)
+
+
+@njit(cache=True, parallel=True)
+def dpsgd_step_kernel(S, G, b, key, eta, beta, lam):
+    """S ← S − η(β(G + N) + λS) with N_ij ~ Laplace(0, b) on the off-diagonal (no noise when b ≤ 0), S_ii = 0;
+    G is zeroed on the way (ready for the next gradient). One pass over S and G; rows in parallel."""
+    M = S.shape[0]
+    for i in prange(M):
+        base = np.uint64(i) * np.uint64(M)
+        for j in range(M):
+            if j == i:
+                S[i, j] = 0.0
+                G[i, j] = 0.0
+                continue
+            g = np.float64(G[i, j])
+            if b > 0:
+                g += _laplace(key, base + np.uint64(j), b)
+            s = np.float64(S[i, j])
+            S[i, j] = np.float32(s - eta * (beta * g + lam * s))
+            G[i, j] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _normal_pair(key, ctr):
+    """Two independent N(0, 1) by Marsaglia's polar method (no trigonometry): attempt a of pair ctr reads stream
+    output 64·ctr + a (two 32-bit coordinates in [-1, 1)), accepted when 0 < s = x² + y² < 1 (π/4 of attempts;
+    64 consecutive rejections have probability 1e-43 and then the last attempt's point is rescaled onto s < 1)."""
+    c = ctr << np.uint64(6)
+    x = 0.0
+    y = 0.0
+    s = 0.0
+    for _ in range(64):
+        z = _mix(key, c)
+        c += np.uint64(1)
+        x = np.float64(z >> np.uint64(32)) * 4.656612873077393e-10 - 1.0  # 2^-31
+        y = np.float64(z & np.uint64(0xFFFFFFFF)) * 4.656612873077393e-10 - 1.0
+        s = x * x + y * y
+        if 0.0 < s < 1.0:
+            break
+    if not (0.0 < s < 1.0):
+        x, y, s = 0.6, 0.0, 0.36
+    f = np.sqrt(-2.0 * np.log(s) / s)
+    return x * f, y * f
+
+
+@njit(cache=True, parallel=True)
+def normal_fill_kernel(key, out):
+    """out[i, j] = N(0, 1) from the counter-based stream (row i's pairs): the SGLD kernel's noise, for tests."""
+    n, m = out.shape
+    half = (m + 1) // 2
+    for i in prange(n):
+        base = np.uint64(i) * np.uint64(half)
+        for p in range(half):
+            z0, z1 = _normal_pair(key, base + np.uint64(p))
+            out[i, 2 * p] = z0
+            if 2 * p + 1 < m:
+                out[i, 2 * p + 1] = z1
+
+
+@njit(cache=True, parallel=True)
+def sgld_step_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
+    """sgld_update_kernel with Z generated in the kernel (normal_fill_kernel's stream, same key → same Z); G is zeroed
+    on the way. S ← S - a (gscale G + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + sd Z off the diagonal; S_ii = 0."""
+    M = S.shape[0]
+    half = (M + 1) // 2
+    for i in prange(M):
+        pi = present[i]
+        base = np.uint64(i) * np.uint64(half)
+        for p in range(half):
+            z0, z1 = _normal_pair(key, base + np.uint64(p))
+            for h in range(2):
+                j = 2 * p + h
+                if j >= M:
+                    break
+                if j == i:
+                    S[i, j] = 0.0
+                    G[i, j] = 0.0
+                    continue
+                g = gscale * G[i, j]
+                if pi and present[j]:
+                    g += lam * S[i, j] * Hinv[i, j]
+                z = z0 if h == 0 else z1
+                S[i, j] = np.float32(S[i, j] - a * g + sd * z)
+                G[i, j] = 0.0

@@ -60,7 +60,8 @@ from ..data.ratings import Ratings, require_ratings
 from ..errors import ParameterError
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
-from .kernels import clipped_grad_kernel, grad_kernel, mf_epoch_kernel, mf_predict_kernel, predict_kernel, sgld_update_kernel
+from .kernels import (clipped_grad_kernel, dpsgd_step_kernel, draw_key, grad_kernel, mf_epoch_kernel, mf_predict_kernel,
+                      predict_kernel, sgld_step_kernel, sgld_update_kernel)
 from .rng import seeded
 from .similarity import cosine, item_means, pcc
 
@@ -133,11 +134,14 @@ def _group_by_item(items: np.ndarray, users: np.ndarray, vals: np.ndarray, n_ite
 
 
 def gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: int, C: float, e_max: float = math.inf,
-             f_max: float = math.inf, clip_pred: bool = False) -> np.ndarray:
-    """Σ over the given ratings of e_ui ∂r̂_ui/∂S (eq. 5) with the kernels' clips; float32 M×M."""
+             f_max: float = math.inf, clip_pred: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """Σ over the given ratings of e_ui ∂r̂_ui/∂S (eq. 5) with the kernels' clips; float32 M×M.
+
+    ``out``: a zeroed float32 M×M buffer to accumulate into (the fused trainers reuse one; their step kernels zero
+    it again); default a new one."""
     bptr, bu, bv = _group_by_item(np.asarray(items, np.int32), np.asarray(users, np.int32),
                                   np.asarray(vals, np.float32), data.n_items)
-    G = np.zeros_like(S, dtype=np.float32)
+    G = np.zeros_like(S, dtype=np.float32) if out is None else out
     lo, hi = data.rating_scale
     grad_kernel(np.ascontiguousarray(S, dtype=np.float32), data.uptr, data.uitems, data.ucent, data.rbar, bptr, bu, bv,
                 _check_nk(Nk), float(C), float(e_max), float(f_max), float(lo), float(hi), bool(clip_pred), G)
@@ -188,10 +192,29 @@ def _dp_training_data(train: Ratings, rbar: np.ndarray, min_user_ratings: int):
     return full, dp_train, prepare(dp_train, rbar)
 
 
-def _noisy_step(S, G, b, off, rng, res, *, eta: float, beta: float, lam: float) -> None:
+IMPLS = ("fused", "numpy")  # the noise + update path: numba kernels drawing the noise in the kernel, or the reference
+
+
+def _check_impl(impl):
+    if impl not in IMPLS:
+        raise ParameterError(f"parameter 'impl' must be one of {IMPLS}, got {impl!r}")
+    return impl
+
+
+def _noisy_step(S, G, b, off, rng, res, *, eta: float, beta: float, lam: float, impl: str = "numpy") -> None:
     """One step of the DPSGD-PNBM trainers (the paper's and the clipped variant): Laplace(b) noise on the
     off-diagonal of the gradient when ``b`` is given (recorded in ``res.noise_scales``), then
-    S ← S − η(βG + λS) with the diagonal kept at 0. Updates ``S`` in place."""
+    S ← S − η(βG + λS) with the diagonal kept at 0. Updates ``S`` in place.
+
+    ``impl="numpy"`` (the reference): numpy's ``rng.laplace`` on a float64 M×M matrix, then the update in numpy.
+    ``impl="fused"``: :func:`~dpmf_lib.nbm.kernels.dpsgd_step_kernel` — one pass, noise drawn in the kernel from a
+    counter-based stream keyed by one draw of ``rng`` (same law; different bytes than the reference), G zeroed."""
+    if impl == "fused":
+        key = draw_key(rng) if b is not None else np.uint64(0)
+        dpsgd_step_kernel(S, G, float(b) if b is not None else 0.0, key, float(eta), float(beta), float(lam))
+        if b is not None:
+            res.noise_scales.append(b)
+        return
     if b is not None:
         G += (rng.laplace(0.0, b, size=G.shape) * off).astype(np.float32)
         res.noise_scales.append(b)
@@ -201,10 +224,14 @@ def _noisy_step(S, G, b, off, rng, res, *, eta: float, beta: float, lam: float) 
 
 def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, lam: float = 0.05, beta: float = 10.0,
                C: float = 10.0, Nk: int = 500, gamma: float = 1.0, min_user_ratings: int = 20, init: str = "uniform",
-               init_high: float = 0.2, seed=None, test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
+               init_high: float = 0.2, seed=None, test: Ratings | None = None, eval_every: int = 0,
+               impl: str = "fused") -> PNBMResult:
     """SGD training of the probabilistic NBM; DPSGD-PNBM when ``epsilon`` is a number (Algorithm 1, module doc).
 
-    ``seed=None`` (default): fresh OS entropy; an int reproduces the run (recorded in ``seed_used``)."""
+    ``seed=None`` (default): fresh OS entropy; an int reproduces the run (recorded in ``seed_used``). ``impl``:
+    ``"fused"`` (default; noise drawn inside the update kernel) or ``"numpy"`` (the reference path) — same law, not
+    the same bytes (:func:`_noisy_step`)."""
+    _check_impl(impl)
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
@@ -234,25 +261,26 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
             "Laplace noise calibrated to one gradient entry (the paper's ΔF), but one rating changes many entries of "
             "the released gradient (it also enters other predictions as a neighbour): no ε is established",
             _RBAR_CAVEAT)
-    off = ~np.eye(M, dtype=bool)
+    off = None if impl == "fused" else ~np.eye(M, dtype=bool)
+    Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by the step kernel
     t0 = time.perf_counter()
     for t in range(1, K + 1):
         idx = np.sort(rng.choice(n, size=L, replace=False)) if L < n else np.arange(n)
         G = gradient(S, dp, dp_train.users[idx], dp_train.items[idx], dp_train.values[idx], Nk=Nk, C=C,
-                     e_max=acc.error_clamp(t, phi), f_max=phi)
+                     e_max=acc.error_clamp(t, phi), f_max=phi, out=Gbuf)
         b = None if epsilon is None else acc.laplace_scale(t, epsilon, K, gamma, phi, C)
-        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam)
+        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam, impl=impl)
         if test is not None and eval_every and (t % eval_every == 0 or t == K):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
     res.S = S
-    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "seconds": time.perf_counter() - t0}
+    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "impl": impl, "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=C), test)
     return res
 
 
 def clipped_gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: int, C: float, clip_l1: float,
-                     e_max: float = math.inf, f_max: float = math.inf):
+                     e_max: float = math.inf, f_max: float = math.inf, out: np.ndarray | None = None):
     """(G, norms): Σ_u min(1, clip_l1/‖g_u‖₁) g_u over the users of the given ratings, g_u = Σ of u's e ∂r̂/∂S
     (eq. 5 with the kernels' clips); norms[u] = ‖g_u‖₁ before the clip. Kernel: kernels.clipped_grad_kernel."""
     _check_pos("clip_l1", clip_l1)
@@ -261,7 +289,7 @@ def clipped_gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: in
     order = np.lexsort((items, users))  # grouped by user, items sorted within a user (the kernel sums duplicates)
     bptr = np.zeros(data.n_users + 1, dtype=np.int64)
     np.cumsum(np.bincount(users, minlength=data.n_users), out=bptr[1:])
-    G = np.zeros((data.n_items, data.n_items), dtype=np.float32)
+    G = np.zeros((data.n_items, data.n_items), dtype=np.float32) if out is None else out  # out: zeroed, reused
     norms = np.zeros(data.n_users, dtype=np.float64)
     clipped_grad_kernel(np.ascontiguousarray(S, dtype=np.float32), data.uptr, data.uitems, data.ucent, data.rbar, bptr,
                         np.ascontiguousarray(items[order]), np.ascontiguousarray(np.asarray(vals, np.float32)[order]),
@@ -284,7 +312,7 @@ def noisy_item_means(train: Ratings, epsilon: float, rng) -> np.ndarray:
 def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_share: float = 0.1, K: int = 10,
                        eta: float = 0.1, lam: float = 0.05, beta: float = 10.0, C: float = 10.0, Nk: int = 500,
                        gamma: float = 1.0, min_user_ratings: int = 20, init_high: float = 0.2, seed=None,
-                       test: Ratings | None = None, eval_every: int = 0) -> PNBMResult:
+                       test: Ratings | None = None, eval_every: int = 0, impl: str = "fused") -> PNBMResult:
     """DPSGD-PNBM with the whole gradient contribution clipped in L1 and Laplace noise calibrated to the clip (ours).
 
     Neighbouring relation: one rating's value changed (the paper's rating level; which (user, item) pairs are rated is
@@ -312,6 +340,7 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
     (``epsilon_amplified`` is None). A tighter total from the PLD of the same Laplace releases is in the ledger.
     ``seed=None`` (default): fresh OS entropy; an int reproduces the run (``seed_used``)."""
     acc.check_epsilon(epsilon)
+    _check_impl(impl)  # "fused" (default) or "numpy": the noise + update path, as in train_pnbm
     for n, v in (("clip_l1", clip_l1), ("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
         _check_pos(n, v)
     if not (isinstance(mean_share, (int, float)) and 0.0 < mean_share < 1.0):
@@ -338,20 +367,21 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
     res.privacy_caveats = ("rating level: which (user, item) pairs are rated is public (counts, neighbour sets)",
                            "the ε holds for the Laplace mechanisms as stated; float32 rounding of the clipped sum is "
                            "not accounted")
-    off = ~np.eye(M, dtype=bool)
+    off = None if impl == "fused" else ~np.eye(M, dtype=bool)
+    Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by the step kernel
     frac_clipped = []
     t0 = time.perf_counter()
     for t in range(1, K + 1):
         idx = np.sort(rng.choice(n, size=L, replace=False)) if L < n else np.arange(n)
         G, norms = clipped_gradient(S, dp, dp_train.users[idx], dp_train.items[idx], dp_train.values[idx], Nk=Nk,
-                                    C=C, clip_l1=clip_l1, e_max=acc.error_clamp(t, phi), f_max=phi)
+                                    C=C, clip_l1=clip_l1, e_max=acc.error_clamp(t, phi), f_max=phi, out=Gbuf)
         active = norms > 0
         frac_clipped.append(float(np.mean(norms[active] > clip_l1)) if active.any() else 0.0)
-        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam)
+        _noisy_step(S, G, b, off, rng, res, eta=eta, beta=beta, lam=lam, impl=impl)
         if test is not None and eval_every and (t % eval_every == 0 or t == K):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=C), test)))
     res.S = S
-    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "clip_l1": float(clip_l1), "sensitivity": 2.0 * clip_l1,
+    res.info = {"L": L, "n_train_dp": n, "gamma": gamma, "impl": impl, "clip_l1": float(clip_l1), "sensitivity": 2.0 * clip_l1,
                 "epsilon_item_means": eps_mean, "epsilon_per_iteration": eps_iter, "laplace_scale": b,
                 "rbar": rbar, "fraction_users_clipped": frac_clipped, "seconds": time.perf_counter() - t0}
     if test is not None:
@@ -362,11 +392,17 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
 def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L: int = 1000, eta1: float = 8e-6,
                 xi: float = 0.3, rho: float = 0.006, lam: float = 0.02, Nk: int = 500, init_high: float = 0.2,
                 seed=None,
-                test: Ratings | None = None, eval_every: int = 0, init_S: np.ndarray | None = None) -> PNBMResult:
+                test: Ratings | None = None, eval_every: int = 0, init_S: np.ndarray | None = None,
+                impl: str = "fused") -> PNBMResult:
     """SGLD sampling (eq. 11) of the similarity posterior; DPPS-PNBM when ``epsilon`` (user level) is a number.
 
     ``rho`` (ϱ) scales the step of drift and noise alike (module docstring), so it never changes the target and the
-    result's ``epsilon_effective`` is the targeted posterior's ε. ``seed=None`` (default): fresh OS entropy."""
+    result's ``epsilon_effective`` is the targeted posterior's ε. ``seed=None`` (default): fresh OS entropy.
+    ``impl``: ``"fused"`` (default; :func:`~dpmf_lib.nbm.kernels.sgld_step_kernel` draws the Gaussian in the
+    kernel from a counter-based stream keyed by one draw of the generator per step) or ``"numpy"`` (the reference:
+    numpy's ``standard_normal`` M×M, then :func:`~dpmf_lib.nbm.kernels.sgld_update_kernel`) — same law, not the
+    same bytes."""
+    _check_impl(impl)
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta1", eta1), ("rho", rho), ("init_high", init_high), ("xi", xi)):
@@ -394,22 +430,26 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
                                "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
     # the start's RMSE: the guard "the chain moved" compares the released sample with it
     rmse_start = rmse(predict(S, full, test, Nk=Nk, C=0.0), test) if test is not None else None
+    Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by sgld_step_kernel
     t0 = time.perf_counter()
     for t in range(1, T + 1):
         eta = rho * eta1 * t ** (-xi)  # ϱ scales the step of drift and noise alike (module docstring)
         idx = rng.integers(0, n, size=L)
-        G = gradient(S, data, tr.users[idx], tr.items[idx], tr.values[idx], Nk=Nk, C=0.0, clip_pred=True)
+        G = gradient(S, data, tr.users[idx], tr.items[idx], tr.values[idx], Nk=Nk, C=0.0, clip_pred=True, out=Gbuf)
         present = np.zeros(M, dtype=np.uint8)
         present[tr.items[idx]] = 1
         sd = math.sqrt(eta)
-        Z = rng.standard_normal(size=S.shape, dtype=np.float32)
-        sgld_update_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, Z)
+        if impl == "fused":  # G is zeroed by the kernel, ready for the next step
+            sgld_step_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, draw_key(rng))
+        else:
+            Z = rng.standard_normal(size=S.shape, dtype=np.float32)
+            sgld_update_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, Z)
         res.noise_scales.append(sd)
         if test is not None and eval_every and (t % eval_every == 0 or t == T):
             res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=0.0), test)))
     res.S = S
     res.info = {**res.info, "kappa": kappa, "B": B, "n_trimmed": n, "L": L, "rho_step_scale": float(rho),
-                "seconds": time.perf_counter() - t0}
+                "impl": impl, "seconds": time.perf_counter() - t0}
     if test is not None:
         res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
         res.info["rmse_start"] = rmse_start
