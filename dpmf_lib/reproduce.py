@@ -480,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     todo, skipped = [], []
     for e in chosen:
         try:
+            if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
+                load_params(e.name, args.profile, sets[e.name])
             digest = run_hash(e, args.profile)
         except WorkbookError as exc:
             print(f"error: {e.name}: {exc}", file=sys.stderr)

@@ -293,3 +293,12 @@ def test_status_lines_go_through_tqdm_write_not_print(figures_tmp, monkeypatch):
     monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
     assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
     assert written == ["liu_fig1: ok in 1.0 s"]
+
+
+def test_a_bad_set_value_stops_the_runner_with_the_parameter_named(capsys, figures_tmp):
+    """A spec naming a missing file is an error before any notebook starts (it was a traceback from a worker)."""
+    code = reproduce.main(["--profile", "smoke", "--only", "liu_fig7", "--set",
+                           "datasets=[{id: mine, path: /nonexistent.csv, format: csv-header, rating_scale: [1, 5]}]"])
+    err = capsys.readouterr().err
+    assert code == 2 and "liu_fig7" in err and "field 'path'" in err and "Traceback" not in err
+    assert not list(figures_tmp.iterdir())
