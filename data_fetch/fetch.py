@@ -93,7 +93,10 @@ def is_present(dataset_id: str, dest: Path | None = None, *, deep: bool = False)
 
 
 def _note(msg: str) -> None:
-    print(f"data_fetch: {msg}", file=sys.stderr)
+    from tqdm import tqdm
+
+    # through tqdm: a status line printed while a download bar is active lands above the bar, not glued to it
+    tqdm.write(f"data_fetch: {msg}", file=sys.stderr)
 
 
 @contextmanager
