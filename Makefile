@@ -1,7 +1,15 @@
 # Two commands: `make figures` and `make test`. Both set themselves up (a .venv with the package and its extras,
 # the data) on a fresh machine with Python >= 3.11 and access to PyPI.
 PYTHON ?= python3
+# An active conda env made from environment.yml is used as it is (the package installed into it with --no-deps);
+# otherwise a .venv is built with requirements.lock as constraints (the versions this workbook was tested with).
+ifeq ($(CONDA_DEFAULT_ENV),dpmf-workbook)
+VENV   := $(CONDA_PREFIX)
+INSTALL = $(PY) -m pip install --quiet --no-deps -e .
+else
 VENV   ?= .venv
+INSTALL = $(PY) -m pip install --quiet -c requirements.lock -e '.[dev,peers]'
+endif
 PY     := $(VENV)/bin/python
 PROFILE ?= ci
 ONLY   ?=
@@ -12,7 +20,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts paper-snapshot
+.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
 
 all: figures
 
@@ -21,12 +29,17 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Reinstall when the package metadata changes; editable install so notebooks see library edits at once.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,peers]'
+$(STAMP): pyproject.toml requirements.lock | $(PY)
+	$(INSTALL)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (dpmf workbook)" >/dev/null
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Re-pin requirements.lock from the current .venv after a deliberate upgrade (then run make test and commit both).
+lock: $(STAMP)
+	{ sed -n '1,3p' requirements.lock; $(PY) -m pip freeze --exclude-editable; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
 
 data: $(STAMP)
 	$(PY) -m data_fetch ml-100k
