@@ -1,0 +1,101 @@
+"""Liu Table 2 (cache simulation): every compared row runs at one prefetch stride, the separate prefetch row is
+marked as such, the driver's segments line up with its rows, and the user subset keeps whole users."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.experiments import _liu_cachegrind_driver as driver
+from dpmf_lib.experiments import liu_table2 as t2
+from dpmf_lib.params import load_params
+
+
+def toy(n_users=60, n_items=40, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    pop = 1.0 / np.arange(1, n_items + 1)
+    items = rng.choice(n_items, n, p=pop / pop.sum())
+    users = rng.integers(0, n_users, n)
+    return Ratings(users.astype(np.int32), items.astype(np.int32), rng.integers(1, 6, n).astype(np.float32),
+                   n_users, n_items, (1.0, 5.0), DataSource("toy", real=False))
+
+
+@pytest.mark.parametrize("pf,extra", [(0, 2), (2, None), (1, 2), (0, None)])
+def test_every_compared_row_uses_the_same_prefetch(pf, extra, tmp_path):
+    params = {**load_params("liu_table2", "smoke"), "prefetch": pf, "prefetch_row": extra}
+    specs = t2.row_specs(params)
+    compared = [s for s in specs if s["compared"]]
+    assert [s["order"] for s in compared] == list(t2.ORDERS)
+    assert {s["prefetch"] for s in compared} == {pf}
+    separate = [s for s in specs if not s["compared"]]
+    assert [(s["order"], s["prefetch"]) for s in separate] == ([] if extra in (None, pf) else [("tiered", extra)])
+    # and what the driver reads from the layout file
+    path = tmp_path / "rows.npz"
+    t2.build_layouts(toy(), specs, params, path)
+    z = np.load(path)
+    assert [int(z[f"prefetch_{i}"]) for i in range(int(z["n_rows"]))] == [s["prefetch"] for s in specs]
+
+
+def test_the_default_table_compares_prefetch_off_and_adds_the_papers_stride():
+    for profile in ("smoke", "ci", "paper"):
+        specs = t2.row_specs(load_params("liu_table2", profile))
+        assert [(s["name"], s["prefetch"], s["compared"]) for s in specs] == [
+            ("tiered", 0, True), ("user-blocked, single tier", 0, True), ("random", 0, True),
+            ("tiered + prefetch 2", 2, False)]
+    with pytest.raises(ParameterError, match="prefetch"):
+        t2.row_specs({"prefetch": -1, "prefetch_row": None})
+
+
+def test_rows_hold_the_same_ratings_in_their_own_order(tmp_path):
+    r = toy()
+    params = load_params("liu_table2", "smoke")
+    specs = t2.row_specs(params)
+    t2.build_layouts(r, specs, params, tmp_path / "rows.npz")
+    z = np.load(tmp_path / "rows.npz")
+    seqs = []
+    for i, s in enumerate(specs):
+        u, it = z[f"users_{i}"], z[f"items_{i}"]
+        assert len(u) == r.n_ratings and z[f"seg_{i}"][-1] == r.n_ratings
+        seqs.append(u)
+        assert sorted(u.tolist()) == sorted(r.users.tolist())
+    assert not np.array_equal(seqs[0], seqs[2])  # random is another order
+
+
+def test_user_subset_keeps_whole_users_and_every_item():
+    r = toy(n_users=200, n=8000)
+    sub = t2.user_subset(r, 1000, seed=3)
+    assert 1000 <= sub.n_ratings < 1000 + r.user_counts().max()
+    assert sub.n_items == r.n_items
+    assert sub.users.min() == 0 and sub.users.max() == sub.n_users - 1
+    assert set(np.bincount(sub.users).tolist()) <= set(r.user_counts().tolist())  # every kept user keeps all ratings
+    assert t2.user_subset(r, r.n_ratings, seed=3) is r
+
+
+def test_driver_marks_a_null_segment_and_two_markers_per_row(tmp_path, monkeypatch):
+    params = load_params("liu_table2", "smoke")
+    specs = t2.row_specs(params)
+    t2.build_layouts(toy(), specs, params, tmp_path / "rows.npz")
+    calls = []
+    monkeypatch.setattr(driver.os, "getppid", lambda: calls.append(1))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        driver.main([str(tmp_path / "rows.npz"), "16", "1"])
+    assert len(calls) == 2 + 2 * len(specs)
+    assert out.getvalue().split()[:2] == ["markers", str(2 + 2 * len(specs))]
+
+
+def test_parse_callgrind_summary_and_bad_cache_geometry(tmp_path):
+    f = tmp_path / "cg.out.4"
+    f.write_text("version: 1\nevents: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\nfn=x\n0 1 2 3\n"
+                 "summary: 100 40 20 1 5 2 1 3 1\n")
+    assert t2._parse(f) == {"Dr": 40, "Dw": 20, "D1mr": 5, "D1mw": 2, "DLmr": 3, "DLmw": 1}
+    ok = {"l1": [32768, 8], "ll": [6291456, 12]}
+    l1, ll, note = t2.caches(ok)
+    assert l1 == (32768, 8, 64) and ll == (6291456, 12, 64) and "the paper's" in note
+    with pytest.raises(ParameterError, match="power of two"):
+        t2.caches({"l1": [32768, 8], "ll": [6000000, 12]})
