@@ -36,7 +36,7 @@ def run(params: dict) -> pd.DataFrame:
                 elif s == "sgld":
                     h = run_sgld(train, test, d, E, params, threads=params["threads"])
                 elif s in ("libmf", "surprise"):
-                    h = run_peer(s, train, test, d, [E], params, threads=params["threads"] if s == "libmf" else 1)
+                    h = run_peer(s, train, test, d, [E], params, threads=1)  # peers: one thread (see run_peer)
                 else:
                     raise ValueError(f"unknown solver {s!r} (csgd, naive, sgld, libmf, surprise)")
                 if not len(h):
