@@ -138,7 +138,8 @@ def up_to_date(entry: Entry, digest: str) -> bool:
     return staleness(entry, digest) is None
 
 
-def _swap_into_place(staging: Path, final: Path) -> None:
+def swap_into_place(staging: Path, final: Path) -> None:
+    """Replace directory ``final`` by ``staging`` whole (readers see the old or the new one, never a mix)."""
     old = final.parent / f".old-{final.name}-{os.getpid()}"
     if final.exists():
         os.replace(final, old)
@@ -317,7 +318,7 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     if (staging / "kernel.log").exists() and (staging / "kernel.log").stat().st_size == 0:
         (staging / "kernel.log").unlink()
     (staging / "run.json").write_text(json.dumps(record, indent=2) + "\n")
-    _swap_into_place(staging, final)
+    swap_into_place(staging, final)
     return record
 
 

@@ -91,11 +91,9 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
         if f.exists():
             shutil.copy2(f, staging / f.name)
     _gzip_large_tables(staging)
-    old = dest.parent / f".old-{name}-{os.getpid()}"
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(staging, dest)
-    shutil.rmtree(old, ignore_errors=True)
+    from .reproduce import swap_into_place
+
+    swap_into_place(staging, dest)
     return dest
 
 

@@ -16,15 +16,16 @@ def _entry(name):
     return next(x for x in load_registry()[1] if x.name == name)
 
 
+@pytest.mark.slow
 def test_a_run_over_its_budget_is_stopped_with_its_kernel(figures_tmp, tmp_path, monkeypatch):
     import psutil
 
     tiny_notebook(tmp_path, monkeypatch, "slow", "import os, time\nopen(os.environ['DPMF_FIGURES_DIR'] + '/pid', 'w')"
                   ".write(str(os.getpid()))\ntime.sleep(600)")
     started = time.time()
-    rec = reproduce.execute("slow", "smoke", "h", timeout_s=8)
+    rec = reproduce.execute("slow", "smoke", "h", timeout_s=30)  # room for a kernel to start on a loaded machine
     assert rec["status"] == "over budget" and "budget" in rec["error"]
-    assert time.time() - started < 60
+    assert time.time() - started < 120
     kernel_pid = int((figures_tmp / "pid").read_text())
     assert not psutil.pid_exists(kernel_pid) or psutil.Process(kernel_pid).status() == psutil.STATUS_ZOMBIE
     assert json.loads((figures_tmp / "slow" / "run.json").read_text())["status"] == "over budget"
@@ -97,7 +98,8 @@ def test_snapshot_refuses_a_run_that_is_not_a_successful_paper_run(figures_tmp, 
     assert not (tmp_path / "snap" / "liu_fig1").exists()
 
 
-def test_paper_verdicts_come_from_current_rows_only(figures_tmp, tmp_path, monkeypatch):
+def _snapshot_of_one_paper_claim(figures_tmp, tmp_path, monkeypatch):
+    """A current snapshot row (five seeds) of a notebook with a paper-profile claim on ML-100K; returns both."""
     from dpmf_lib.claims import load_claims
 
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
@@ -106,6 +108,11 @@ def test_paper_verdicts_come_from_current_rows_only(figures_tmp, tmp_path, monke
     e = _entry(claim.notebook)
     _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"), claim_id=claim.id)
     snapshot.take(e.name)
+    return claim, e
+
+
+def test_paper_verdicts_come_from_current_rows_only(figures_tmp, tmp_path, monkeypatch):
+    claim, e = _snapshot_of_one_paper_claim(figures_tmp, tmp_path, monkeypatch)
     got = snapshot.paper_verdicts()[claim.id]
     assert got["state"] == "current" and got["n"] == 5 and got["verdict"] not in (None, "not yet measured")
     run = json.loads((tmp_path / "snap" / e.name / "run.json").read_text())
@@ -165,15 +172,9 @@ def test_runner_on_a_dask_cluster_writes_where_the_caller_said(figures_tmp, tmp_
 
 
 def test_report_shows_the_paper_snapshot_beside_this_run(figures_tmp, tmp_path, monkeypatch):
-    from dpmf_lib.claims import load_claims
     from dpmf_lib.report import write_report
 
-    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
-    claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged
-                 and c.dataset == "ml-100k" and not c.guards)
-    e = _entry(claim.notebook)
-    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"), claim_id=claim.id)
-    snapshot.take(e.name)
+    claim, e = _snapshot_of_one_paper_claim(figures_tmp, tmp_path, monkeypatch)
     import shutil
 
     shutil.rmtree(figures_tmp / e.name)  # this run (ci) has nothing: the paper column still shows the snapshot
