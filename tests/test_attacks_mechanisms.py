@@ -112,17 +112,61 @@ def test_attack_end_to_end_small():
         decoders.attack(m, m.sanitize(items, seed=1), q, attacks=("nope",), c_fallback=20)
 
 
-def test_blip_size_estimator_is_unbiased_over_codebooks():
-    """(3.9) through (3.6) has no visible bias: the mean over 60 (codebook, profile, noise) draws lies within 1 % of
-    c = 100 (SE ≈ 0.25). An estimator with K − 1 hash functions (5 % bias) passed the single-draw ±10 % check above;
-    it fails here (mean ≈ 105)."""
+def _c_hat_draws(K_used: int, n: int = 60) -> np.ndarray:
+    """ĉ over n independent (codebook, profile, noise) draws, c = 100, K = 20, L = 5,000, ε = 59; ``K_used`` is the
+    K handed to the estimator (20 = right; 19 = the K − 1 bug)."""
     vals = []
-    for r in range(60):
+    for r in range(n):
         cb = bloom_codebook(2000, 5000, 20, seed=100 + r)
         items = np.random.default_rng(r).choice(2000, 100, replace=False)
         m = BLIP(cb, 59)
-        vals.append(estimate_c_blip(m.sanitize(items, seed=r), m.p_eps, 20, n_items=2000, fallback=50)[0])
-    assert abs(np.mean(vals) - 100) < 1.0
+        vals.append(estimate_c_blip(m.sanitize(items, seed=r), m.p_eps, K_used, n_items=2000, fallback=50)[0])
+    return np.asarray(vals, float)
+
+
+def _unbiased_at_c100(vals: np.ndarray) -> bool:
+    """|mean − 100| < 1 (SE ≈ 0.25 over 60 draws, so a true mean of 100 passes with overwhelming probability)."""
+    return abs(float(np.mean(vals)) - 100) < 1.0
+
+
+def test_blip_size_estimator_is_unbiased_over_codebooks():
+    """(3.9) through (3.6) has no visible bias: the mean over 60 (codebook, profile, noise) draws lies within 1 % of
+    c = 100 (SE ≈ 0.25), and the draw-to-draw spread is what the binomial noise of w(b̃) predicts."""
+    vals = _c_hat_draws(20)
+    assert _unbiased_at_c100(vals)
+    assert 0.5 < vals.std(ddof=1) < 5.0
+
+
+def test_blip_size_bias_check_rejects_the_k_minus_1_bug():
+    """The check above has power: ĉ computed with K − 1 hash functions (a 5.3 % bias: ĉ ∝ 1/K) passed the single-draw
+    ±10 % check of test_size_estimators_recover_c; on the same draws it fails this one (mean ≈ 105)."""
+    vals = _c_hat_draws(19)
+    assert not _unbiased_at_c100(vals)
+    assert 103.5 < float(np.mean(vals)) < 107.0
+
+
+def test_single_decoder_score_hand_case_3_27():
+    """(3.27)–(3.29) by hand on a 12-bit filter: item 0 hashes to bits {1, 4, 9} (K = 3; a repeated hash counts
+    once), the release has bits {1, 9, 2, 6} set, so w(b̃) = 4/12, n11 = 2 (bits 1, 9), n01 = 1 (bit 4) and
+    s_0 = 2 log((1 − p)/π̃) + 1 log(p/(1 − π̃)) with π̃ = 1/3. Item 1 hashes to {4, 4, 5} (a collision: n01 = 2,
+    n11 = 0). A denominator other than π̃ = w(b̃)/L, or a collision counted twice, changes the numbers."""
+    from dpmf_lib.attacks.mechanisms import BloomCodebook
+
+    positions = np.array([[1, 4, 9], [4, 4, 5]], np.int32)
+    bits = np.array([[1, 4, 9], [4, 5, -1]], np.int32)
+    cb = BloomCodebook(L=12, K=3, positions=positions, bits=bits, nbits=np.array([3, 2], np.int32))
+    m = BLIP(cb, 4.0)
+    p = m.p_eps
+    assert p == pytest.approx(1 / (1 + math.exp(4.0 / 3)))  # (3.4)-(3.5): p_eps = 1/(1 + e^{eps/K})
+    bt = np.zeros(12, np.uint8)
+    bt[[1, 9, 2, 6]] = 1
+    s = decoders.blip_single_scores(bt, m)
+    pt = 4 / 12
+    assert s[0] == pytest.approx(2 * math.log((1 - p) / pt) + 1 * math.log(p / (1 - pt)), rel=1e-12)
+    assert s[1] == pytest.approx(2 * math.log(p / (1 - pt)), rel=1e-12)
+    # the same with the prior-free π̃ given explicitly
+    s2 = decoders.blip_single_scores(bt, m, pi_tilde=0.25)
+    assert s2[0] == pytest.approx(2 * math.log((1 - p) / 0.25) + math.log(p / 0.75), rel=1e-12)
 
 
 def test_single_decoder_with_prior_adds_exactly_the_prior():
