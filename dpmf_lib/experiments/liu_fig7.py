@@ -17,7 +17,11 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
   constraint of lines 5–6 binds;
 - beside it, labelled as ours (issue #13 part 3; not in the paper): "DPMF, clipped loss (ours)" —
   ``sample_private(clip_loss=True)``, the likelihood with the prediction clipped to [r_min − κ, r_max + κ], so the
-  bound B holds by construction and Theorem 1 applies without the range loop (first ρ only; ``clipped_loss``).
+  bound B holds by construction and Theorem 1 applies without the range loop (first ρ only; ``clipped_loss``);
+- Section 6.6's weights w_i = min(ρ, B / (m_i (Δ+κ)²)) leave open whether m_i is counted before or after trimming
+  to τ. Default (``weights_from: untrimmed``): before, as Algorithm 1's input counts. With ``weights_alt`` the other
+  reading (``trimmed``: heavy users keep weight 1) is drawn as a second series at the first ρ, labelled
+  "DPMF, w_i from trimmed m_i (other reading)"; the claim is measured on the default only.
 
 Choices the paper leaves open (all also in the module docstring of ``posterior_sampling``): λ_r = 2 so that ε = 4B is
 exactly the non-private posterior exp(−F); biases (the paper omits them) with b_0 fixed at the rating-scale midpoint;
@@ -44,6 +48,7 @@ from ..privacy import posterior_sampling as ps
 
 RATING_DP_CLAIM = "liu-6.7-rating-dp-small-accuracy-loss"
 OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
+ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i (issue #14)
 
 
 def load(ds: str, params: dict):
@@ -170,7 +175,8 @@ def run(params: dict) -> pd.DataFrame:
         np_rows, priors, _ = nonprivate(train, test, params)
         rows += [{**base, **row, "rho": np.nan, "epsilon": np.nan} for row in np_rows]
         for rho in params["rho"]:
-            pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"])
+            pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
+                                weights_from=params["weights_from"])
             pts = {}
             for eps in epsilon_grid(params, pre.B):
                 row, _, _ = private_point(pre, eps, priors, train, test, params)
@@ -186,6 +192,14 @@ def run(params: dict) -> pd.DataFrame:
                                  "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
                                  "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
                                  "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
+            if rho == params["rho"][0] and params["weights_alt"]:  # the other reading of m_i, same seeds
+                other = [w for w in ps.WEIGHTS_FROM if w != params["weights_from"]][0]
+                pre_alt = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
+                                        weights_from=other)
+                for eps in epsilon_grid(params, pre_alt.B):
+                    row, _, _ = private_point(pre_alt, eps, priors, train, test, params)
+                    rows.append({**base, **row, "method": ALT_WEIGHTS, "weights_from": other, "rho": float(rho),
+                                 "B": pre_alt.B, "B_weights": pre_alt.B_weights, "n_trimmed": pre_alt.n_trimmed})
             if rho == params["rho"][0]:
                 if float(tau) in pts:
                     measurements.append(Measurement(
@@ -202,7 +216,8 @@ def plot(df: pd.DataFrame, params: dict):
     for ax, label in zip(axes[0], datasets):
         g = df[df.dataset == label]
         ours = g[g.method == OURS].sort_values("epsilon")
-        priv = g[g.method.str.startswith("DPMF") & (g.method != OURS)]
+        alt = g[g.method == ALT_WEIGHTS].sort_values("epsilon")
+        priv = g[g.method.str.startswith("DPMF") & ~g.method.isin([OURS, ALT_WEIGHTS])]
         for rho, h in priv.groupby("rho"):
             h = h.sort_values("epsilon")
             ax.semilogx(h.epsilon, h.test_rmse, "o-", label=f"DPMF, local ridge (ρ={rho:g})")
@@ -213,6 +228,9 @@ def plot(df: pd.DataFrame, params: dict):
         if len(ours):
             ax.semilogx(ours.epsilon, ours.test_rmse, "^--", color="C5", ms=5,
                         label=f"{OURS}, ρ={ours.rho.iloc[0]:g}: no range loop needed")
+        if len(alt):
+            ax.semilogx(alt.epsilon, alt.test_rmse, "s:", color="C6", ms=4,
+                        label=f"ρ={alt.rho.iloc[0]:g}, w_i from trimmed m_i (other reading of Section 6.6)")
         styles = iter([("--", "C1"), (":", "C2"), ("-.", "C3"), ((0, (5, 1)), "C4")])
         for _, b in g[~g.method.str.startswith("DPMF")].iterrows():
             ls, col = next(styles)

@@ -22,6 +22,12 @@ gets its own draw at every step; cost O(N (n_users + n_items) d) per round — o
 Hyper-parameters: unless ``fixed_lambda`` is given, Λ_u, Λ_v (diagonal) are Gibbs-sampled once per round from their
 Gamma(α, β) conditionals — shape α + n/2, rate β + ½ Σ u_ik² over the n rows with ratings (β is read as a rate; the paper says only "α = 1.0,
 β = 100.0"). λ_r and λ_b are fixed parameters.
+**Temperature and Λ (not tempered).** With ζ < 1 the U, V, b steps target p^(1/ζ), but the Λ Gibbs step above uses
+the untempered conditional (shape α + n/2, rate β + ½ Σ u_ik²). The tempered joint p^(1/ζ)(U, V, Λ) would need
+shape (α − 1)/ζ + 1 + n/(2ζ) and rate (β + ½ Σ u_ik²)/ζ; with the paper's ζ = 0.07 the chain is therefore a tempered
+U, V sampler coupled to an untempered hyper-prior step, not an exact sampler of p^(1/ζ). We keep it (the paper
+describes ζ only as a factor on the noise, Section 6.3) and say so on every figure run at ζ < 1 that reads Λ from
+the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 
 For Liu Algorithm 1 (DP posterior sampling, density ∝ exp(−ε/(4B) F)): pass ``likelihood_scale``, per-rating ``weights``
 w_i, and ``fixed_lambda``; the returned ``SGLDResult.samples_V`` holds the V samples to release.
