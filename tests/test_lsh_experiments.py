@@ -103,3 +103,21 @@ def test_fig5_2_reads_sift1m_when_present(tmp_path, monkeypatch):
     assert e.sift1m_path() is None
     df = e.run({**p, "datasets": ["sift1m", "digits"]})
     assert set(df.panel) == {"sklearn digits"} and "sift1m" in df.attrs["skipped"][0]
+
+
+def test_fig5_2_paired_r1_hand_case():
+    """The paired test over queries (#15 item 6): 10 queries, qoLSH alone right on 6, the other alone right on 1,
+    both right on 2: diff = 0.5, exact McNemar p = P(Binomial(7, 1/2) ∈ {0, 1, 6, 7}) = 16/128, one-sided p = 8/128."""
+    import dpmf_lib.experiments.balu_fig5_2 as e
+
+    a = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0], bool)
+    b = np.array([1, 1, 0, 0, 0, 0, 0, 0, 1, 0], bool)
+    pt = e.paired_r1(a, b)
+    assert (pt["only_a"], pt["only_b"], pt["n"]) == (6, 1, 10)
+    assert pt["diff"] == pytest.approx(0.5)
+    assert pt["p"] == pytest.approx(16 / 128) and pt["p_greater"] == pytest.approx(8 / 128)
+    d = a.astype(float) - b.astype(float)
+    assert pt["se"] == pytest.approx(d.std(ddof=1) / np.sqrt(10))
+    assert e.paired_r1(a, a)["p"] == 1.0
+    with pytest.raises(ParameterError):
+        e.paired_r1(a, b[:5])

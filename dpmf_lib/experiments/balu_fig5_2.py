@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .. import lsh
 from ..claims import Measurement
@@ -45,6 +46,8 @@ DATASETS = ("synthetic", "sift1m", "ml-100k", "digits")
 SYN_LOW_R_CLAIM = "balu-fig5.2-synthetic-qolsh-beats-lsh-at-R1"
 SYN_OPT_CLAIM = "balu-fig5.2-synthetic-optimal-best-at-R1"
 SIFT_CLAIM = "balu-fig5.2-sift1m-qolsh-beats-lsh-at-R1"
+PAIRED_COLUMNS = ("paired_vs", "paired_diff_r1", "paired_se_r1", "paired_p_mcnemar", "paired_p_one_sided",
+                  "queries_qolsh_only", "queries_other_only")
 
 
 # ----------------------------------------------------------------------------------------------------------- data
@@ -125,9 +128,34 @@ def shortlist_size(params, n: int) -> int:
     return int(min(n, max(int(params["shortlist_min"]), s)))
 
 
+def paired_r1(hit_a: np.ndarray, hit_b: np.ndarray) -> dict:
+    """Paired comparison over the same queries of two methods' hits at R = 1 (booleans, one per query).
+
+    ``diff`` = recall@1(a) − recall@1(b); ``se`` its paired standard error (sd of the per-query differences / √n);
+    ``p`` the exact two-sided McNemar test (``scipy.stats.binomtest`` on the discordant queries: a hit by one method
+    only), ``p_greater`` the one-sided p-value for "a beats b". Queries both methods get right or wrong carry no
+    information on the difference; this is why the paired test is much sharper than comparing two recalls.
+    """
+    a, b = np.asarray(hit_a, bool), np.asarray(hit_b, bool)
+    if a.shape != b.shape or a.ndim != 1 or not len(a):
+        raise ParameterError(f"paired_r1 needs two equal-length 1-d hit vectors, got {a.shape} and {b.shape}")
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    n_disc = only_a + only_b
+    diff = (a.astype(float) - b.astype(float))
+    se = float(diff.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float("nan")
+    if n_disc:
+        p = float(stats.binomtest(only_a, n_disc, 0.5).pvalue)
+        p_g = float(stats.binomtest(only_a, n_disc, 0.5, alternative="greater").pvalue)
+    else:
+        p = p_g = 1.0
+    return {"diff": float(diff.mean()), "se": se, "p": p, "p_greater": p_g, "only_a": only_a, "only_b": only_b,
+            "n": int(len(a))}
+
+
 def recall_curves(base, query, methods, L, M, shortlist, estimator, seed, antisparse_max: int | None = None,
-                  antisparse_solver: str = "facets"):
-    """recall@R for R = 1..shortlist of every method on one (database, queries) pair. Returns {method: curve}."""
+                  antisparse_solver: str = "facets", hits: dict | None = None):
+    """recall@R for R = 1..shortlist of every method on one (database, queries) pair. Returns {method: curve}.
+    ``hits``: if a dict, it receives {method: per-query bool array "exact NN ranked first"} (for paired tests)."""
     base = lsh.normalize_rows(base)
     query = lsh.normalize_rows(query)
     truth = lsh.exact_nn(query, base)
@@ -148,6 +176,8 @@ def recall_curves(base, query, methods, L, M, shortlist, estimator, seed, antisp
         idx = lsh.build_index(base, m, W=W, M=M, antisparse_solver=antisparse_solver)
         ranked = lsh.two_stage_search(idx, query, shortlist=shortlist, estimator=estimator)
         out[m] = lsh.recall_at(ranked, truth)
+        if hits is not None:
+            hits[m] = np.asarray(ranked)[:, 0] == np.asarray(truth).reshape(-1)
     return out
 
 
@@ -164,6 +194,13 @@ def run(params: dict) -> pd.DataFrame:
     seed = params["seed"]
     s_syn_frame, s_syn_data, s_real = np.random.SeedSequence(seed).spawn(3)
     rows, sources, meas, skipped = [], [], [], []
+    paired = {}
+
+    def add_paired(hits, panel):
+        if "qolsh" in hits:
+            for other in hits:
+                if other != "qolsh":
+                    paired[(panel, other)] = paired_r1(hits["qolsh"], hits[other])
 
     def add(curves, src, panel, d, L, M, n_base, n_q, S):
         sources.append(src)
@@ -182,14 +219,21 @@ def run(params: dict) -> pd.DataFrame:
             query = lsh.random_unit_vectors(int(params["synth_n_queries"]), d, rng)
             S = shortlist_size(params, len(base))
             src = synthetic_source(d, len(base), seed)
+            hits = {}
             curves = recall_curves(base, query, methods, L, M, S, params["estimator"], s_syn_frame,
                                    antisparse_max=params.get("antisparse_max_base"),
-                                   antisparse_solver=params["antisparse_solver"])
+                                   antisparse_solver=params["antisparse_solver"], hits=hits)
             add(curves, src, "synthetic", d, L, M, len(base), len(query), S)
+            add_paired(hits, "synthetic")
             if {"qolsh", "lsh", "lsh+frame"} <= set(curves):
-                best_lsh = max(curves["lsh"][0], curves["lsh+frame"][0], curves.get("antisparse", [-1])[0])
-                note = f"recall@1 of qoLSH minus the best of LSH, LSH+frame, anti-sparse (if run); N={len(base):,}"
-                meas.append(Measurement(SYN_LOW_R_CLAIM, curves["qolsh"][0] - best_lsh, src.label, True, note))
+                rivals = [m for m in ("lsh", "lsh+frame", "antisparse") if m in curves]
+                best = max(rivals, key=lambda m: curves[m][0])
+                pt = paired_r1(hits["qolsh"], hits[best])
+                note = (f"recall@1 of qoLSH minus the best of LSH, LSH+frame, anti-sparse (if run; here {LABELS[best]});"
+                        f" N={len(base):,}; paired over {pt['n']:,} queries: SE {pt['se']:.4f}, one-sided McNemar "
+                        f"p = {pt['p_greater']:.3g}")
+                meas.append(Measurement(SYN_LOW_R_CLAIM, curves["qolsh"][0] - curves[best][0], src.label, True, note,
+                                        guards={"paired_p_one_sided": pt["p_greater"]}))
             if {"qolsh", "optimal"} <= set(curves):
                 meas.append(Measurement(SYN_OPT_CLAIM, curves["optimal"][0] - curves["qolsh"][0], src.label, True,
                                         f"recall@1 optimal minus qoLSH; N={len(base):,}"))
@@ -211,13 +255,27 @@ def run(params: dict) -> pd.DataFrame:
         L, M = int(params["real_L_factor"]) * d, int(params["real_M"])
         methods = check_methods(params["real_methods"], lsh.METHODS)
         S = shortlist_size(params, len(base))
-        curves = recall_curves(base, query, methods, L, M, S, params["estimator"], s_real)
+        hits = {}
+        curves = recall_curves(base, query, methods, L, M, S, params["estimator"], s_real, hits=hits)
         panel = {"sift1m": "SIFT1M", "ml-100k": "ML-100K item factors", "digits": "sklearn digits"}[ds]
         add(curves, src, panel, d, L, M, len(base), len(query), S)
+        add_paired(hits, panel)
         if ds == "sift1m" and {"qolsh", "lsh"} <= set(curves):
-            meas.append(Measurement(SIFT_CLAIM, curves["qolsh"][0] - max(curves["lsh"][0], curves.get(
-                "lsh+frame", [-1])[0]), src.label, src.real, f"recall@1 qoLSH minus best LSH; N={len(base):,}"))
+            best = max([m for m in ("lsh", "lsh+frame") if m in curves], key=lambda m: curves[m][0])
+            pt = paired_r1(hits["qolsh"], hits[best])
+            meas.append(Measurement(SIFT_CLAIM, curves["qolsh"][0] - curves[best][0], src.label, src.real,
+                                    f"recall@1 qoLSH minus best LSH ({LABELS[best]}); N={len(base):,}; paired over "
+                                    f"{pt['n']:,} queries: SE {pt['se']:.4f}, one-sided McNemar p = "
+                                    f"{pt['p_greater']:.3g}", guards={"paired_p_one_sided": pt["p_greater"]}))
     df = pd.DataFrame(rows)
+    # paired significance at R = 1 over the same queries: on each other method's R = 1 row, qoLSH minus that method
+    for col in PAIRED_COLUMNS:
+        df[col] = np.nan if col != "paired_vs" else ""
+    for (panel, other), pt in paired.items():
+        sel = (df.panel == panel) & (df.key == other) & (df.R == 1)
+        df.loc[sel, list(PAIRED_COLUMNS)] = ["qoLSH minus this", pt["diff"], pt["se"], pt["p"], pt["p_greater"],
+                                             pt["only_a"], pt["only_b"]]
+    df.attrs["paired_r1"] = {f"{p}|qolsh-vs-{o}": v for (p, o), v in paired.items()}
     df.attrs["skipped"] = skipped
     return attach(df, sources=sources, measurements=meas)
 
@@ -232,12 +290,28 @@ def plot(df: pd.DataFrame, params: dict):
             ax.plot(gm.R, gm.recall, color=colors.get(method), label=method)
         r = g.iloc[0]
         ax.set_xscale("log")
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(0, 1.25)  # headroom for the paired-test box
         ax.set_ylabel("recall@R")
         M = int(g.M.dropna().iloc[0]) if g.M.notna().any() else None
         ax.set_title(f"{panel} [{r.dataset}]: N={int(r.n_base):,}, {int(r.n_queries):,} queries, d={int(r.d)}, "
                      f"L={int(r.L)}" + (f", M={M}" if M else "") + f", shortlist {int(r.shortlist):,}", fontsize=9)
         ax.legend(fontsize=8, loc="lower right")
+        if "paired_vs" in g.columns:
+            pr = g[(g.R == 1) & g.paired_diff_r1.notna()]
+            rivals = pr[pr.key != "optimal"]  # the tractable rivals; the optimal quantizer is the bound, not a rival
+            lines = []
+            for _, p in pr[pr.key == "lsh"].iterrows():
+                lines.append(p)
+            if len(rivals):
+                best = rivals.loc[rivals.recall.idxmax()]
+                if best.key != "lsh":
+                    lines.append(best)
+            if lines:
+                ax.text(0.02, 0.97, "R = 1, paired over queries (exact McNemar):\n" + "\n".join(
+                    f"qoLSH − {p.method} = {p.paired_diff_r1:+.3f} ± {1.96 * p.paired_se_r1:.3f}, p = "
+                    f"{p.paired_p_mcnemar:.2g} ({int(p.queries_qolsh_only)} vs {int(p.queries_other_only)} queries)"
+                    for p in lines), transform=ax.transAxes, fontsize=7, va="top", ha="left",
+                        bbox=dict(fc="w", ec="0.7", alpha=0.9))
     axes[-1, 0].set_xlabel("R")
     fig.suptitle(standin_title("Balu 2016, Figure 5.2 — recall@R, two-stage search", df.dataset.unique()),
                  fontsize=10)
