@@ -121,3 +121,29 @@ def test_experiments_run_at_smoke(name, figures_tmp):
         assert (df.kld >= 0).all() and set(df.clip_threshold) == {2.0, math.inf}
         assert "eps" not in df.columns and df.privacy_guarantee.str.startswith("none").all()
     mod.plot(df, p)
+
+
+def test_degenerate_selection_is_flagged_and_bias_only_reference_is_exact():
+    """A λ so large that the factors shrink to 0 gives exactly the bias-only validation RMSE (residual prediction 0):
+    run_configs flags that row ``degenerate`` and reports the bias-only RMSE; a learning cell is not flagged. The
+    search flags say whether stage 2 ran and whether the choice sits on the evaluated grid's edge (#15 item 4)."""
+    from dpmf_lib.sketch.runs import bias_only_rmse, run_configs, search_flags
+
+    r = _ratings()
+    s = prepare_split(r, 0, min_freq=5)
+    b_val, b_test = bias_only_rmse(s)
+    assert b_val == pytest.approx(float(np.sqrt(np.mean(s.val.values.astype(float) ** 2))))
+    params = {"search": True, "eta": 0.03, "lam": 0.02, "eta_grid": [0.03], "lam_grid": [0.02], "refine": 0,
+              "search_each_split": False, "epochs": 15, "init_scale": 0.1, "n_jobs": 1}
+    # init_scale 0 and lam huge: the factors stay exactly 0 -> val RMSE equals the bias-only RMSE
+    dead = {"method": "regular", "d": 4, "gamma": 1.0, "lam_grid": [50.0], "init_scale": 0.0}
+    live = {"method": "regular", "d": 4, "gamma": 1.0}
+    df = run_configs([dead, live], [s], params)
+    assert df.bias_only_val_rmse.iloc[0] == pytest.approx(b_val) and df.bias_only_test_rmse.iloc[0] == pytest.approx(b_test)
+    assert df.val_rmse.iloc[0] == pytest.approx(b_val, abs=1e-6)
+    assert list(df.degenerate) == [True, False]
+    assert not df.search_refined.any()
+    trace = [{"eta": e, "lam": lam} for e in (0.01, 0.1) for lam in (0.0, 0.1, 1.0)]
+    assert search_flags({"eta": 0.01, "lam": 0.1}, trace, refined=True) == {
+        "search_refined": True, "eta_on_edge": True, "lam_on_edge": False}
+    assert search_flags({"eta": 0.1, "lam": 0.1}, [{"eta": 0.1, "lam": 0.1}], refined=False)["eta_on_edge"] is False

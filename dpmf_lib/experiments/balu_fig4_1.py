@@ -8,13 +8,14 @@ and d"), sketch width from eq. (4.9). Claims measured: the mean over the grid of
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits, run_configs
+from ..sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
 
 FIGURE = "Figure 4.1"
 
@@ -50,20 +51,33 @@ def run(params: dict, claim: str = CLAIM_K) -> pd.DataFrame:
 
 def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
     ks = sorted(df.k.unique())
-    fig, axes = figure(ncols=len(ks), width=4.6, height=3.9)
+    fig, axes = figure(ncols=len(ks), width=4.6, height=4.3)
     mean = df.groupby(["k", "gamma", "d"]).test_rmse.mean()
+    deg = degenerate_cells(df, ["k", "gamma", "d"])
     lo, hi = float(mean.min()), float(mean.max())
     for ax, k in zip(axes[0], ks):
         grid = mean.loc[k].unstack("d").sort_index(ascending=False)
         im = ax.imshow(grid.values, cmap="viridis_r", vmin=lo, vmax=hi, aspect="auto")
         ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
+        dgrid = deg.loc[k].unstack("d").reindex(index=grid.index, columns=grid.columns).fillna(False)
         for (a, b), v in np.ndenumerate(grid.values):
-            ax.text(b, a, f"{v:.3f}", ha="center", va="center", fontsize=7, color="w" if v > (lo + hi) / 2 else "k")
+            mark = "\n(bias-only)" if dgrid.values[a, b] else ""
+            ax.text(b, a, f"{v:.3f}{mark}", ha="center", va="center", fontsize=6.5 if mark else 7,
+                    color="w" if v > (lo + hi) / 2 else "k")
+            if mark:
+                ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
         ax.set_xlabel("d (log2 spaced)")
         ax.set_ylabel("space gain γ (log2 spaced)")
         ax.set_title("feature hashing (k = 1)" if k == 1 else f"count sketch (k = {k})")
         ax.grid(False)
     fig.colorbar(im, ax=axes[0].tolist(), label="test RMSE", shrink=0.85)
-    fig.suptitle(standin_title(f"Balu 2016, {figure_label}: test RMSE over (d, γ)", df.dataset.unique()), fontsize=10)
+    # the two-line suptitle sits above the panel titles (it overprinted them when drawn at the default height)
+    fig.subplots_adjust(top=0.80, bottom=0.20, right=0.80)
+    fig.suptitle(standin_title(f"Balu 2016, {figure_label}: test RMSE over (d, γ)", df.dataset.unique()), fontsize=10,
+                 y=0.985)
+    b = float(df.bias_only_test_rmse.mean()) if "bias_only_test_rmse" in df else float("nan")
+    note = search_note(df)
+    foot = f"bias-only (μ + b_u + b_i) test RMSE {b:.4f}; hatched = selected cell no better than bias-only on validation"
+    fig.text(0.01, 0.01, foot + (f"\nsearch: {note}" if note else ""), fontsize=7, va="bottom", ha="left")
     return fig

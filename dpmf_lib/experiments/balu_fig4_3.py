@@ -14,6 +14,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import load, make_splits, run_configs
+from ._balu_ch4_plot import bias_line, footnote, line_with_bars
 from .balu_table4_2 import METHOD_LABELS
 
 CLAIM = "balu-4.1.5.4-cs-converges-faster-ml-10m"
@@ -29,7 +30,10 @@ def run(params: dict) -> pd.DataFrame:
         for h in row["history"]:
             rows.append({"method": row["method"], "d": row["d"], "gamma": row["gamma"], "k": row["k"], "w": row["w"],
                          "eta": row["eta"], "lam": row["lam"], "split": row["split"], "epoch": h["epoch"],
-                         "eta_t": h["eta_t"], "train_loss": h["train_loss"], "test_rmse": h["test_rmse"]})
+                         "eta_t": h["eta_t"], "train_loss": h["train_loss"], "test_rmse": h["test_rmse"],
+                         "bias_only_test_rmse": row["bias_only_test_rmse"], "degenerate": row["degenerate"],
+                         "search_refined": row["search_refined"], "eta_on_edge": row["eta_on_edge"],
+                         "lam_on_edge": row["lam_on_edge"]})
     df = pd.DataFrame(rows)
     df["dataset"] = r.source.label
     df["real"] = r.source.real
@@ -44,17 +48,18 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.0)
+    fig, axes = figure(width=5.6, height=4.6)
     ax = axes[0][0]
     for m, g in df.groupby("method", sort=False):
-        c = g.groupby("epoch").test_rmse.agg(["mean", "std"])
-        ax.plot(c.index, c["mean"], marker="o", ms=3, label=METHOD_LABELS.get(m, m))
-        if g.split.nunique() > 1:
-            ax.fill_between(c.index, c["mean"] - c["std"], c["mean"] + c["std"], alpha=0.2)
+        ep = sorted(g.epoch.unique())
+        line_with_bars(ax, ep, [g[g.epoch == e].test_rmse for e in ep], label=METHOD_LABELS.get(m, m), ms=3)
+    bias_line(ax, df)
     ax.set_xlabel("epoch")
     ax.set_ylabel("test RMSE")
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.legend()
     ax.set_title(standin_title(f"Balu 2016, Figure 4.3: convergence, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
+    fig.subplots_adjust(bottom=0.25)
+    footnote(fig, df.drop_duplicates(["method", "split"]))
     return fig

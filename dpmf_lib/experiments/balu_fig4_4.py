@@ -8,12 +8,14 @@ d_r ≥ 8 of RMSE(count sketch) − min(RMSE(regular), RMSE(feature hashing)) (c
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import load, make_splits, run_configs
+from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS
 
 CLAIM = "balu-4.1.5.4-cs-best-one-pass-eachmovie"
@@ -49,11 +51,17 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.0)
+    fig, axes = figure(width=5.6, height=4.6)
     ax = axes[0][0]
     for m, g in df.groupby("method", sort=False):
-        c = g.groupby("model_bytes").test_rmse.mean()
-        ax.plot(c.index / 1024, c.values, marker="o", ms=4, label=METHOD_LABELS.get(m, m))
+        sizes = sorted(g.model_bytes.unique())
+        line_with_bars(ax, np.array(sizes) / 1024, [g[g.model_bytes == b].test_rmse for b in sizes],
+                       label=METHOD_LABELS.get(m, m))
+        if "degenerate" in g:
+            deg = g.groupby("model_bytes").degenerate.any().reindex(sizes)
+            mark_degenerate(ax, np.array(sizes) / 1024, g.groupby("model_bytes").test_rmse.mean().reindex(sizes),
+                            deg.values)
+    bias_line(ax, df)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("model size (KiB of float32 cells)")
     ax.set_ylabel("test RMSE after one pass")
@@ -61,4 +69,6 @@ def plot(df: pd.DataFrame, params: dict):
     ax.legend()
     ax.set_title(standin_title(f"Balu 2016, Figure 4.4: one pass, d_r = 1..32 vs d_s = {params['d_sketch']}",
                                df.dataset.unique()), fontsize=9)
+    fig.subplots_adjust(bottom=0.25)
+    footnote(fig, df)
     return fig

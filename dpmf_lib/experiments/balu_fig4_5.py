@@ -14,6 +14,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import load, make_splits, run_configs
+from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS
 
 CLAIM_BEST = "balu-4.1.5.5-best-lambda-eachmovie"
@@ -45,20 +46,26 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.0)
+    fig, axes = figure(width=5.6, height=4.6)
     ax = axes[0][0]
     pos = sorted(x for x in df.lam.unique() if x > 0)
     zero_at = pos[0] / 10 if pos else 1e-5  # λ = 0 drawn one decade left of the smallest positive λ
     for m, g in df.groupby("method", sort=False):
-        c = g.groupby("lam").test_rmse.mean()
-        x = np.where(c.index.values > 0, c.index.values, zero_at)
-        ax.plot(x, c.values, marker="o", ms=4, label=METHOD_LABELS.get(m, m))
+        lams = sorted(g.lam.unique())
+        x = np.where(np.array(lams) > 0, lams, zero_at)
+        line_with_bars(ax, x, [g[g.lam == lam].test_rmse for lam in lams], label=METHOD_LABELS.get(m, m))
+        if "degenerate" in g:
+            mark_degenerate(ax, x, g.groupby("lam").test_rmse.mean().reindex(lams),
+                            g.groupby("lam").degenerate.any().reindex(lams).values)
+    bias_line(ax, df)
     ax.set_xscale("log")
     ticks = [zero_at] + pos
     ax.set_xticks(ticks, ["0"] + [f"{t:g}" for t in pos])
     ax.set_xlabel("λ (λ = 0 at the left end)")
     ax.set_ylabel("test RMSE")
-    ax.legend()
+    ax.legend(fontsize=7)
     ax.set_title(standin_title(f"Balu 2016, Figure 4.5: RMSE vs λ, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
+    fig.subplots_adjust(bottom=0.25)
+    footnote(fig, df, extra="ringed: degenerate (validation RMSE = bias-only: the factors learned nothing)")
     return fig

@@ -7,6 +7,7 @@ chosen λ with γ (claimed negative) and with d (claimed positive).
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -14,6 +15,7 @@ from scipy import stats
 from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
+from ..sketch.runs import degenerate_cells, search_note
 from .balu_fig4_1 import sweep
 
 CLAIM_GAMMA = "balu-4.1.5.5-lambda-falls-with-gamma-ml-1m"
@@ -30,7 +32,9 @@ def run(params: dict) -> pd.DataFrame:
     b = best_lambda(df)
     lo, hi = min(params["lam_grid"]), max(params["lam_grid"])
     # a cell whose chosen lambda sits on the grid's edge only says "the optimum is at or beyond the edge"
-    off_edge = {"cells_off_grid_edge": float(((b.lam > lo) & (b.lam < hi)).mean())}
+    off_edge = {"cells_off_grid_edge": float(((b.lam > lo) & (b.lam < hi)).mean()),
+                # a degenerate cell (val RMSE = bias-only) chose its lambda among ties: its lambda says nothing
+                "cells_not_degenerate": float(1.0 - degenerate_cells(df, ["d", "gamma"]).mean())}
     meas = []
     if b.gamma.nunique() > 1 and b.lam.nunique() > 1:
         meas.append(Measurement(CLAIM_GAMMA,
@@ -54,12 +58,22 @@ def plot(df: pd.DataFrame, params: dict):
     im = ax.imshow(logv, cmap="magma", aspect="auto")
     ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
     ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
+    deg = degenerate_cells(df, ["gamma", "d"]).unstack("d").reindex(index=grid.index, columns=grid.columns)
+    deg = deg.fillna(False).values
     for (a, b), v in np.ndenumerate(grid.values):
-        ax.text(b, a, f"{v:.2g}", ha="center", va="center", fontsize=7, color="c")
+        ax.text(b, a, f"{v:.2g}" + ("\nbias-only" if deg[a, b] else ""), ha="center", va="center",
+                fontsize=6.5 if deg[a, b] else 7, color="c")
+        if deg[a, b]:
+            ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
     ax.set_xlabel("d")
     ax.set_ylabel("space gain γ")
     ax.grid(False)
     fig.colorbar(im, ax=ax, label="log10 best λ")
     ax.set_title(standin_title("Balu 2016, Figure 4.6: best λ over (d, γ), count sketch k = 4", df.dataset.unique()),
                  fontsize=9)
+    note = search_note(df)
+    fig.subplots_adjust(bottom=0.24)
+    fig.text(0.01, 0.01, "hatched 'bias-only': the selected (η, λ) is no better than μ + b_u + b_i on validation\n"
+             "(any larger λ ties, so its λ is not a choice)" + (f"\nsearch: {note}" if note else ""),
+             fontsize=7, va="bottom", ha="left")
     return fig

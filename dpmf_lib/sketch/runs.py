@@ -11,17 +11,30 @@ the KLD of eq. 4.15 when asked).
 Search parameters (all in every ``params/balu_*4*.yaml``): ``search`` (false → use ``eta``, ``lam`` as given),
 ``eta``, ``lam``, ``eta_grid``, ``lam_grid``, ``refine`` (stage-2 step in decades, 0 = no stage 2),
 ``search_each_split``, ``epochs``, ``init_scale``.
+
+Every row also says how far to trust its cell (issue #15, item 4):
+
+- ``bias_only_val_rmse`` / ``bias_only_test_rmse``: the RMSE of the mean-corrected baseline μ + b_u + b_i alone
+  (residual prediction 0) on that split; the figures draw it as a reference.
+- ``degenerate``: the selected (η, λ) gives a validation RMSE within ``DEGENERATE_TOL`` of the bias-only one — the
+  factors learned nothing (typically λ so large that they shrink to 0); a figure marks such a cell, and a comparison
+  built on it compares baselines, not sketches.
+- ``search_refined`` (stage 2 ran), ``eta_on_edge`` / ``lam_on_edge`` (the chosen value is the smallest or largest the
+  search evaluated: the optimum is at or beyond it). At ``ci`` the grids are small and unrefined; the figures say so.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
 from ..sweep import grid_map
 from .protocol import fit_eval, line_search, load_dataset, prepare_split
+
+DEGENERATE_TOL = 5e-4  # validation RMSE within this of the bias-only RMSE: the factors add nothing
 
 SEARCH_KEYS = ("search", "eta", "lam", "eta_grid", "lam_grid", "refine", "search_each_split", "epochs", "init_scale")
 
@@ -54,7 +67,7 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
     model_kw = dict(d=int(config["d"]), gamma=float(config.get("gamma", 1.0)), k=config.get("k"),
                     clip=as_clip(config.get("clip")), epochs=int(sp["epochs"]), init_scale=float(sp["init_scale"]),
                     with_kld=with_kld, track=track)
-    rows, chosen = [], None
+    rows, chosen, flags = [], None, {}
     for s, data in enumerate(splits):
         seed = data.info["split_seed"] * 7919 + 17
 
@@ -65,15 +78,59 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
             best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
             chosen = (best["eta"], best["lam"])
             n_evals = len(trace)
+            flags = search_flags(best, trace, refined=bool(float(sp["refine"])))
         else:
             if chosen is None:
                 chosen = (float(sp["eta"]), float(sp["lam"]))
             best, n_evals = ev(*chosen), 1
+            flags = flags or {"search_refined": False, "eta_on_edge": False, "lam_on_edge": False}
         row = {k: v for k, v in config.items() if k not in SEARCH_KEYS}
         row.update({k: v for k, v in best.items() if k != "history" or track})
         row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
+        b_val, b_test = bias_only_rmse(data)
+        row.update(bias_only_val_rmse=b_val, bias_only_test_rmse=b_test,
+                   degenerate=bool(best["val_rmse"] >= b_val - DEGENERATE_TOL), **flags)
         rows.append(row)
     return rows
+
+
+def bias_only_rmse(data) -> tuple[float, float]:
+    """(validation, test) RMSE of μ + b_u + b_i alone: the residuals' root mean square (the factors predict 0)."""
+    def r(t):
+        return float(np.sqrt(np.mean(t.values.astype(np.float64) ** 2))) if len(t) else float("nan")
+    return r(data.val), r(data.test)
+
+
+def search_flags(best: dict, trace: list[dict], *, refined: bool) -> dict:
+    """Whether stage 2 ran and whether the chosen η / λ is the smallest or largest value the search evaluated."""
+    etas = [t["eta"] for t in trace]
+    lams = [t["lam"] for t in trace]
+    on_edge = lambda v, vals: len(set(vals)) > 1 and (v <= min(vals) or v >= max(vals))  # noqa: E731
+    return {"search_refined": refined, "eta_on_edge": bool(on_edge(best["eta"], etas)),
+            "lam_on_edge": bool(on_edge(best["lam"], lams))}
+
+
+def degenerate_cells(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per cell (``keys``): True when the selection is degenerate on any split (see module docstring)."""
+    if "degenerate" not in df.columns:
+        return pd.Series(False, index=df.groupby(keys).size().index)
+    return df.groupby(keys).degenerate.any()
+
+
+def search_note(df: pd.DataFrame) -> str:
+    """A statement of the search's fidelity for a figure (one line per point): refinement, edges, degenerate cells."""
+    if "search_refined" not in df.columns:
+        return ""
+    parts = []
+    if not df.search_refined.all():
+        parts.append("coarse (η, λ) grid, no refinement step (thesis: two-stage search)")
+    edge = (df.eta_on_edge | df.lam_on_edge).mean()
+    if edge:
+        parts.append(f"{edge:.0%} of rows chose η or λ on the grid edge")
+    n_deg = int(df.degenerate.sum())
+    if n_deg:
+        parts.append(f"{n_deg} of {len(df)} rows degenerate (val RMSE = bias-only)")
+    return ";\n".join(parts)
 
 
 def _call(config, splits, sp, with_kld, track):
