@@ -50,7 +50,8 @@ def mf_grid(p: dict) -> dict:
 
 def knn_rows(ds: str, p: dict) -> list[pd.DataFrame]:
     nk = p["knn_Nk"].get(ds, max(p["knn_Nk"].values()))
-    return [runs.run_grid(m, ds, p["folds"], [None], {}, {"Nk": nk}, p["seed"], p["n_jobs"]) for m in ("pcc", "cos")]
+    return [runs.run_grid(m, ds, p["folds"], [None], {}, {"Nk": nk}, p["seed"], p["n_jobs"],
+                          halving_keep=p["fold_halving_keep"]) for m in ("pcc", "cos")]
 
 
 def sources_of(datasets) -> list[DataSource]:
@@ -67,14 +68,17 @@ def run(params: dict) -> pd.DataFrame:
         frames += knn_rows(ds, p)
         fx = pnbm_fixed(p)
         frames.append(runs.run_grid("dpsgd-pnbm", ds, p["folds"], p["epsilons"], pnbm_grid(p), fx, p["seed"],
-                                    p["n_jobs"]))
-        frames.append(runs.run_grid("pnbm", ds, p["folds"], [None], pnbm_grid(p), fx, p["seed"], p["n_jobs"]))
+                                    p["n_jobs"], halving_keep=p["fold_halving_keep"]))
+        frames.append(runs.run_grid("pnbm", ds, p["folds"], [None], pnbm_grid(p), fx, p["seed"], p["n_jobs"],
+                                    halving_keep=p["fold_halving_keep"]))
         cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours (issue #13 part 3)
         frames.append(runs.run_grid("dpsgd-pnbm-clipped", ds, p["folds"], p["epsilons"], clipped_grid(p), cfx,
-                                    p["seed"], p["n_jobs"]))
+                                    p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
         mfx = {"e_max": p["mf_e_max"]}
-        frames.append(runs.run_grid("dpsgd-mf", ds, p["folds"], p["epsilons"], mf_grid(p), mfx, p["seed"], p["n_jobs"]))
-        frames.append(runs.run_grid("mf", ds, p["folds"], [None], mf_grid(p), mfx, p["seed"], p["n_jobs"]))
+        frames.append(runs.run_grid("dpsgd-mf", ds, p["folds"], p["epsilons"], mf_grid(p), mfx, p["seed"], p["n_jobs"],
+                                    halving_keep=p["fold_halving_keep"]))
+        frames.append(runs.run_grid("mf", ds, p["folds"], [None], mf_grid(p), mfx, p["seed"], p["n_jobs"],
+                                    halving_keep=p["fold_halving_keep"]))
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)

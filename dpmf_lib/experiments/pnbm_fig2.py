@@ -32,7 +32,8 @@ def dpps_grid(p: dict) -> dict:
 
 def dpps_frames(ds: str, p: dict, xs) -> list[pd.DataFrame]:
     eps = [float(x) * p["tau"] for x in xs]
-    out = [runs.run_grid("dpps-pnbm", ds, p["folds"], eps, dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"])]
+    out = [runs.run_grid("dpps-pnbm", ds, p["folds"], eps, dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"],
+                         halving_keep=p["fold_halving_keep"])]
     return out
 
 
@@ -45,12 +46,12 @@ def run(params: dict) -> pd.DataFrame:
         frames += knn_rows(ds, p)
         frames += dpps_frames(ds, p, p["xs"])
         frames.append(runs.run_grid("sgld-pnbm", ds, p["folds"], [None], dpps_grid(p), dpps_fixed(p), p["seed"],
-                                    p["n_jobs"]))
+                                    p["n_jobs"], halving_keep=p["fold_halving_keep"]))
         eps = [float(x) * p["tau"] for x in p["xs"]]
         frames.append(runs.run_grid("dpps-mf", ds, p["folds"], eps, {"eta": p["mf_eta"], "lam": p["mf_lam"],
                                     "rho": p["mf_rho"], "d": p["mf_d"]},
                                     {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]},
-                                    p["seed"], p["n_jobs"]))
+                                    p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
     agg["x"] = agg["epsilon"] / p["tau"]
     agg["folds"] = ",".join(map(str, p["folds"]))

@@ -13,10 +13,10 @@ Public API
 from . import accounting
 from .data import folds, load, trim_to_tau, users_with_more_than
 from .model import (MFResult, NBMData, PNBMResult, clipped_gradient, gradient, knn_rmse, predict, prepare, rmse,
-                    sample_pnbm, train_dpsgd_mf, train_pnbm, train_pnbm_clipped)
+                    sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, train_pnbm, train_pnbm_clipped)
 from .similarity import cosine, item_means, pcc
 
 __all__ = ["MFResult", "NBMData", "PNBMResult", "accounting", "clipped_gradient", "cosine", "folds", "gradient", "item_means", "knn_rmse",
-           "load", "pcc", "predict", "prepare", "rmse", "sample_pnbm", "train_dpsgd_mf", "train_pnbm", "train_pnbm_clipped",
+           "load", "pcc", "predict", "prepare", "rmse", "sample_pnbm", "sample_pnbm_batch", "train_dpsgd_mf", "train_pnbm", "train_pnbm_clipped",
            "trim_to_tau",
            "users_with_more_than"]

@@ -360,3 +360,36 @@ def sgld_step_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
                 z = z0 if h == 0 else z1
                 S[i, j] = np.float32(S[i, j] - a * g + sd * z)
                 G[i, j] = 0.0
+
+
+@njit(cache=True, parallel=True)
+def sgld_step_batch_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
+    """:func:`sgld_step_kernel` for B chains in lockstep (S, G: B×M×M; lam, a, sd: length-B float64) that share the
+    minibatch (``present``, ``gscale``) and the Gaussian stream (``key``) — common random numbers: z_ij is drawn
+    once and used by every chain, so chain b's bytes equal a single-chain run with the same key and its own
+    (lam[b], a[b], sd[b]); the noise costs one draw per entry instead of B."""
+    B, M = S.shape[0], S.shape[1]
+    half = (M + 1) // 2
+    for i in prange(M):
+        pi = present[i]
+        base = np.uint64(i) * np.uint64(half)
+        for p in range(half):
+            z0, z1 = _normal_pair(key, base + np.uint64(p))
+            for h in range(2):
+                j = 2 * p + h
+                if j >= M:
+                    break
+                if j == i:
+                    for b in range(B):
+                        S[b, i, j] = 0.0
+                        G[b, i, j] = 0.0
+                    continue
+                z = z0 if h == 0 else z1
+                both = pi and present[j]
+                hij = Hinv[i, j]
+                for b in range(B):
+                    g = gscale * G[b, i, j]
+                    if both:
+                        g += lam[b] * S[b, i, j] * hij
+                    S[b, i, j] = np.float32(S[b, i, j] - a[b] * g + sd[b] * z)
+                    G[b, i, j] = 0.0

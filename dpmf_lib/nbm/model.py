@@ -61,7 +61,7 @@ from ..errors import ParameterError
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
 from .kernels import (clipped_grad_kernel, dpsgd_step_kernel, draw_key, grad_kernel, mf_epoch_kernel, mf_predict_kernel,
-                      predict_kernel, sgld_step_kernel, sgld_update_kernel)
+                      predict_kernel, sgld_step_batch_kernel, sgld_update_kernel)
 from .rng import seeded
 from .similarity import cosine, item_means, pcc
 
@@ -401,11 +401,37 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     ``impl``: ``"fused"`` (default; :func:`~dpmf_lib.nbm.kernels.sgld_step_kernel` draws the Gaussian in the
     kernel from a counter-based stream keyed by one draw of the generator per step) or ``"numpy"`` (the reference:
     numpy's ``standard_normal`` M×M, then :func:`~dpmf_lib.nbm.kernels.sgld_update_kernel`) — same law, not the
-    same bytes."""
+    same bytes. One chain of :func:`sample_pnbm_batch` (the same bytes as in any batch)."""
+    return sample_pnbm_batch(train, [{"epsilon": epsilon, "eta1": eta1, "rho": rho, "lam": lam}], tau=tau, T=T, L=L,
+                             xi=xi, Nk=Nk, init_high=init_high, seed=seed, test=test, eval_every=eval_every,
+                             init_S=init_S, impl=impl)[0]
+
+
+def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 200, L: int = 1000, xi: float = 0.3,
+                      Nk: int = 500, init_high: float = 0.2, seed=None, test: Ratings | None = None,
+                      eval_every: int = 0, init_S: np.ndarray | None = None, impl: str = "fused") -> list:
+    """:func:`sample_pnbm` for several chains in lockstep with common random numbers: ``chains`` is a list of
+    ``{"epsilon", "eta1", "rho", "lam"}`` (what a grid varies at a fixed seed); they share the trimmed data, the start
+    S⁰, every minibatch and every Gaussian draw — exactly what separate calls with the same ``seed`` draw — so each
+    returned :class:`PNBMResult` has the bytes of its separate run, while the M×M noise is generated once per step
+    for all chains (kernels.sgld_step_batch_kernel). Memory: 2 float32 M×M matrices per chain.
+
+    With ``test`` and ``eval_every``, ``history`` gets (t, test RMSE) and ``info["movement"]`` (t, ‖S_t − S⁰‖_F /
+    ‖S⁰‖_F): how far the chain moved from its data-independent start (issue #16: DPPS chains that do not move)."""
     _check_impl(impl)
-    if epsilon is not None:
-        acc.check_epsilon(epsilon)
-    for n, v in (("eta1", eta1), ("rho", rho), ("init_high", init_high), ("xi", xi)):
+    if not chains:
+        raise ParameterError("sample_pnbm_batch needs at least one chain")
+    for c in chains:
+        unknown = set(c) - {"epsilon", "eta1", "rho", "lam"}
+        if unknown:
+            raise ParameterError(f"unknown chain setting(s) {sorted(unknown)}; a chain sets epsilon, eta1, rho, lam")
+        if c.get("epsilon") is not None:
+            acc.check_epsilon(c["epsilon"])
+        for n in ("eta1", "rho"):
+            _check_pos(n, c[n])
+        if not (isinstance(c["lam"], (int, float, np.integer, np.floating)) and c["lam"] >= 0):
+            raise ParameterError(f"parameter 'lam' must be >= 0, got {c['lam']!r}")
+    for n, v in (("init_high", init_high), ("xi", xi)):
         _check_pos(n, v)
     if not (isinstance(T, (int, np.integer)) and T >= 1 and isinstance(L, (int, np.integer)) and L >= 1):
         raise ParameterError(f"parameters 'T' and 'L' must be integers >= 1, got T={T!r}, L={L!r}")
@@ -414,46 +440,71 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
     full = prepare(train, rbar)
     tr = trim_to_tau(train, tau, rng)
     data = prepare(tr, rbar)
-    B = acc.loglik_bound(train.rating_scale, tau)
-    kappa = acc.posterior_scale(epsilon, B)
+    Bnd = acc.loglik_bound(train.rating_scale, tau)
     M = train.n_items
     H = acc.pair_inclusion_prob(tr.item_counts(), L)
     Hinv = np.divide(1.0, H, out=np.zeros_like(H), where=H > 0).astype(np.float32)
-    S = init_similarity(M, 1.0, init_high, rng) if init_S is None else np.array(init_S, dtype=np.float32)
+    S0 = init_similarity(M, 1.0, init_high, rng) if init_S is None else np.array(init_S, dtype=np.float32)
+    nb = len(chains)
+    S = np.empty((nb, M, M), dtype=np.float32)
+    S[:] = S0
+    G = np.zeros((nb, M, M), dtype=np.float32)  # zeroed again by the step kernels
     n = tr.n_ratings
-    res = PNBMResult(S, None if epsilon is None else float(epsilon), None, seed_used=seed_used,
-                     seed_was_fixed=seed_fixed)
-    if epsilon is not None:  # epsilon_effective stays None (class docstring); the target is recorded beside it
-        res.info["epsilon_target"] = float(min(float(epsilon), 4.0 * B))  # κ = min(1, ε/(4B))
-        res.privacy_caveats = (_RBAR_CAVEAT + ": they couple every user's likelihood term, so even an exact sample "
-                               "is only n·min(ε, 4B)/2-DP at user level (privacy ledger)",
-                               "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
-    # the start's RMSE: the guard "the chain moved" compares the released sample with it
-    rmse_start = rmse(predict(S, full, test, Nk=Nk, C=0.0), test) if test is not None else None
-    Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by sgld_step_kernel
+    kappa = np.array([acc.posterior_scale(c.get("epsilon"), Bnd) for c in chains])
+    lam = np.array([float(c["lam"]) for c in chains])
+    step = np.array([float(c["rho"]) * float(c["eta1"]) for c in chains])  # ϱ scales drift and noise alike
+    out = []
+    for c in chains:
+        eps = c.get("epsilon")
+        res = PNBMResult(None, None if eps is None else float(eps), None, seed_used=seed_used,
+                         seed_was_fixed=seed_fixed)
+        if eps is not None:  # epsilon_effective stays None (class docstring); the target is recorded beside it
+            res.info["epsilon_target"] = float(min(float(eps), 4.0 * Bnd))  # κ = min(1, ε/(4B))
+            res.privacy_caveats = (_RBAR_CAVEAT + ": they couple every user's likelihood term, so even an exact "
+                                   "sample is only n·min(ε, 4B)/2-DP at user level (privacy ledger)",
+                                   "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
+        res.info["movement"] = []
+        out.append(res)
+    # the start's RMSE (one start for every chain): the guard "the chain moved" compares the released sample with it
+    rmse_start = rmse(predict(S0, full, test, Nk=Nk, C=0.0), test) if test is not None else None
+    s0_norm = float(np.linalg.norm(S0.astype(np.float64))) if (test is not None and eval_every) else 1.0
     t0 = time.perf_counter()
     for t in range(1, T + 1):
-        eta = rho * eta1 * t ** (-xi)  # ϱ scales the step of drift and noise alike (module docstring)
+        eta = step * t ** (-xi)
         idx = rng.integers(0, n, size=L)
-        G = gradient(S, data, tr.users[idx], tr.items[idx], tr.values[idx], Nk=Nk, C=0.0, clip_pred=True, out=Gbuf)
+        bptr, bu, bv = _group_by_item(tr.items[idx], tr.users[idx], tr.values[idx], M)
+        for b in range(nb):
+            grad_kernel(S[b], data.uptr, data.uitems, data.ucent, data.rbar, bptr, bu, bv, _check_nk(Nk), 0.0,
+                        math.inf, math.inf, float(data.rating_scale[0]), float(data.rating_scale[1]), True, G[b])
         present = np.zeros(M, dtype=np.uint8)
         present[tr.items[idx]] = 1
-        sd = math.sqrt(eta)
-        if impl == "fused":  # G is zeroed by the kernel, ready for the next step
-            sgld_step_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, draw_key(rng))
+        sd = np.sqrt(eta)
+        a = 0.5 * eta * kappa
+        if impl == "fused":
+            sgld_step_batch_kernel(S, G, Hinv, present, float(n / L), lam, a, sd, draw_key(rng))
         else:
-            Z = rng.standard_normal(size=S.shape, dtype=np.float32)
-            sgld_update_kernel(S, G, Hinv, present, float(n / L), float(lam), float(0.5 * eta * kappa), sd, Z)
-        res.noise_scales.append(sd)
+            Z = rng.standard_normal(size=(M, M), dtype=np.float32)
+            for b in range(nb):
+                sgld_update_kernel(S[b], G[b], Hinv, present, float(n / L), float(lam[b]), float(a[b]),
+                                   float(sd[b]), Z)
+                G[b].fill(0.0)
+        for b in range(nb):
+            out[b].noise_scales.append(float(sd[b]))
         if test is not None and eval_every and (t % eval_every == 0 or t == T):
-            res.history.append((t, rmse(predict(S, full, test, Nk=Nk, C=0.0), test)))
-    res.S = S
-    res.info = {**res.info, "kappa": kappa, "B": B, "n_trimmed": n, "L": L, "rho_step_scale": float(rho),
-                "impl": impl, "seconds": time.perf_counter() - t0}
-    if test is not None:
-        res.info["rmse"] = rmse(predict(S, full, test, Nk=Nk, C=0.0), test)
-        res.info["rmse_start"] = rmse_start
-    return res
+            for b in range(nb):
+                out[b].history.append((t, rmse(predict(S[b], full, test, Nk=Nk, C=0.0), test)))
+                out[b].info["movement"].append(
+                    (t, float(np.linalg.norm(S[b].astype(np.float64) - S0)) / s0_norm))
+    secs = time.perf_counter() - t0
+    for b, res in enumerate(out):
+        res.S = S[0] if nb == 1 else S[b].copy()  # a copy: one result must not keep the whole batch alive
+        res.info = {**res.info, "kappa": float(kappa[b]), "B": Bnd, "n_trimmed": n, "L": L,
+                    "rho_step_scale": float(chains[b]["rho"]), "impl": impl, "chains_in_batch": nb,
+                    "seconds": secs / nb}
+        if test is not None:
+            res.info["rmse"] = rmse(predict(S[b], full, test, Nk=Nk, C=0.0), test)
+            res.info["rmse_start"] = rmse_start
+    return out
 
 
 @dataclass

@@ -28,10 +28,10 @@ import pandas as pd
 
 from ..errors import DatasetUnavailable, ParameterError
 from ..privacy.common import check_dp_epsilon
-from ..sweep import grid_frame
+from ..sweep import grid_frame, grid_points
 from . import accounting as acc
 from .data import folds, load
-from .model import knn_rmse, sample_pnbm, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
+from .model import knn_rmse, sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
 
 NON_PRIVATE = "non-private"  # the explicit ε of a non-private grid row until the frame is finished
 
@@ -151,18 +151,96 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
     return out
 
 
+DPPS_BATCH = 8  # SGLD chains run in lockstep per call (2 float32 M×M each: 8 × 23 MB on ML-100K); numbers unchanged
+_CHAIN_KEYS = {"eta1", "rho", "lam"}
+
+
+def _dpps_frame(method: str, dataset: str, g: dict, fx: dict) -> pd.DataFrame:
+    return _dpps_points(method, dataset, grid_points(g), fx)
+
+
+def _dpps_points(method: str, dataset: str, points: list, fx: dict) -> pd.DataFrame:
+    """The rows :func:`evaluate` would give for ``points`` (dicts of fold, epsilon, eta1, rho, lam) of an SGLD method,
+    computed by
+    :func:`~dpmf_lib.nbm.model.sample_pnbm_batch`: the points of one fold share the seed (common random numbers),
+    so up to :data:`DPPS_BATCH` of them run as chains in lockstep with the noise drawn once — the same bytes as one
+    :func:`evaluate` per point. ``seconds`` is the batch's wall time shared equally among its chains."""
+    fixed = {k: v for k, v in fx.items() if k not in ("method", "dataset", "seed")}
+    rows = [None] * len(points)
+    by_fold: dict = {}
+    for k, pt in enumerate(points):
+        by_fold.setdefault(int(pt["fold"]), []).append(k)
+    for fold, ks in by_fold.items():
+        train, test = fold_data(dataset, fold)
+        s = fx["seed"] * 1000 + fold
+        for c0 in range(0, len(ks), DPPS_BATCH):
+            part = ks[c0:c0 + DPPS_BATCH]
+            chains = []
+            for k in part:
+                e = _grid_epsilon(points[k]["epsilon"])
+                chains.append({"epsilon": e if method == "dpps-pnbm" else None,
+                               **{c: points[k][c] for c in _CHAIN_KEYS}})
+            t0 = time.perf_counter()
+            res = sample_pnbm_batch(train, chains, seed=s, test=test, **fixed)
+            secs = (time.perf_counter() - t0) / len(part)
+            for k, r in zip(part, res):
+                rows[k] = {**points[k], "epsilon_amplified": np.nan, "epsilon_effective": np.nan,
+                           "rmse": r.info["rmse"], "rmse_start": r.info["rmse_start"],
+                           "posterior_scale": r.info["kappa"], "seconds": secs}
+    return pd.DataFrame(rows)
+
+
+def _frame(method: str, dataset: str, g: dict, fx: dict, n_jobs) -> pd.DataFrame:
+    gkeys = set(g) - {"fold", "epsilon"}
+    if method in ("sgld-pnbm", "dpps-pnbm") and gkeys == _CHAIN_KEYS:
+        return _dpps_frame(method, dataset, g, fx)
+    return grid_frame(evaluate, g, fixed=fx, n_jobs=n_jobs)
+
+
+def _survivors(df: pd.DataFrame, grid: dict, keep: int) -> dict:
+    """ε → the ``keep`` grid points (dicts of the grid's own values) with the lowest RMSE in ``df`` (one fold)."""
+    out = {}
+    for e, g in df.groupby("epsilon", sort=False):
+        best = g.sort_values("rmse", kind="stable").head(int(keep))
+        out[e] = [{k: next(v for v in grid[k] if v == row[k]) for k in grid} for _, row in best.iterrows()]
+    return out
+
+
 def run_grid(method: str, dataset: str, folds_: list, epsilons: list, grid: dict, fixed: dict, seed: int,
-             n_jobs: int | None = None) -> pd.DataFrame:
+             n_jobs: int | None = None, halving_keep: int | None = None) -> pd.DataFrame:
     """All (fold, ε, grid point) evaluations of one method; one row each, with the config columns.
 
     ``epsilons``: numbers > 0 or None (non-private); NaN / inf raise before anything runs. In the returned frame a
-    non-private row has ``epsilon`` NaN (the marker is resolved after the DataFrame round-trip)."""
+    non-private row has ``epsilon`` NaN (the marker is resolved after the DataFrame round-trip).
+
+    ``halving_keep`` (successive halving over folds, one rung; None: every grid point on every fold): every grid
+    point runs on the first fold; per ε only the ``halving_keep`` best by that fold's RMSE run on the other folds.
+    Every evaluation is the one the full grid would make (seed ``seed·1000 + fold`` for every configuration: common
+    random numbers), so a survivor's rows equal the full grid's; :func:`select_best` then picks among the configs
+    evaluated on every fold. Column ``n_folds`` of the aggregate tells which configs were cut after fold 1."""
     eps_in = []
     for e in epsilons:
         e = _grid_epsilon(e)
         eps_in.append(NON_PRIVATE if e is None else e)
-    g = {"fold": list(folds_), "epsilon": eps_in, **{k: list(v) for k, v in grid.items()}}
-    df = grid_frame(evaluate, g, fixed={"method": method, "dataset": dataset, "seed": seed, **fixed}, n_jobs=n_jobs)
+    fx = {"method": method, "dataset": dataset, "seed": seed, **fixed}
+    folds_ = list(folds_)
+    n_points = int(np.prod([len(v) for v in grid.values()])) if grid else 1
+    if halving_keep is not None and len(folds_) > 1 and n_points > int(halving_keep):
+        g1 = {"fold": folds_[:1], "epsilon": eps_in, **{k: list(v) for k, v in grid.items()}}
+        parts = [_frame(method, dataset, g1, fx, n_jobs)]
+        surv = _survivors(parts[0], grid, halving_keep)
+        if method in ("sgld-pnbm", "dpps-pnbm") and set(grid) == _CHAIN_KEYS:  # one batch per fold over survivors
+            pts = [{"fold": f, "epsilon": e, **c} for f in folds_[1:] for e, cfgs in surv.items() for c in cfgs]
+            parts.append(_dpps_points(method, dataset, pts, fx))
+        else:
+            for e, cfgs in surv.items():
+                for c in cfgs:
+                    g2 = {"fold": folds_[1:], "epsilon": [e], **{k: [v] for k, v in c.items()}}
+                    parts.append(_frame(method, dataset, g2, fx, n_jobs))
+        df = pd.concat(parts, ignore_index=True)
+    else:
+        g = {"fold": folds_, "epsilon": eps_in, **{k: list(v) for k, v in grid.items()}}
+        df = _frame(method, dataset, g, fx, n_jobs)
     df["epsilon"] = [np.nan if (isinstance(e, str) and e == NON_PRIVATE) else float(e) for e in df["epsilon"]]
     df["method"] = method
     df["dataset"] = _dataset(dataset).source.label
@@ -183,7 +261,10 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
         rmse=("rmse", "mean"), rmse_std=("rmse", "std"), n_folds=("rmse", "size"),
         epsilon_amplified=("epsilon_amplified", "first"), seconds=("seconds", "sum"), **extra).reset_index()
     agg["selected"] = False
-    best = agg.groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["rmse"].idxmin()
+    # only configurations evaluated on every fold of their (method, ε) compete (successive halving cuts the others)
+    full = agg["n_folds"] == agg.groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["n_folds"] \
+        .transform("max")
+    best = agg[full].groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["rmse"].idxmin()
     agg.loc[best.values, "selected"] = True
     agg["label"] = agg["method"].map(LABELS)
     return agg
