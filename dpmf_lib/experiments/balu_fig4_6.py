@@ -50,7 +50,7 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.2, height=4.0)
+    fig, axes = figure(width=5.6, height=5.0, layout="constrained")
     ax = axes[0][0]
     grid = best_lambda(df).pivot(index="gamma", columns="d", values="lam").sort_index(ascending=False)
     with np.errstate(divide="ignore"):
@@ -62,7 +62,7 @@ def plot(df: pd.DataFrame, params: dict):
     deg = deg.fillna(False).values
     for (a, b), v in np.ndenumerate(grid.values):
         ax.text(b, a, f"{v:.2g}" + ("\nbias-only" if deg[a, b] else ""), ha="center", va="center",
-                fontsize=6.5 if deg[a, b] else 7, color="c")
+                fontsize=7, color="k", bbox=dict(fc="w", ec="none", alpha=0.8, pad=1.5))
         if deg[a, b]:
             ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
     ax.set_xlabel("d")
@@ -72,8 +72,8 @@ def plot(df: pd.DataFrame, params: dict):
     ax.set_title(standin_title("Balu 2016, Figure 4.6: best λ over (d, γ), count sketch k = 4", df.dataset.unique()),
                  fontsize=9)
     note = search_note(df)
-    fig.subplots_adjust(bottom=0.24)
-    fig.text(0.01, 0.01, "hatched 'bias-only': the selected (η, λ) is no better than μ + b_u + b_i on validation\n"
+    fig.get_layout_engine().set(rect=(0, 0.17, 1, 0.83))
+    fig.text(0.01, 0.005, "hatched 'bias-only': the selected (η, λ) is no better than μ + b_u + b_i on validation\n"
              "(any larger λ ties, so its λ is not a choice)" + (f"\nsearch: {note}" if note else ""),
              fontsize=7, va="bottom", ha="left")
     return fig
