@@ -59,4 +59,9 @@ def footnote(fig, df: pd.DataFrame, extra: str = "") -> None:
         parts.append("search: " + note)
     if extra:
         parts.append(extra)
-    fig.text(0.01, 0.01, "\n".join(parts), fontsize=7, va="bottom", ha="left")
+    text = "\n".join(parts)
+    # a strip of its own at the bottom (constrained layout keeps axes, labels and legend above it)
+    fig.set_layout_engine("constrained")
+    n_lines = text.count("\n") + 1
+    fig.get_layout_engine().set(rect=(0, min(0.4, 0.012 + 0.13 * n_lines / fig.get_figheight()), 1, 1))
+    fig.text(0.01, 0.005, text, fontsize=7, va="bottom", ha="left")

@@ -60,6 +60,5 @@ def plot(df: pd.DataFrame, params: dict):
     ax.legend()
     ax.set_title(standin_title(f"Balu 2016, Figure 4.3: convergence, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
-    fig.subplots_adjust(bottom=0.25)
     footnote(fig, df.drop_duplicates(["method", "split"]))
     return fig

@@ -69,6 +69,5 @@ def plot(df: pd.DataFrame, params: dict):
     ax.legend()
     ax.set_title(standin_title(f"Balu 2016, Figure 4.4: one pass, d_r = 1..32 vs d_s = {params['d_sketch']}",
                                df.dataset.unique()), fontsize=9)
-    fig.subplots_adjust(bottom=0.25)
     footnote(fig, df)
     return fig

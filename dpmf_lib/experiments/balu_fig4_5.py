@@ -66,6 +66,5 @@ def plot(df: pd.DataFrame, params: dict):
     ax.legend(fontsize=7)
     ax.set_title(standin_title(f"Balu 2016, Figure 4.5: RMSE vs λ, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
-    fig.subplots_adjust(bottom=0.25)
     footnote(fig, df, extra="ringed: degenerate (validation RMSE = bias-only: the factors learned nothing)")
     return fig
