@@ -31,7 +31,7 @@ def run(params: dict) -> pd.DataFrame:
                                     pnbm_fixed(p), p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
         frames.append(runs.run_grid("dpps-pnbm", ds, p["folds"], [float(x) * p["tau"] for x in p["xs"]],
                                     dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"],
-                                        halving_keep=p["fold_halving_keep"]))
+                                    halving_keep=p["dpps_halving_keep"]))
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
     agg["x"] = agg["epsilon"].where(agg.method == "dpsgd-pnbm", agg["epsilon"] / p["tau"])
     agg["folds"] = ",".join(map(str, p["folds"]))
