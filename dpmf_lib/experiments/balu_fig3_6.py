@@ -43,7 +43,9 @@ def utility(kind: str, params: dict, setup: ch3.Setup) -> pd.DataFrame:
                         for u in range(len(setup.test))])
         est = metrics.blip_similarity(obs, mech.p_eps) if kind == "blip" else metrics.jlt_similarity(obs, mech.sigma)
         rows.append({"mechanism": kind, "eps": float(eps), "utility_recall": metrics.knn_recall(true_sim, est,
-                                                                                             params["knn_k"])})
+                                                                                             params["knn_k"]),
+                     # k random neighbours among the n - 1 others find k/(n-1) of the true ones on average
+                     "utility_chance": params["knn_k"] / (len(setup.test) - 1)})
     return pd.DataFrame(rows)
 
 
@@ -71,16 +73,25 @@ def plot(df: pd.DataFrame, params: dict):
 
     fig, axes = figure(2, 1, width=4.2, height=3.9, gridspec_kw={"width_ratios": [3, 1]})
     ax = axes[0, 0]
+    # ε labels only where they do not collide (JLT's and BLIP's low-ε points pile up at chance utility and their
+    # labels overprinted); every point's ε, privacy and utility is listed in the side panel
+    placed = []
     for kind, label in (("blip", "BLIP (L = 5,000 bits, K = 20)"), ("jlt", "JLT (L = 1,000 reals)")):
         s = df[df["mechanism"] == kind]
-        ax.plot(s["privacy"], s["utility_recall"], marker="o", label=label)
+        line, = ax.plot(s["privacy"], s["utility_recall"], marker="o", label=label)
         for _, r in s.iterrows():
-            ax.annotate(f"{r['eps']:g}", (r["privacy"], r["utility_recall"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+            xy = (float(r["privacy"]) / 1.02, float(r["utility_recall"]) / 1.02)
+            if all((xy[0] - a) ** 2 + (xy[1] - b) ** 2 > 0.045 ** 2 for a, b in placed):
+                placed.append(xy)
+                ax.annotate(f"{r['eps']:g}", (r["privacy"], r["utility_recall"]), fontsize=7,
+                            color=line.get_color(), xytext=(4, 4), textcoords="offset points")
         void = s[s[ch3.VOID_COL].astype(bool)] if ch3.VOID_COL in s else s.iloc[:0]
         if len(void):
             ax.plot(void["privacy"], void["utility_recall"], "x", color="tab:red", ms=9, mew=1.5,
                     label=f"JLT, {ch3.VOID_LABEL}")
+    if "utility_chance" in df:
+        ax.axhline(float(df["utility_chance"].iloc[0]), color="0.4", ls=":", lw=1,
+                   label=f"chance: {params['knn_k']} random neighbours ({df['utility_chance'].iloc[0]:.3f})")
     ax.set_xlabel("privacy = 1 − cos(P, P̂) (MCMC with prior)")
     ax.set_ylabel(f"utility = recall of true {params['knn_k']}-NN")
     ax.set_xlim(0, 1.02)
@@ -91,8 +102,17 @@ def plot(df: pd.DataFrame, params: dict):
     ax.set_title(standin_title("Balu 2016 Figure 3.6: utility vs privacy (labels: ε)" + (f"\n{note}" if note else ""),
                                labels), fontsize="small")
     ax2 = axes[0, 1]
-    ax2.text(0.5, 0.5, "Digg: not available\n(the 2016 Digg crawl cannot be obtained;\nsee Table 3.1)", ha="center",
-             va="center", transform=ax2.transAxes)
+    ax2.text(0.0, 1.0, "Digg: not available (the 2016 Digg\ncrawl cannot be obtained; see Table 3.1)", ha="left",
+             va="top", transform=ax2.transAxes, fontsize=7)
+    rows = ["every point (ε: privacy, utility)"]
+    for kind, name in (("blip", "BLIP"), ("jlt", "JLT")):
+        s = df[df["mechanism"] == kind].sort_values("eps", ascending=False)
+        rows.append(name + ":")
+        rows += [f"  {r['eps']:g}: {r['privacy']:.2f}, {r['utility_recall']:.3f}"
+                 + (" ×" if bool(r.get(ch3.VOID_COL, False)) else "") for _, r in s.iterrows()]
+    rows.append("× : no DP guarantee (ε ≥ ln(1/δ))")
+    ax2.text(0.0, 0.86, "\n".join(rows), ha="left", va="top", transform=ax2.transAxes, fontsize=6.5,
+             family="monospace")
     ax2.set_axis_off()
     fig.tight_layout()
     return fig
