@@ -169,3 +169,23 @@ def test_gibbs_run_in_two_halves_is_the_same_chain():
                             np.zeros((0, 121)))
     np.testing.assert_allclose(res.marginals, counts / 401)
     assert np.isfinite(res.split_rhat) and res.split_rhat >= 1.0
+
+
+def test_blip_numpy_baseline_runs_the_same_chain_as_the_kernel():
+    """The benchmark's vectorised numpy baseline is the same sampler: same inputs, same chain and counts."""
+    rng = np.random.default_rng(21)
+    n_c, L, K, c_max, n = 60, 300, 6, 15, 400
+    cb = bloom_codebook(n_c, L, K, seed=22)
+    m = BLIP(cb, 8.0)
+    bt = m.sanitize(np.arange(7), seed=rng)
+    log_rho = rng.normal(-1.5, 0.5, n_c)
+    sgn = np.where(bt > 0, 1, -1).astype(np.int32)
+    lam = math.log((1 - m.p_eps) / m.p_eps)
+    sd, u = _draws(c_max, n, 23)
+    init = np.full(c_max, -1, dtype=np.int64)
+    init[:4] = [1, 5, 8, 40]
+    slots, counts = init.copy(), np.zeros(n_c, dtype=np.int64)
+    gibbs.blip_gibbs_kernel(cb.bits, cb.nbits, sgn, lam, log_rho, slots, sd, u, 30, counts, np.zeros((0, n_c + 1)))
+    np_counts, np_slots = gibbs.blip_gibbs_numpy(cb.bits, cb.nbits, sgn, lam, log_rho, init, sd, u, 30)
+    assert np.array_equal(counts, np_counts) and np.array_equal(slots, np_slots)
+    assert counts.sum() > 0

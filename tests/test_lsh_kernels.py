@@ -264,3 +264,23 @@ def test_two_stage_search_finds_exact_duplicates_and_matches_bruteforce():
     for a in range(5):
         np.testing.assert_allclose(dense[a, full[a]], np.sort(dense[a])[::-1][:10], atol=1e-5)
     np.testing.assert_array_equal(lsh.exact_nn(X[:4], X), [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("L", [16, 130, 256])
+def test_every_hamming_knn_path_equals_the_reference(L):
+    """The threshold scan (default, #19), the sorted-list scan and the histogram select agree with the stable argsort,
+    including many ties (few bits), a query count that is not a multiple of 4 and k = the whole database."""
+    from dpmf_lib.lsh import _kernels as K
+
+    rng = np.random.default_rng(100 + L)
+    A = np.where(rng.random((13, L)) < 0.5, 1, -1).astype(np.int8)
+    B = np.where(rng.random((2500, L)) < 0.5, 1, -1).astype(np.int8)
+    B[100:140] = A[0]  # exact duplicates of a query: distance-0 ties
+    PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
+    for k in (1, 10, 300, 2500):
+        i_ref, d_ref = lsh.hamming_knn_reference(A, B, k)
+        for method in ("threshold", "small", "hist"):
+            if method == "small" and k > 300:
+                continue
+            i1, d1 = K.hamming_knn_kernel(PA, PB, k, L, method)
+            assert np.array_equal(i1, i_ref) and np.array_equal(d1, d_ref), (k, method)

@@ -72,11 +72,15 @@ def pack_projections_kernel(P):
     """Project-and-sign straight from projections: (n, L) float32 ``X W`` → packed codes of ``sign(P)`` (sign(0)=+1)."""
     n, L = P.shape
     nw = (L + 63) // 64
-    out = np.zeros((n, nw), np.uint64)
+    out = np.empty((n, nw), np.uint64)
     for i in prange(n):
-        for j in range(L):
-            if P[i, j] >= 0:
-                out[i, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+        for w in range(nw):
+            j0 = w * 64
+            j1 = min(L, j0 + 64)
+            acc = np.uint64(0)
+            for j in range(j0, j1):  # the word is built in a register and stored once
+                acc |= np.uint64(P[i, j] >= 0) << np.uint64(j - j0)
+            out[i, w] = acc
     return out
 
 
@@ -348,22 +352,159 @@ def _hamming_knn_small(Q, D, k, n_groups, block):
     return idx, dist
 
 
+@njit(cache=True, inline="always")
+def _dist(q, D, i, nw):
+    if nw == 4:  # 256-bit codes unrolled (the loop-invariant branch is hoisted by LLVM)
+        return np.int64(popcount64(q[0] ^ D[i, 0]) + popcount64(q[1] ^ D[i, 1]) + popcount64(q[2] ^ D[i, 2])
+                        + popcount64(q[3] ^ D[i, 3]))
+    v = np.uint64(0)
+    for w in range(nw):
+        v += popcount64(q[w] ^ D[i, w])
+    return np.int64(v)
+
+
+@njit(cache=True)
+def _compact(cand_i, cand_d, size, hist, thr, lt, k):
+    """Keep the candidates with distance < thr and the first ``k - lt`` (in index order) at distance thr; rebuild the
+    histogram. Returns the new size (≤ k)."""
+    need_t = k - lt
+    w = 0
+    for j in range(size):
+        v = cand_d[j]
+        keep = v < thr
+        if v == thr and need_t > 0:
+            keep = True
+            need_t -= 1
+        hist[v] -= 1
+        if keep:
+            cand_i[w] = cand_i[j]
+            cand_d[w] = v
+            w += 1
+    for j in range(w):
+        hist[cand_d[j]] += 1
+    return w
+
+
+@njit(cache=True, inline="always")
+def _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap):
+    """Append row i at distance v < t to query x's candidates; return the lowered threshold."""
+    if size[x] == cap:
+        size[x] = _compact(cand_i[x], cand_d[x], size[x], hist[x], t, lt[x], k)
+    s = size[x]
+    cand_i[x, s] = i
+    cand_d[x, s] = v
+    size[x] = s + 1
+    hist[x, v] += 1
+    c = lt[x] + 1
+    while c >= k:  # lower the threshold while ≥ k candidates lie below it
+        t -= 1
+        c -= hist[x, t]
+    lt[x] = c
+    return t
+
+
+@njit(cache=True, parallel=True)
+def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
+    """Any k, one pass (issue #19). Queries are split into ``n_groups`` groups (one per thread); each group walks the
+    database in blocks of ``block`` rows and scans each block for all its queries while it is in cache — 256-bit codes
+    four queries at a time, so a row's words are loaded once for four distances. Per query a threshold ``thr`` (the
+    smallest t with at least k candidates at distance ≤ t; n_bits + 1 until k are seen) rejects a row with one
+    comparison; accepted rows go to a candidate list (index order), compacted when full. A row at distance ≥ thr can
+    never be selected: ≥ k earlier rows are at distance ≤ thr, and ties go to the smaller index. The answer is the
+    first k candidates by (distance, index) (counting sort on distance, stable)."""
+    nq, nw = Q.shape
+    n = D.shape[0]
+    idx = np.empty((nq, k), np.int64)
+    dist = np.empty((nq, k), np.int32)
+    cap = 2 * k + 64
+    per = (nq + n_groups - 1) // n_groups
+    for g in prange(n_groups):
+        a0 = g * per
+        a1 = min(nq, a0 + per)
+        m = max(0, a1 - a0)
+        cand_i = np.empty((m, cap), np.int64)
+        cand_d = np.empty((m, cap), np.int64)
+        hist = np.zeros((m, n_bits + 2), np.int64)
+        size = np.zeros(m, np.int64)
+        thr = np.full(m, n_bits + 1, np.int64)
+        lt = np.zeros(m, np.int64)  # candidates at distance < thr
+        m4 = m - m % 4 if nw == 4 else 0
+        for lo in range(0, n, block):
+            hi = min(n, lo + block)
+            for x in range(0, m4, 4):
+                qa, qb, qc, qd = Q[a0 + x], Q[a0 + x + 1], Q[a0 + x + 2], Q[a0 + x + 3]
+                a_0, a_1, a_2, a_3 = qa[0], qa[1], qa[2], qa[3]
+                b_0, b_1, b_2, b_3 = qb[0], qb[1], qb[2], qb[3]
+                c_0, c_1, c_2, c_3 = qc[0], qc[1], qc[2], qc[3]
+                d_0, d_1, d_2, d_3 = qd[0], qd[1], qd[2], qd[3]
+                ta, tb, tc, td = thr[x], thr[x + 1], thr[x + 2], thr[x + 3]
+                for i in range(lo, hi):
+                    w0, w1, w2, w3 = D[i, 0], D[i, 1], D[i, 2], D[i, 3]
+                    va = np.int64(popcount64(a_0 ^ w0) + popcount64(a_1 ^ w1) + popcount64(a_2 ^ w2)
+                                  + popcount64(a_3 ^ w3))
+                    vb = np.int64(popcount64(b_0 ^ w0) + popcount64(b_1 ^ w1) + popcount64(b_2 ^ w2)
+                                  + popcount64(b_3 ^ w3))
+                    vc = np.int64(popcount64(c_0 ^ w0) + popcount64(c_1 ^ w1) + popcount64(c_2 ^ w2)
+                                  + popcount64(c_3 ^ w3))
+                    vd = np.int64(popcount64(d_0 ^ w0) + popcount64(d_1 ^ w1) + popcount64(d_2 ^ w2)
+                                  + popcount64(d_3 ^ w3))
+                    if va < ta:
+                        ta = _accept(x, i, va, ta, cand_i, cand_d, size, hist, lt, k, cap)
+                    if vb < tb:
+                        tb = _accept(x + 1, i, vb, tb, cand_i, cand_d, size, hist, lt, k, cap)
+                    if vc < tc:
+                        tc = _accept(x + 2, i, vc, tc, cand_i, cand_d, size, hist, lt, k, cap)
+                    if vd < td:
+                        td = _accept(x + 3, i, vd, td, cand_i, cand_d, size, hist, lt, k, cap)
+                thr[x], thr[x + 1], thr[x + 2], thr[x + 3] = ta, tb, tc, td
+            for x in range(m4, m):
+                q = Q[a0 + x]
+                t = thr[x]
+                for i in range(lo, hi):
+                    v = _dist(q, D, i, nw)
+                    if v < t:
+                        t = _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap)
+                thr[x] = t
+        for x in range(m):
+            a = a0 + x
+            h = hist[x]
+            pos = np.empty(n_bits + 2, np.int64)
+            acc = 0
+            for v in range(n_bits + 2):
+                pos[v] = acc
+                acc += h[v]
+            for j in range(size[x]):
+                v = cand_d[x, j]
+                p = pos[v]
+                pos[v] = p + 1
+                if p < k:
+                    idx[a, p] = cand_i[x, j]
+                    dist[a, p] = v
+    return idx, dist
+
+
 SMALL_K = 64
 
 
-def hamming_knn_kernel(Q, D, k, n_bits):
+def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     """The k smallest Hamming distances of every query, ties broken by the smaller database index.
 
-    k ≤ SMALL_K: one pass keeping a sorted list of the k best (:func:`_hamming_knn_small`); larger k: distance histogram
-    and counting select (:func:`_hamming_knn_hist`). Returns (indices (nq, k) int64, distances (nq, k) int32), each row
-    in increasing (distance, index) order.
+    ``auto`` / ``threshold``: one pass with a rejection threshold and a candidate list, queries blocked four at a time
+    (:func:`_hamming_knn_threshold`, #19: measured faster than both older paths at k = 10 and k = 1,000 on 1M codes);
+    ``small``: one pass keeping a sorted list of the k best (:func:`_hamming_knn_small`); ``hist``: the distance
+    histogram and counting select per query (:func:`_hamming_knn_hist`). All return the same (indices (nq, k) int64,
+    distances (nq, k) int32), each row in increasing (distance, index) order.
     """
-    if k <= SMALL_K:
-        from numba import get_num_threads
+    from numba import get_num_threads
 
-        groups = max(1, min(len(Q), get_num_threads()))
+    groups = max(1, min(len(Q), get_num_threads()))
+    if method == "hist":
+        return _hamming_knn_hist(Q, D, k, n_bits)
+    if method == "small":
         return _hamming_knn_small(Q, D, k, groups, 4096)
-    return _hamming_knn_hist(Q, D, k, n_bits)
+    if method not in ("auto", "threshold"):
+        raise ValueError(f"method must be 'auto', 'threshold', 'small' or 'hist', got {method!r}")
+    return _hamming_knn_threshold(Q, D, k, n_bits, groups, 1024)
 
 
 # ----------------------------------------------------------------------------------------------------------- estimators
