@@ -11,6 +11,11 @@ Extra series (ours, not in the paper): "DPSGD-PNBM, per-user clipped (ours)" —
 L1, Laplace noise calibrated to that clip, item means privatised with a ``clipped_mean_share`` of ε; its ε is the one
 that provably holds at rating level (basic composition, no subsampling amplification), unlike the paper's series,
 whose ε is the paper's accounting. Grid: ``clipped_grid`` (null: the DPSGD-PNBM grid; ci: one configuration).
+
+Extra series (ours, a labelled deviation; issue #16 finding 7): "DPSGD-MF, larger η" and its noise-free reference
+"MF, larger η" — the same trainers on the MF grid with ``mf_lr_eta`` in place of the paper's η ∈ {6, 8}·10⁻⁴, at
+which MF does not move from its N(0, 0.1²) start (noise-free ≈ item means); at η = 0.01 it trains. The paper's
+series stay as they are; the deviation is drawn beside them, never in their place. ``mf_lr_eta: []`` turns it off.
 """
 
 from __future__ import annotations
@@ -79,6 +84,12 @@ def run(params: dict) -> pd.DataFrame:
                                     halving_keep=p["fold_halving_keep"]))
         frames.append(runs.run_grid("mf", ds, p["folds"], [None], mf_grid(p), mfx, p["seed"], p["n_jobs"],
                                     halving_keep=p["fold_halving_keep"]))
+        if p["mf_lr_eta"]:  # ours (issue #16 finding 7): the MF baselines with a learning rate at which MF trains
+            lr = {**mf_grid(p), "eta": p["mf_lr_eta"]}
+            frames.append(runs.run_grid("dpsgd-mf-lr", ds, p["folds"], p["epsilons"], lr, mfx, p["seed"], p["n_jobs"],
+                                        halving_keep=p["fold_halving_keep"]))
+            frames.append(runs.run_grid("mf-lr", ds, p["folds"], [None], lr, mfx, p["seed"], p["n_jobs"],
+                                        halving_keep=p["fold_halving_keep"]))
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)
@@ -109,19 +120,22 @@ def plot(df: pd.DataFrame, params: dict):
     for r, ds in enumerate(datasets):
         ax, ax2 = axes[r]
         sel = df[(df.dataset == ds) & df.selected]
-        for m, style in (("dpsgd-pnbm", "o-"), ("dpsgd-mf", "s-"), ("dpsgd-pnbm-clipped", "^--")):
+        nf = int(sel.n_folds.max()) if len(sel) else 1
+        for m, style in (("dpsgd-pnbm", "o-"), ("dpsgd-mf", "s-"), ("dpsgd-pnbm-clipped", "^--"),
+                         ("dpsgd-mf-lr", "s:")):
             g = sel[sel.method == m].sort_values("epsilon")
             if not len(g):
                 continue
-            ax.errorbar(g.epsilon, g.rmse, yerr=g.rmse_std.fillna(0), fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
-        for m, ls in (("pcc", ":"), ("cos", "-."), ("pnbm", "--"), ("mf", (0, (1, 3)))):
+            yerr = g.rmse_std.fillna(0) if nf > 1 else None  # one fold: no spread to show
+            ax.errorbar(g.epsilon, g.rmse, yerr=yerr, fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
+        for m, ls in (("pcc", ":"), ("cos", "-."), ("pnbm", "--"), ("mf", (0, (1, 3))), ("mf-lr", (0, (5, 2)))):
             g = sel[sel.method == m]
             if len(g):
                 ax.axhline(float(g.rmse.iloc[0]), ls=ls, lw=1.2, color="0.35" if m in ("pcc", "cos") else "0.6",
                            label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.3f}")
         ax.set_xscale("log")
         ax.set_xlabel("ε, rating level (paper's accounting; provable for the series marked ours)")
-        ax.set_ylabel("test RMSE (mean over folds)")
+        ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         ax.set_title(f"{ds}: RMSE vs ε (folds {df.folds.iloc[0]})")
         ax.legend(fontsize=7)
         g = sel[sel.method == "dpsgd-pnbm"].sort_values("epsilon")

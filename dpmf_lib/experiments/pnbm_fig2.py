@@ -2,9 +2,11 @@
 
 DPPS-PNBM: SGLD (eq. 11) on the log-posterior scaled by κ = min(1, ε/(4B)), B = (5 - 1)² τ, τ = 200, one released
 sample (the last state). DPPS-MF is Liu et al.'s posterior-sampling MF from :mod:`dpmf_lib.privacy` (never a second
-implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rmse`); while that module is not available the figure leaves DPPS-MF out and says so (column ``note``,
-the title and the notebook). The non-private SGLD sample (κ = 1) is drawn as a reference line. The number of SGLD
-steps T and the minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
+implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rmse`). The non-private SGLD sample
+(κ = 1, same grid) and the chains' common data-independent start S⁰ (its predictor, no training: column
+``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰ (issue #16
+finding 9), so the SGLD line lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the
+minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
 """
 
 from __future__ import annotations
@@ -75,18 +77,25 @@ def plot(df: pd.DataFrame, params: dict):
     for r, ds in enumerate(datasets):
         ax = axes[r][0]
         sel = df[(df.dataset == ds) & df.selected]
+        nf = int(sel.n_folds.max()) if len(sel) else 1
         for m, style in (("dpps-pnbm", "o-"), ("dpps-mf", "s-")):
             g = sel[sel.method == m].sort_values("epsilon")
             if len(g):
-                ax.errorbar(g.x, g.rmse, yerr=g.rmse_std.fillna(0), fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
+                yerr = g.rmse_std.fillna(0) if nf > 1 else None  # one fold: no spread to show
+                ax.errorbar(g.x, g.rmse, yerr=yerr, fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
         for m, ls in (("pcc", ":"), ("cos", "-."), ("sgld-pnbm", "--")):
             g = sel[sel.method == m]
             if len(g):
                 ax.axhline(float(g.rmse.iloc[0]), ls=ls, lw=1.2, color="0.35" if m != "sgld-pnbm" else "0.6",
-                           label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.3f}")
+                           label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.4f}")
+        st = sel[sel.method.isin(["sgld-pnbm", "dpps-pnbm"])]
+        if "rmse_start" in st and st.rmse_start.notna().any():  # one start S⁰ for every chain of a fold
+            r0 = float(st.rmse_start.dropna().iloc[0])
+            ax.axhline(r0, ls=(0, (2, 2)), lw=1.0, color="tab:red",
+                       label=f"start S⁰ ~ U(0, {params['init_high']}), no training: {r0:.4f}")
         ax.set_xscale("log")
         ax.set_xlabel(f"x  (user-level ε = x · τ, τ = {params['tau']})")
-        ax.set_ylabel("test RMSE (mean over folds)")
+        ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         title = f"{ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)"
         ax.set_title(title)
         ax.legend(fontsize=7)

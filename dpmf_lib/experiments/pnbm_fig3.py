@@ -54,13 +54,20 @@ def plot(df: pd.DataFrame, params: dict):
     for r, ds in enumerate(datasets):
         ax = axes[r][0]
         sel = df[(df.dataset == ds) & df.selected]
+        nf = int(sel.n_folds.max()) if len(sel) else 1
         for m, style, lab in (("dpsgd-pnbm", "o-", "DPSGD-PNBM (ε = x per rating)"),
                               ("dpps-pnbm", "s-", "DPPS-PNBM (ε = x·τ per user)")):
             g = sel[sel.method == m].sort_values("x")
-            ax.errorbar(g.x, g.rmse, yerr=g.rmse_std.fillna(0), fmt=style, ms=4, capsize=2, label=lab)
+            yerr = g.rmse_std.fillna(0) if nf > 1 else None  # one fold: no spread to show
+            ax.errorbar(g.x, g.rmse, yerr=yerr, fmt=style, ms=4, capsize=2, label=lab)
+        st = sel[sel.method == "dpps-pnbm"]
+        if "rmse_start" in st and st.rmse_start.notna().any():
+            r0 = float(st.rmse_start.dropna().iloc[0])
+            ax.axhline(r0, ls=(0, (2, 2)), lw=1.0, color="tab:red",
+                       label=f"DPPS start S⁰ (data-independent, no training): {r0:.4f}")
         ax.set_xscale("log")
         ax.set_xlabel("x: rating-level ε (DPPS: average, ε_user / τ)")
-        ax.set_ylabel("test RMSE (mean over folds)")
+        ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         ax.set_title(f"{ds} (folds {df.folds.iloc[0]})")
         ax.legend(fontsize=8)
     fig.suptitle(standin_title("PNBM paper, Figure 3: DPSGD-PNBM vs DPPS-PNBM at rating level", datasets), fontsize=10)

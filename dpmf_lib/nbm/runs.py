@@ -3,7 +3,8 @@
 Used by ``dpmf_lib.experiments.pnbm_fig1..3``. Methods:
 ``pcc``, ``cos`` (non-private kNN), ``pnbm`` (noise-free SGD PNBM), ``dpsgd-pnbm``, ``dpsgd-pnbm-clipped`` (ours:
 per-user L1 clipping, :func:`~dpmf_lib.nbm.model.train_pnbm_clipped`), ``mf`` (noise-free SGD MF),
-``dpsgd-mf``, ``sgld-pnbm`` (non-private SGLD sample), ``dpps-pnbm``, ``dpps-mf`` (Liu et al.'s posterior sampling MF,
+``dpsgd-mf``, ``mf-lr`` / ``dpsgd-mf-lr`` (the same MF trainers on a larger learning-rate grid: ours, a labelled
+deviation — with the paper's η ≤ 8·10⁻⁴ MF does not move from its start), ``sgld-pnbm`` (non-private SGLD sample), ``dpps-pnbm``, ``dpps-mf`` (Liu et al.'s posterior sampling MF,
 called from :mod:`dpmf_lib.privacy` — never re-implemented here).
 
 Selection ("heuristic grid search", section 5.1): for every (method, ε) the configuration with the lowest RMSE
@@ -35,9 +36,12 @@ from .model import knn_rmse, sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, tra
 
 NON_PRIVATE = "non-private"  # the explicit ε of a non-private grid row until the frame is finished
 
-METHODS = ("pcc", "cos", "pnbm", "dpsgd-pnbm", "dpsgd-pnbm-clipped", "mf", "dpsgd-mf", "sgld-pnbm", "dpps-pnbm", "dpps-mf")
+METHODS = ("pcc", "cos", "pnbm", "dpsgd-pnbm", "dpsgd-pnbm-clipped", "mf", "dpsgd-mf", "mf-lr", "dpsgd-mf-lr", "sgld-pnbm",
+           "dpps-pnbm", "dpps-mf")
 LABELS = {"pcc": "PCC (non-private)", "cos": "COS (non-private)", "pnbm": "PNBM (noise-free SGD)",
           "dpsgd-pnbm": "DPSGD-PNBM", "dpsgd-pnbm-clipped": "DPSGD-PNBM, per-user clipped (ours)", "mf": "MF (noise-free SGD)", "dpsgd-mf": "DPSGD-MF",
+          "mf-lr": "MF (noise-free SGD), larger η (ours, deviation)",
+          "dpsgd-mf-lr": "DPSGD-MF, larger η (ours, deviation)",
           "sgld-pnbm": "PNBM (non-private SGLD)", "dpps-pnbm": "DPPS-PNBM", "dpps-mf": "DPPS-MF"}
 
 
@@ -132,8 +136,9 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         res = train_pnbm_clipped(train, epsilon=epsilon, seed=s, test=test, **cfg)
         out["rmse"] = res.info["rmse"]
         out["noise_scale_t1"] = res.noise_scales[0]
-    elif method in ("mf", "dpsgd-mf"):
-        res = train_dpsgd_mf(train, epsilon=epsilon if method == "dpsgd-mf" else None, seed=s, test=test, **cfg)
+    elif method in ("mf", "dpsgd-mf", "mf-lr", "dpsgd-mf-lr"):  # *-lr: the same trainer on a larger-η grid (ours)
+        private = method.startswith("dpsgd")
+        res = train_dpsgd_mf(train, epsilon=epsilon if private else None, seed=s, test=test, **cfg)
         out["rmse"] = res.rmse
     elif method in ("sgld-pnbm", "dpps-pnbm"):
         res = sample_pnbm(train, epsilon=epsilon if method == "dpps-pnbm" else None, seed=s, test=test, **cfg)
