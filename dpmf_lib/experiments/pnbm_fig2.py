@@ -55,6 +55,10 @@ def run(params: dict) -> pd.DataFrame:
                                     {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]},
                                     p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
+    # movement traces of the selected chains on the first fold (issue #16 finding 9): rows with method "trace"
+    traces = [runs.chain_traces(agg, ds, p["folds"][0], dpps_fixed(p), p["seed"]) for ds in datasets]
+    agg = pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True)
+    agg["selected"] = agg["selected"].astype(bool)
     agg["x"] = agg["epsilon"] / p["tau"]
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)
@@ -73,9 +77,10 @@ def run(params: dict) -> pd.DataFrame:
 
 def plot(df: pd.DataFrame, params: dict):
     datasets = list(df.dataset.unique())
-    fig, axes = figure(ncols=1, nrows=max(1, len(datasets)), width=6.0, height=4.0)
+    fig, axes = figure(ncols=2, nrows=max(1, len(datasets)), width=6.0, height=4.0)
     for r, ds in enumerate(datasets):
         ax = axes[r][0]
+        _plot_traces(axes[r][1], df[(df.dataset == ds) & (df.method == "trace")], params)
         sel = df[(df.dataset == ds) & df.selected]
         nf = int(sel.n_folds.max()) if len(sel) else 1
         for m, style in (("dpps-pnbm", "o-"), ("dpps-mf", "s-")):
@@ -102,3 +107,20 @@ def plot(df: pd.DataFrame, params: dict):
     fig.suptitle(standin_title("PNBM paper, Figure 2: DPPS-PNBM vs DPPS-MF vs PCC/COS", datasets), fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _plot_traces(ax, tr: pd.DataFrame, params: dict) -> None:
+    """‖S_t − S⁰‖_F / ‖S⁰‖_F against the SGLD step for the selected chains (fold of the first evaluation)."""
+    if not len(tr):
+        ax.set_axis_off()
+        return
+    for (m, e), g in tr.groupby(["traced", "epsilon"], dropna=False, sort=False):
+        lab = "non-private SGLD" if m == "sgld-pnbm" else f"DPPS-PNBM x = {float(e) / params['tau']:g}"
+        g = g.sort_values("t")
+        ax.plot(g.t, g.moved.clip(lower=1e-12), marker=".", ms=3,
+                label=f"{lab}: RMSE {g.rmse.iloc[0]:.4f} → {g.rmse.iloc[-1]:.4f}")
+    ax.set_yscale("log")
+    ax.set_xlabel("SGLD step t")
+    ax.set_ylabel("‖S_t − S⁰‖_F / ‖S⁰‖_F")
+    ax.set_title(f"Do the chains move? (selected configs, fold u{int(tr.fold.iloc[0])})")
+    ax.legend(fontsize=6)

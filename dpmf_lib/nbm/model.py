@@ -417,7 +417,8 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
     for all chains (kernels.sgld_step_batch_kernel). Memory: 2 float32 M×M matrices per chain.
 
     With ``test`` and ``eval_every``, ``history`` gets (t, test RMSE) and ``info["movement"]`` (t, ‖S_t − S⁰‖_F /
-    ‖S⁰‖_F): how far the chain moved from its data-independent start (issue #16: DPPS chains that do not move)."""
+    ‖S⁰‖_F): how far the chain moved from its data-independent start (issue #16: DPPS chains that do not move);
+    ``info["moved"]`` is that ratio for the released sample, always."""
     _check_impl(impl)
     if not chains:
         raise ParameterError("sample_pnbm_batch needs at least one chain")
@@ -498,6 +499,7 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
     secs = time.perf_counter() - t0
     for b, res in enumerate(out):
         res.S = S[0] if nb == 1 else S[b].copy()  # a copy: one result must not keep the whole batch alive
+        res.info["moved"] = float(np.linalg.norm(S[b].astype(np.float64) - S0) / max(np.linalg.norm(S0), 1e-300))
         res.info = {**res.info, "kappa": float(kappa[b]), "B": Bnd, "n_trimmed": n, "L": L,
                     "rho_step_scale": float(chains[b]["rho"]), "impl": impl, "chains_in_batch": nb,
                     "seconds": secs / nb}

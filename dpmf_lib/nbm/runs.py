@@ -145,6 +145,7 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         out["rmse"] = res.info["rmse"]
         out["rmse_start"] = res.info["rmse_start"]
         out["posterior_scale"] = res.info["kappa"]
+        out["moved"] = res.info["moved"]  # ‖S_T − S⁰‖_F / ‖S⁰‖_F
     else:  # dpps-mf
         res = dpps_mf_release(train, epsilon=epsilon, seed=s, **cfg)
         out["rmse"] = float(res.local_model(train).rmse(test, clip=True))
@@ -191,7 +192,7 @@ def _dpps_points(method: str, dataset: str, points: list, fx: dict) -> pd.DataFr
             for k, r in zip(part, res):
                 rows[k] = {**points[k], "epsilon_amplified": np.nan, "epsilon_effective": np.nan,
                            "rmse": r.info["rmse"], "rmse_start": r.info["rmse_start"],
-                           "posterior_scale": r.info["kappa"], "seconds": secs}
+                           "posterior_scale": r.info["kappa"], "moved": r.info["moved"], "seconds": secs}
     return pd.DataFrame(rows)
 
 
@@ -260,6 +261,8 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
     d = df.copy()
     d["epsilon"] = d["epsilon"].astype(float)
     extra = {"rmse_start": ("rmse_start", "mean")} if "rmse_start" in d else {}
+    if "moved" in d:
+        extra["moved"] = ("moved", "mean")
     if "epsilon_effective" in d:
         extra["epsilon_effective"] = ("epsilon_effective", "max")
     agg = d.groupby(keys, dropna=False, sort=False).agg(
@@ -312,6 +315,35 @@ def chain_movement(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> flo
     if row is None or "rmse_start" not in row or pd.isna(row["rmse_start"]):
         return float("nan")
     return float(abs(row["rmse"] - row["rmse_start"]))
+
+
+def chain_traces(agg: pd.DataFrame, dataset: str, fold: int, fixed: dict, seed: int, n_points: int = 10) -> pd.DataFrame:
+    """Movement traces of the selected SGLD chains (issue #16 finding 9): for every selected ``dpps-pnbm`` /
+    ``sgld-pnbm`` row of ``dataset``, its chain on ``fold`` rerun (same seed, so the same chain) with ``n_points``
+    evaluations: rows (method "trace", traced = the method, epsilon, config, t, moved = ‖S_t − S⁰‖_F / ‖S⁰‖_F, rmse).
+    All chains of the fold run as one batch (common random numbers)."""
+    sel = agg[(agg.dataset == _dataset(dataset).source.label) & agg.selected
+              & agg.method.isin(["dpps-pnbm", "sgld-pnbm"])]
+    if not len(sel):
+        return pd.DataFrame()
+    train, test = fold_data(dataset, int(fold))
+    chains, meta = [], []
+    for _, r in sel.iterrows():
+        cfg = {k: float(v) for k, v in (kv.split("=") for kv in str(r["config"]).split(", "))}
+        eps = None if (r.method == "sgld-pnbm" or pd.isna(r.epsilon)) else float(r.epsilon)
+        chains.append({"epsilon": eps, **{k: cfg[k] for k in _CHAIN_KEYS}})
+        meta.append((r.method, r.epsilon, r.config))
+    T = int(fixed["T"])
+    rows = []
+    for c0 in range(0, len(chains), DPPS_BATCH):
+        res = sample_pnbm_batch(train, chains[c0:c0 + DPPS_BATCH], seed=seed * 1000 + int(fold), test=test,
+                                eval_every=max(1, T // n_points), **fixed)
+        for (m, e, cfg), r in zip(meta[c0:c0 + DPPS_BATCH], res):
+            for (t, rm), (_, mv) in zip(r.history, r.info["movement"]):
+                rows.append({"dataset": _dataset(dataset).source.label, "method": "trace", "traced": m,
+                             "epsilon": e, "config": cfg, "t": t, "moved": mv, "rmse": rm, "fold": int(fold),
+                             "selected": False})
+    return pd.DataFrame(rows)
 
 
 def item_means_rmse(dataset: str, folds_: list) -> float:
