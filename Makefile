@@ -64,7 +64,7 @@ lab: data
 
 bench: $(STAMP)
 	mkdir -p bench-results
-	for s in machine mf sketch attacks lsh; do \
+	for s in machine mf sketch attacks lsh pnbm; do \
 	  $(PY) -m dpmf_lib.bench $$s --profile $(if $(filter paper,$(PROFILE)),paper,quick) --out bench-results/$$s.json || exit 1; \
 	done
 

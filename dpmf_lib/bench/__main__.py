@@ -30,12 +30,65 @@ def machine_info() -> dict:
     return info
 
 
+def _params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _key(r: dict) -> tuple:
+    return r["name"], r["metric"], json.dumps(r.get("params", {}), sort_keys=True, default=str)
+
+
+def table(doc: dict, old: dict | None = None) -> str:
+    """The run as readable text: its ratios (value, target, met), then its records; with ``old`` (an earlier run's
+    JSON) each ratio and record gets the earlier value and new/old beside it. Absolute times drift between runs on
+    a shared machine: read the ratios first."""
+    old_ratios = {r["name"]: r for r in (old or {}).get("ratios", [])}
+    old_records = {_key(r): r for r in (old or {}).get("records", [])}
+    lines = [f"{doc['suite']} ({doc['profile']}), {doc['wall_time_s']:.0f} s, {doc['finished_utc']}"
+             + (f"; compared with {old.get('finished_utc', 'an earlier run')}" if old else "")]
+    rows = [("ratio", "value", "target", "met") + (("earlier", "now/earlier") if old else ())]
+    for r in doc["ratios"]:
+        met = "—" if r.get("met") is None else ("met" if r["met"] else "NOT met")
+        row = (r["name"], f"{r['value']:.3g}", r.get("target") or "—", met)
+        if old:
+            o = old_ratios.get(r["name"])
+            row += ("—", "—") if o is None else (f"{o['value']:.3g}", f"{r['value'] / o['value']:.2f}×"
+                                                  if o["value"] else "—")
+        rows.append(row)
+    rows.append(())
+    rows.append(("record", "value", "unit", "params") + (("earlier", "now/earlier") if old else ()))
+    for r in doc["records"]:
+        row = (f"{r['name']} · {r['metric']}", f"{r['value']:.4g}", r["unit"], _params_text(r.get("params", {})))
+        if old:
+            o = old_records.get(_key(r))
+            row += ("—", "—") if o is None else (f"{o['value']:.4g}", f"{r['value'] / o['value']:.2f}×"
+                                                  if o["value"] else "—")
+        rows.append(row)
+    widths = [max((len(str(row[i])) for row in rows if len(row) > i), default=0) for i in range(max(map(len, rows)))]
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(widths[i]) for i, c in enumerate(row)).rstrip() if row else "")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpmf_lib.bench", description="Run one benchmark suite.")
     ap.add_argument("suite", help=f"one of {', '.join(SUITES)}")
     ap.add_argument("--profile", choices=BENCH_PROFILES, default="quick")
-    ap.add_argument("--out", type=Path, default=None, help="JSON file to write (default: print)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON file to write (default: print the JSON)")
+    ap.add_argument("--compare", type=Path, default=None, metavar="OLD.json",
+                    help="an earlier run of the same suite: show its values and new/old beside this run's")
     args = ap.parse_args(argv)
+    old = None
+    if args.compare:
+        try:
+            old = json.loads(args.compare.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"error: --compare {args.compare}: cannot read it as a benchmark JSON ({exc})", file=sys.stderr)
+            return 2
+        if old.get("suite") != args.suite:
+            print(f"error: --compare {args.compare} is a run of suite {old.get('suite')!r}, not {args.suite!r}",
+                  file=sys.stderr)
+            return 2
     if args.suite not in SUITES:
         print(f"error: unknown suite '{args.suite}'; choose one of {', '.join(SUITES)}", file=sys.stderr)
         return 2
@@ -56,12 +109,11 @@ def main(argv=None) -> int:
         tmp = args.out.with_suffix(args.out.suffix + ".tmp")
         tmp.write_text(text + "\n")
         os.replace(tmp, args.out)
+        print(table(doc, old))
         print(f"wrote {args.out}")
     else:
         print(text)
-    for r in doc["ratios"]:
-        verdict = "no target" if r.get("target") is None else ("met" if r.get("met") else "NOT met")
-        print(f"ratio {r['name']}: {r['value']:.3g} (target {r.get('target')}: {verdict})", file=sys.stderr)
+        print(table(doc, old), file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,35 @@
+"""`python -m dpmf_lib.bench` prints a readable table and compares with an earlier run (#17)."""
+
+import json
+
+from dpmf_lib.bench import ratio, record
+from dpmf_lib.bench.__main__ import main, table
+
+
+def _doc(speed, when):
+    return {"suite": "mf", "profile": "quick", "wall_time_s": 12.0, "finished_utc": when,
+            "records": [record("csgd", "throughput", speed, "updates/s", d=128)],
+            "ratios": [ratio("csgd/naive", speed / 1e6, ">= 3")]}
+
+
+def test_table_shows_ratios_with_targets_then_records():
+    text = table(_doc(4e6, "t1"))
+    lines = text.splitlines()
+    assert lines[1].split() == ["ratio", "value", "target", "met"]
+    assert "csgd/naive" in lines[2] and ">= 3" in lines[2] and "met" in lines[2]
+    assert any("csgd · throughput" in x and "updates/s" in x and "d=128" in x for x in lines)
+
+
+def test_compare_puts_the_earlier_value_and_the_ratio_beside():
+    text = table(_doc(4e6, "t2"), _doc(2e6, "t1"))
+    row = next(x for x in text.splitlines() if x.startswith("csgd/naive"))
+    assert "2" in row.split() and "2.00×" in row and "compared with t1" in text
+    rec = next(x for x in text.splitlines() if x.startswith("csgd · throughput"))
+    assert "2e+06" in rec and "2.00×" in rec
+
+
+def test_compare_refuses_another_suites_file(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**_doc(1, "t0"), "suite": "lsh"}))
+    assert main(["mf", "--compare", str(old)]) == 2
+    assert "not 'mf'" in capsys.readouterr().err
