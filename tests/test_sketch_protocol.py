@@ -147,3 +147,16 @@ def test_degenerate_selection_is_flagged_and_bias_only_reference_is_exact():
     assert search_flags({"eta": 0.01, "lam": 0.1}, trace, refined=True) == {
         "search_refined": True, "eta_on_edge": True, "lam_on_edge": False}
     assert search_flags({"eta": 0.1, "lam": 0.1}, [{"eta": 0.1, "lam": 0.1}], refined=False)["eta_on_edge"] is False
+
+
+def test_worse_than_bias_only_is_not_degenerate():
+    """An over-fitting selection (validation RMSE above the bias-only one) is stated, not called degenerate."""
+    from dpmf_lib.sketch.runs import run_configs
+
+    s = prepare_split(_ratings(), 0, min_freq=5)
+    params = {"search": False, "eta": 0.3, "lam": 0.0, "eta_grid": [0.3], "lam_grid": [0.0], "refine": 0,
+              "search_each_split": False, "epochs": 30, "init_scale": 0.5, "n_jobs": 1}
+    df = run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s], params)
+    row = df.iloc[0]
+    assert row.val_rmse > row.bias_only_val_rmse + 5e-4
+    assert bool(row.worse_than_bias_only) and not bool(row.degenerate)

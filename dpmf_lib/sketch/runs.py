@@ -18,7 +18,8 @@ Every row also says how far to trust its cell (issue #15, item 4):
   (residual prediction 0) on that split; the figures draw it as a reference.
 - ``degenerate``: the selected (η, λ) gives a validation RMSE within ``DEGENERATE_TOL`` of the bias-only one — the
   factors learned nothing (typically λ so large that they shrink to 0); a figure marks such a cell, and a comparison
-  built on it compares baselines, not sketches.
+  built on it compares baselines, not sketches. ``worse_than_bias_only``: the selected model is *worse* than the
+  bias-only one on validation (over-fitting, e.g. λ fixed at 0) — not degenerate, but stated.
 - ``search_refined`` (stage 2 ran), ``eta_on_edge`` / ``lam_on_edge`` (the chosen value is the smallest or largest the
   search evaluated: the optimum is at or beyond it). At ``ci`` the grids are small and unrefined; the figures say so.
 """
@@ -89,7 +90,8 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
         row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
         b_val, b_test = bias_only_rmse(data)
         row.update(bias_only_val_rmse=b_val, bias_only_test_rmse=b_test,
-                   degenerate=bool(best["val_rmse"] >= b_val - DEGENERATE_TOL), **flags)
+                   degenerate=bool(abs(best["val_rmse"] - b_val) <= DEGENERATE_TOL),
+                   worse_than_bias_only=bool(best["val_rmse"] > b_val + DEGENERATE_TOL), **flags)
         rows.append(row)
     return rows
 
@@ -130,6 +132,9 @@ def search_note(df: pd.DataFrame) -> str:
     n_deg = int(df.degenerate.sum())
     if n_deg:
         parts.append(f"{n_deg} of {len(df)} rows degenerate (val RMSE = bias-only)")
+    n_worse = int(df.worse_than_bias_only.sum()) if "worse_than_bias_only" in df.columns else 0
+    if n_worse:
+        parts.append(f"{n_worse} of {len(df)} rows worse than bias-only on validation (over-fitting)")
     return ";\n".join(parts)
 
 
