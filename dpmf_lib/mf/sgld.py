@@ -48,7 +48,7 @@ from .csgd import _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
-from .prefetch import prefetch_row
+from .prefetch import prefetch_address, prefetch_row
 
 
 if TYPE_CHECKING:
@@ -113,6 +113,46 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
         bu[i] += h * (g - pu * lamb * bu[i])
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def _sgld_step_table(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_b,
+                     clip_on, clip_lo, clip_hi, sdu, ou, sdv, ov, ext):
+    """Table noise fused into the step (#19): one pass adds the pending noise of u_i and v_j (segments ``ou``, ``ov``
+    of the table) and computes <u_i, v_j> on the noised rows, a second pass does the gradient step — two passes over
+    the rows instead of four. Same draws and the same sequence of operations per element as ``_add_noise`` (U, b_i,
+    then V, b_j) followed by ``_sgld_step``."""
+    d = U.shape[1]
+    i = users[k]
+    j = items[k]
+    s = np.float32(0.0)
+    for f in range(d):
+        uf = U[i, f] + sdu * ext[ou + f]
+        vf = V[j, f] + sdv * ext[ov + f]
+        U[i, f] = uf
+        V[j, f] = vf
+        s += uf * vf
+    if upd_b:
+        bu[i] += sdu * ext[ou + d]
+        bi[j] += sdv * ext[ov + d]
+    e = vals[k] - (s + bu[i] + bi[j] + b0)
+    if clip_on:
+        pr = s + bu[i] + bi[j] + b0
+        if pr < clip_lo or pr > clip_hi:
+            e = np.float32(0.0)
+    g = lik * e
+    if has_w:
+        g = g * w[k]
+    pu = pwu[i]
+    pv = pwv[j]
+    for f in range(d):
+        uf = U[i, f]
+        vf = V[j, f]
+        U[i, f] = uf + h * (g * vf - pu * Lu[f] * uf)
+        V[j, f] = vf + h * (g * uf - pv * Lv[f] * vf)
+    if upd_b:
+        bi[j] += h * (g - pv * lamb * bi[j])
+        bu[i] += h * (g - pu * lamb * bu[i])
+
+
 @njit(cache=True, parallel=True, fastmath=True)
 def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
                      Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b, clip_on=False, clip_lo=0.0,
@@ -124,11 +164,29 @@ def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, 
     for s in prange(n_seg):
         state = _block_state(base, s)
         buf = np.empty(d + 2, dtype=np.float32)
+        ou_n = np.int64(0)
+        ov_n = np.int64(0)
         start = seg[s]
         stop = seg[s + 1]
         for k in range(start, stop):
             if pf > 0 and k + pf < stop:
                 prefetch_row(V, items[k + pf])
+            if use_table and upd_v:  # the common case: noise fused into the step
+                # offsets are drawn one update ahead (same sequence of draws) so that the next update's table
+                # segments can be prefetched while this one computes
+                if k == start:
+                    state, ou_n = randint_below(state, size)
+                    state, ov_n = randint_below(state, size)
+                ou, ov = ou_n, ov_n
+                state, ou_n = randint_below(state, size)
+                state, ov_n = randint_below(state, size)
+                for q in range(0, d + 2, 16):
+                    prefetch_address(ext, ou_n + q)
+                    prefetch_address(ext, ov_n + q)
+                _sgld_step_table(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb,
+                                 upd_b, clip_on, clip_lo, clip_hi, np.sqrt(np.float32(gap_u[k]) * ze), ou,
+                                 np.sqrt(np.float32(gap_v[k]) * ze), ov, ext)
+                continue
             state = _add_noise(U, bu, users[k], np.sqrt(np.float32(gap_u[k]) * ze), use_table, ext, size, state, buf,
                                upd_b)
             if upd_v:
