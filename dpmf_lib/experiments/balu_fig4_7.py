@@ -127,7 +127,9 @@ def _plot(df: pd.DataFrame, params: dict, value: str, ylabel: str, label: str):
         ax.ticklabel_format(axis="y", useOffset=False)
         ax.set_title(f"d = {d}")
     axes[0][0].set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=7)
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    # below the panels: inside one it covered a curve
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(labels)), fontsize=7)
     fig.suptitle(standin_title(f"Balu 2016, {label}", df.dataset.unique()), fontsize=10)
     fig.tight_layout()
     return fig
