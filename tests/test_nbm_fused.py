@@ -224,3 +224,25 @@ def test_run_grid_batches_sgld_chains_and_halves_over_folds():
     assert r.eta1 == f1.eta1.iloc[0]
     agg = runs.select_best(df)
     assert agg[agg.selected].n_folds.tolist() == [2]
+
+
+def test_dpps_mf_memo_reuses_only_identical_steps():
+    """sample_private caps the adapted step: at x = 0.01 two grid η run the same step, and the memo's reuse gives the
+    bytes of a fresh run; a different step is never reused."""
+    from dpmf_lib.nbm import runs
+
+    try:
+        train, _ = runs.fold_data("ml-100k", 1)
+    except Exception as exc:  # noqa: BLE001
+        if "DatasetUnavailable" in type(exc).__name__:
+            pytest.skip(str(exc))
+        raise
+    kw = dict(epsilon=2.0, seed=1001, lam=0.02, rho=0.03, d=4, rounds=1)
+    memo = {}
+    a = runs.dpps_mf_release(train, eta=8e-6, memo=memo, **kw)
+    b = runs.dpps_mf_release(train, eta=8e-7, memo=memo, **kw)  # capped to the same step: reused
+    fresh = runs.dpps_mf_release(train, eta=8e-7, **kw)
+    assert b is a and len(memo) == 1
+    assert fresh.V.tobytes() == a.V.tobytes()
+    c = runs.dpps_mf_release(train, eta=8e-6, memo=memo, **{**kw, "epsilon": 200.0})  # another ε: another step
+    assert c is not a and len(memo) == 2

@@ -21,6 +21,7 @@ raises :class:`~dpmf_lib.errors.ParameterError` (only null means non-private).
 
 from __future__ import annotations
 
+import math
 import time
 from functools import lru_cache
 
@@ -75,9 +76,21 @@ def available(datasets) -> tuple[list, list]:
     return ok, notes
 
 
+def _sample_private_default(name):
+    import inspect
+
+    from ..privacy.posterior_sampling import sample_private
+
+    return inspect.signature(sample_private).parameters[name].default
+
+
+_ETA_N_MAX = None  # sample_private's default cap of η0·N, read once (dpps_mf_release)
+_DPPS_MF_MEMO: dict = {}  # (dataset, fold) → {step key → release}: grid points that run the same step (evaluate)
+
+
 def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float = 0.3,
                     tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
-                    lambda_r: float = 2.0):
+                    lambda_r: float = 2.0, memo: dict | None = None):
     """DPPS-MF = Liu et al.'s Algorithm 1 from :mod:`dpmf_lib.privacy` (no second implementation here); returns the
     :class:`~dpmf_lib.privacy.PrivateRelease` (with ``epsilon_effective`` and the seed record).
 
@@ -88,15 +101,41 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
     ``sample_private`` now refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
     α_R = λ_r = 2, which makes ε = 4B the non-private posterior); d → d. κ = 1 and the weight cap ρ_w = 1 are Liu et
     al.'s; τ = 200 as in this paper. ``epsilon=None`` → ε = 4B (the non-private posterior).
+
+    ``memo`` (a dict owned by the caller, one per training set): ``sample_private`` adapts η to ε and caps it, so
+    several η of the paper's grid run the *same* step (issue #16 finding 10) and, with the same seed, give the same
+    bytes. With a memo, the step is computed first (``step_size``, as ``sample_private`` does) and a release already
+    made for the same step and settings is returned instead of a rerun; a release is stored only after checking that
+    the step that ran (its history's first η) is the predicted one, so a change inside ``sample_private`` turns the
+    reuse off rather than making it wrong.
     """
+    global _ETA_N_MAX
+    if _ETA_N_MAX is None:
+        _ETA_N_MAX = float(_sample_private_default("eta_n_max"))
     from .. import privacy as ps
 
     pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
     eps = 4.0 * pre.B if epsilon is None else float(epsilon)
     lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
-    return ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
-                             rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
-                             step_scale=float(rho), seed=int(seed), n_threads=1)
+    key = None
+    if memo is not None:  # the step that will run: η enters sample_private only through it
+        h = ps.posterior_sampling.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0,
+                                            float(eta) * train.n_ratings, _ETA_N_MAX, lam_p, lam_p)
+        key = (float(eps), h, float(lam), float(rho), int(d), float(xi), int(tau), int(rounds), float(kappa),
+               float(weight_cap), float(lambda_r), int(seed))
+        if key in memo:
+            return memo[key]
+    rel = ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
+                            rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
+                            step_scale=float(rho), seed=int(seed), n_threads=1)
+    if key is not None:
+        ran = float(rel.history["eta"].iloc[0]) if rel.history is not None and "eta" in rel.history else math.nan
+        want = float(rho) * key[1] / pre.train.n_ratings
+        if math.isclose(ran, want, rel_tol=1e-6):  # the predicted step ran (history: float32): safe to reuse
+            if len(memo) > 4096:
+                memo.clear()
+            memo[key] = rel
+    return rel
 
 
 def dpps_mf_rmse(train, test, **kw) -> float:
@@ -147,8 +186,13 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         out["posterior_scale"] = res.info["kappa"]
         out["moved"] = res.info["moved"]  # ‖S_T − S⁰‖_F / ‖S⁰‖_F
     else:  # dpps-mf
-        res = dpps_mf_release(train, epsilon=epsilon, seed=s, **cfg)
+        res = dpps_mf_release(train, epsilon=epsilon, seed=s, memo=_DPPS_MF_MEMO.setdefault((dataset, int(fold)), {}),
+                              **cfg)
         out["rmse"] = float(res.local_model(train).rmse(test, clip=True))
+        # the step that ran (issue #16 finding 10): sample_private adapts η to ε and caps it, so several grid η can
+        # run the same step (and give the same bytes); η0 of the first SGLD round, after adaptation, cap and ϱ
+        if res.history is not None and "eta" in res.history:
+            out["eta0_run"] = float(res.history["eta"].iloc[0])
         if epsilon is None:  # ε = 4B was only the device for the non-private posterior
             res = None
     if res is not None and res.epsilon_effective is not None:
@@ -263,6 +307,8 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
     extra = {"rmse_start": ("rmse_start", "mean")} if "rmse_start" in d else {}
     if "moved" in d:
         extra["moved"] = ("moved", "mean")
+    if "eta0_run" in d:  # DPPS-MF: the step that ran (same for every fold)
+        extra["eta0_run"] = ("eta0_run", "first")
     if "epsilon_effective" in d:
         extra["epsilon_effective"] = ("epsilon_effective", "max")
     agg = d.groupby(keys, dropna=False, sort=False).agg(
