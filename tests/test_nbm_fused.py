@@ -246,3 +246,13 @@ def test_dpps_mf_memo_reuses_only_identical_steps():
     assert fresh.V.tobytes() == a.V.tobytes()
     c = runs.dpps_mf_release(train, eta=8e-6, memo=memo, **{**kw, "epsilon": 200.0})  # another ε: another step
     assert c is not a and len(memo) == 2
+
+
+def test_grid_interior_counts_the_smallest_possible_k_as_interior():
+    from dpmf_lib.nbm.runs import grid_interior
+
+    assert grid_interior(2, [1, 2, 3, 10]) == 1.0
+    assert grid_interior(1, [1, 2, 3, 10]) == 0.0 and grid_interior(1, [1, 2, 3, 10], domain_min=1) == 1.0
+    assert grid_interior(10, [1, 2, 3, 10], domain_min=1) == 0.0  # the upper edge could be extended
+    assert grid_interior(2, [2, 3], domain_min=1) == 0.0  # K = 1 was not searched
+    assert grid_interior(1, [1], domain_min=1) == 0.0  # a one-point grid is all edge

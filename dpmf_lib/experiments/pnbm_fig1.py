@@ -101,7 +101,7 @@ def run(params: dict) -> pd.DataFrame:
         # guards (params/claims.yaml): the noise-free MF must have trained, the selected K must be off its grid's edge
         mf_gain = runs.item_means_rmse(ds, p["folds"]) - runs.best_rmse(agg, ds, "mf")
         k_interior = runs.grid_interior(runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan")),
-                                        p["pnbm_K"]) if 1.0 in [float(e) for e in p["epsilons"]] else float("nan")
+                                        p["pnbm_K"], domain_min=1) if 1.0 in [float(e) for e in p["epsilons"]] else float("nan")
         if 1.0 in [float(e) for e in p["epsilons"]]:
             meas.append(Measurement(CLAIM_PNBM_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
                                     guards={"k_grid_interior": k_interior}))

@@ -44,7 +44,7 @@ def run(params: dict) -> pd.DataFrame:
             meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real,
                                     f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds",
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", 1.0 * p["tau"]),
-                                            "k_grid_interior": runs.grid_interior(k, p["pnbm_K"])}))
+                                            "k_grid_interior": runs.grid_interior(k, p["pnbm_K"], domain_min=1)}))
     return attach(agg, sources=sources_of(datasets), measurements=meas)
 
 

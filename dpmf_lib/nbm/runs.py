@@ -347,11 +347,16 @@ def selected_config(agg: pd.DataFrame, dataset: str, method: str, epsilon=None) 
     return {k: float(v) for k, v in (kv.split("=") for kv in str(row["config"]).split(", "))}
 
 
-def grid_interior(value: float, grid) -> float:
+def grid_interior(value: float, grid, domain_min: float | None = None) -> float:
     """1.0 when ``value`` lies strictly inside its grid's range, 0.0 on an edge (a one-point grid is all edge): a
-    selection on the edge says the optimum may lie outside what was searched."""
+    selection on the edge says the optimum may lie outside what was searched. ``domain_min``: the smallest value the
+    parameter can take (K: 1) — a selection at a lower edge equal to it counts as interior, since nothing below it
+    could have been searched (a one-point grid still counts as edge)."""
     grid = [float(g) for g in grid]
-    return 1.0 if min(grid) < float(value) < max(grid) else 0.0
+    v = float(value)
+    if domain_min is not None and len(set(grid)) > 1 and v == min(grid) <= float(domain_min):
+        return 1.0
+    return 1.0 if min(grid) < v < max(grid) else 0.0
 
 
 def chain_movement(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> float:
