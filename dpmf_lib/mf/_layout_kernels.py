@@ -3,12 +3,13 @@ the plain :func:`dpmf_lib.mf.layout.tiered_layout_reference`, and the two are te
 
 1. ``_user_csr``: stable counting sort of the ratings by user, in ``n_chunks`` contiguous chunks (one per thread):
    a histogram per chunk, offsets user-major then chunk-major (so the result is stable whatever the chunk count),
-   then a scatter of the rating's position, internal item id and value. Parallel over chunks.
-2. ``_blocks``: parallel over user blocks. Each user's run is sorted by ``key << 21 | local position`` (key = internal
-   item id for user-major order, or the counter-based random key when interleaving; the local position breaks ties
-   exactly like the reference's stable argsort), then distributed stably by tier, and the block is emitted tier by
-   tier, round-robin over batches of ``interleave`` users (batch = ``user // interleave`` as in the reference). Runs
-   of 2²¹ ratings or more fall back to a stable argsort of the key.
+   then a scatter of the rating's position, item id and value. Parallel over chunks.
+2. ``_blocks``: parallel over user blocks. Each user's run is ordered by (tier, key, position) into block-local
+   buffers — key = the counter-based random key when interleaving (a counting sort on (tier, top key bits) into ~L/2
+   buckets per tier, then an insertion sort: O(L) expected), or the internal item id for user-major order (a sort of
+   ``key << 21 | local position``); runs of 2²¹ ratings or more use a stable argsort of the key — and the block is
+   emitted tier by tier, round-robin over batches of ``interleave`` users (batch = ``user // interleave`` as in the reference).
+   Input already sorted by user (what the loaders and splits give) skips step 1: the runs are read in place.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ def _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, t
 
 
 @njit(cache=True, parallel=True)
-def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interleave, state, order, o_users, o_items, o_values):
+def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interleave, state, order, o_users, o_items,
+            o_values):
     n_tiers = bounds.shape[0] + 1
     n_blocks = (n_users + block_users - 1) // block_users
     tstart = np.zeros((n_users, n_tiers + 1), dtype=np.int64)  # per user: offsets of its tier runs in its sorted run
@@ -162,7 +164,7 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
         while nb < longest:
             nb *= 2
         bcnt = np.empty(n_tiers * nb + 1, dtype=np.int64)
-        # 1. sort each user's run by (tier, key, position) into tpos/tit/tval, then back in place
+        # 1. each user's run sorted by (tier, key, position) into the block buffers tpos/tit/tval
         for u in range(u0, u1):
             a = ptr[u]
             L = ptr[u + 1] - a
@@ -256,7 +258,8 @@ def build_tiered(users, items, values, n_users, rank, bounds, block_users, inter
     o_users = np.empty(n, dtype=np.int32)
     o_items = np.empty(n, dtype=np.int32)
     o_values = np.empty(n, dtype=np.float32)
-    _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interleave, state, order, o_users, o_items, o_values)
+    _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interleave, state, order, o_users, o_items,
+            o_values)
     n_blocks = (n_users + block_users - 1) // block_users
     seg = np.ascontiguousarray(ptr[np.minimum(np.arange(n_blocks + 1, dtype=np.int64) * block_users, n_users)])
     return order, o_users, o_items, o_values, seg
