@@ -26,5 +26,5 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return ch3.plot_metric(ch3.summarize(df), params, METRIC, "cosine(P, P̂): mean, 10–90 % band",
+    return ch3.plot_metric(ch3.summarize(df), params, METRIC, "cosine(P, P̂): mean (solid),\n10 % and 90 % quantiles (dotted)",
                            "Balu 2016 Figure 3.2: BLIP (cosine)")
