@@ -99,10 +99,11 @@ def _tier_of(j, bounds):
 
 
 @njit(cache=True)
-def _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, tiers_q, bcnt, cc, ct):
+def _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, tiers_q, bcnt, cc, tb):
     """Sort positions ``0..L-1`` of the run at ``a`` by (tier, random key, position): the keys are uniform, so a
-    counting sort on (tier, top bits of the key) into ~L/2 buckets per tier and an insertion sort (expected O(1) moves
-    per element) give the exact order in O(L). Result: ``cc[q] = key << 21 | position``, ``ct[q]`` = tier."""
+    counting sort on (tier, top bits of the key) into ~L/2 buckets per tier and an insertion sort inside each tier
+    (expected O(1) moves per element: moves stay inside a bucket) give the exact order in O(L).
+    Result: ``cc[q] = key << 21 | position``; tier t holds ``cc[tb[t]:tb[t + 1]]``."""
     lb = 0
     while (2 << lb) < L:  # ~L/2 buckets per tier (measured: a little faster than ~L; the result is the same)
         lb += 1
@@ -119,24 +120,24 @@ def _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, t
         bcnt[t * B + (kq >> shift) + 1] += 1
     for j in range(nb):
         bcnt[j + 1] += bcnt[j]
+    for t in range(n_tiers):
+        tb[t] = bcnt[t * B]
+    tb[n_tiers] = L
     for q in range(L):
         c = keys[q]
-        t = tiers_q[q]
-        bk = t * B + ((c >> _LOCAL_BITS) >> shift)
+        bk = tiers_q[q] * B + ((c >> _LOCAL_BITS) >> shift)
         dst = bcnt[bk]
         bcnt[bk] = dst + 1
         cc[dst] = c
-        ct[dst] = t
-    for q in range(1, L):  # insertion sort by (tier, key): moves stay inside a bucket
-        c = cc[q]
-        t = ct[q]
-        j = q - 1
-        while j >= 0 and (ct[j] > t or (ct[j] == t and cc[j] > c)):
-            cc[j + 1] = cc[j]
-            ct[j + 1] = ct[j]
-            j -= 1
-        cc[j + 1] = c
-        ct[j + 1] = t
+    for t in range(n_tiers):
+        lo = tb[t]
+        for q in range(lo + 1, tb[t + 1]):
+            c = cc[q]
+            j = q - 1
+            while j >= lo and cc[j] > c:
+                cc[j + 1] = cc[j]
+                j -= 1
+            cc[j + 1] = c
 
 
 @njit(cache=True, parallel=True)
@@ -156,9 +157,8 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
         tpos = np.empty(nblk, dtype=np.int64)
         tit = np.empty(nblk, dtype=np.int32)
         tval = np.empty(nblk, dtype=np.float32)
-        tcur = np.empty(n_tiers, dtype=np.int64)
+        tcur = np.empty(n_tiers + 1, dtype=np.int64)
         cc = np.empty(longest, dtype=np.int64)
-        ct = np.empty(longest, dtype=np.int64)
         tiers_q = np.empty(longest, dtype=np.int64)
         nb = 1
         while nb < longest:
@@ -172,15 +172,14 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
             for t in range(n_tiers + 1):
                 tstart[u, t] = 0
             if interleave > 1 and L <= _LOCAL_MASK:
-                _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, tiers_q, bcnt, cc, ct)
+                _bucket_sort_run(a, L, pos, ident, it, rank, bounds, n_tiers, state, keys, tiers_q, bcnt, cc, tcur)
+                for t in range(n_tiers):
+                    tstart[u, t + 1] = tcur[t + 1]
                 for q in range(L):
                     src = a + (cc[q] & _LOCAL_MASK)
-                    tstart[u, ct[q] + 1] += 1
                     tpos[o + q] = _p(pos, ident, src)
                     tit[o + q] = rank[it[src]]
                     tval[o + q] = val[src]
-                for t in range(n_tiers):
-                    tstart[u, t + 1] += tstart[u, t]
             else:
                 for q in range(L):
                     if interleave > 1:
