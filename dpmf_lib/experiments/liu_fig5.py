@@ -47,7 +47,7 @@ def run(params: dict) -> pd.DataFrame:
                              "epochs": E, "seconds": float(last["wall"]), "test_rmse": float(last["test_rmse"]),
                              "threads": params["threads"] if s not in ("libmf", "surprise") else 1})
             if "csgd" in res and "sgld" in res:
-                meas.append(Measurement(CLAIM, res["sgld"] / res["csgd"], label, train.source.real,
+                meas.append(Measurement(CLAIM, res["sgld"] / res["csgd"], label, train.source.real, setting=f"d={d}",
                                         note=f"d={d}: SGLD time / C-SGD time for {E} epochs"))
     return attach(pd.DataFrame(rows), sources=sources, measurements=meas)
 
