@@ -42,6 +42,9 @@ into shards and sweeps one sub-block at a time from disk-backed shards (Section 
 overheads in the counted references. The ``random`` row is the access pattern tiering is designed to avoid, not a
 stand-in for GraphChi; the paper's GraphChi numbers are shown for reference only.
 
+Cost: each process starts Python and numba under valgrind (~45 s of CPU); the first run after the kernel's source
+changed also compiles it there (numba's cache is keyed to valgrind's virtual CPU), once per process, minutes.
+
 Data: the Netflix-shaped set (labelled stand-in unless fetched). Without valgrind (or with ``use_valgrind: false``,
 the smoke profile) the layouts are built and the rows carry the paper's numbers only.
 """
@@ -99,7 +102,7 @@ def caches(params: dict) -> tuple[tuple[int, int, int], tuple[int, int, int], st
         sets = cfg[0] // (cfg[1] * cfg[2])
         if sets < 1 or cfg[0] != sets * cfg[1] * cfg[2] or sets & (sets - 1):
             raise ParameterError(f"cache {cfg}: size must be ways·64·(a power of two) for the cache simulator")
-    whose = "the paper's (Table 1)" if params["l1"] is not None and params["ll"] is not None else "this machine's"
+    whose = "the paper's Table 1" if params["l1"] is not None and params["ll"] is not None else "this machine's"
     note = (f"D1 {l1[0] // 1024} KiB {l1[1]}-way, LL {ll[0] / 2**20:g} MiB {ll[1]}-way, 64 B lines ({whose})")
     return l1, ll, note
 
@@ -256,9 +259,11 @@ def plot(df: pd.DataFrame, params: dict):
             g = df[df["row"] == name].set_index("d").reindex(dims)
             ax.bar(x + (k - (len(names) - 1) / 2) * w, g[col], w, label=name,
                    hatch=None if g.compared.iloc[0] else "//")
-        if pc:
+        if pc:  # the paper's C-SGD over our row in its configuration, GraphChi over the group's centre
             pd_ = df.drop_duplicates("d").set_index("d").reindex(dims)
-            ax.plot(x, pd_[pc], "k*", ms=8, label="paper: C-SGD (prefetch 2)")
+            cfg = df[(df.order == "tiered") & (df.prefetch == 2)]
+            k = names.index((cfg if len(cfg) else df[df.order == "tiered"])["row"].iloc[0])
+            ax.plot(x + (k - (len(names) - 1) / 2) * w, pd_[pc], "k*", ms=8, label="paper: C-SGD (prefetch 2)")
             ax.plot(x, pd_[pg], "kx", ms=7, label="paper: GraphChi (not run here)")
         ax.set_xticks(x, [f"d = {d}" for d in dims])
         ax.set_ylabel(ylabel, fontsize=8)
