@@ -149,7 +149,11 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
     lamb = lam if lam_bias is None else check_step("lam_bias", lam_bias, allow_zero=True)
     if not isinstance(prefetch_stride, (int, np.integer)) or prefetch_stride < 0:
         raise ParameterError(f"prefetch_stride must be an integer ≥ 0 (0 = off), got {prefetch_stride!r}")
-    lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
+    if layout is not None:
+        lay = layout
+    else:
+        with num_threads(n_threads):  # the layout is built with the threads the rounds use
+            lay = make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
     b0 = float(train.values.mean())
     m0 = model.copy() if model is not None else init_model(train.n_users, train.n_items, d, seed=seed,
                                                             scale=init_scale, b0=b0)

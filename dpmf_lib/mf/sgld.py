@@ -322,7 +322,11 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
         if work > 5e9:
             raise ParameterError(f"schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per round; "
                                  "use it only on small validation problems (or schedule='lazy')")
-    lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
+    if layout is not None:
+        lay = layout
+    else:
+        with num_threads(n_threads):  # the layout is built with the threads the rounds use
+            lay = make_layout(train, order, block_users=block_users, tiers=tiers, seed=seed)
     has_w = weights is not None
     if has_w:
         w_in = np.asarray(weights, dtype=np.float32)
