@@ -126,38 +126,56 @@ def test_dpsgd_pnbm_training_passes_the_clips_to_every_gradient(monkeypatch):
 
 
 def _record_sgld_update(monkeypatch):
-    """Spy on the DPPS-PNBM update kernel: per call, the drift (S_after − S_before − sd·Z), drift scale a and sd."""
+    """Spy on the DPPS-PNBM update, whichever path runs it — the fused batch kernel (the default: the Gaussian is
+    drawn inside from ``key``, regenerated here with ``normal_fill_kernel``) or the numpy path's update kernel: per
+    chain and step, the drift (S_after − S_before − sd·Z), drift scale a and sd."""
+    from dpmf_lib.nbm.kernels import normal_fill_kernel
+
     rec = []
-    real = nbm_model.sgld_update_kernel
+    real_numpy, real_fused = nbm_model.sgld_update_kernel, nbm_model.sgld_step_batch_kernel
 
     def spy(S, G, Hinv, present, gscale, lam, a, sd, Z):
         before = S.astype(np.float64)
-        real(S, G, Hinv, present, gscale, lam, a, sd, Z)
+        real_numpy(S, G, Hinv, present, gscale, lam, a, sd, Z)
         drift = S.astype(np.float64) - before - sd * Z.astype(np.float64)
         np.fill_diagonal(drift, 0.0)
         rec.append({"drift": drift, "a": a, "sd": sd})
 
+    def spy_fused(S, G, Hinv, present, gscale, lam, a, sd, key):
+        before = S.astype(np.float64)
+        real_fused(S, G, Hinv, present, gscale, lam, a, sd, key)
+        Z = np.empty(S.shape[1:], np.float32)
+        normal_fill_kernel(key, Z)
+        for b in range(S.shape[0]):
+            drift = S[b].astype(np.float64) - before[b] - float(sd[b]) * Z.astype(np.float64)
+            np.fill_diagonal(drift, 0.0)
+            rec.append({"drift": drift, "a": float(a[b]), "sd": float(sd[b])})
+
     monkeypatch.setattr(nbm_model, "sgld_update_kernel", spy)
+    monkeypatch.setattr(nbm_model, "sgld_step_batch_kernel", spy_fused)
     return rec
 
 
-def test_dpps_drift_ratio_between_two_epsilons_is_the_kappa_ratio(monkeypatch):
+@pytest.mark.parametrize("impl", ["fused", "numpy"])
+def test_dpps_drift_ratio_between_two_epsilons_is_the_kappa_ratio(monkeypatch, impl):
     """κ = min(1, ε/(4B)) scales the drift (likelihood and prior) of every step: with the same seed, the drift at ε₁
     over the drift at ε₂ is κ₁/κ₂ entry by entry. Without κ the two drifts would be equal."""
     r = random_ratings(n_users=40, n_items=15, per_user=10, seed=5)
     rec = _record_sgld_update(monkeypatch)
-    kw = dict(tau=10, T=1, L=200, eta1=0.5, rho=1.0, lam=0.02, Nk=5, seed=6)
+    kw = dict(tau=10, T=1, L=200, eta1=0.5, rho=1.0, lam=0.02, Nk=5, seed=6, impl=impl)
     B = acc.loglik_bound(r.rating_scale, 10)
     e1, e2 = 0.2 * 4 * B, 0.8 * 4 * B  # κ = 0.2 and 0.8
     nbm.sample_pnbm(r, epsilon=e1, **kw)
     nbm.sample_pnbm(r, epsilon=e2, **kw)
+    assert len(rec) == 2, "the spy saw no update: the sampler runs a kernel this test does not know"
     d1, d2 = rec[0]["drift"], rec[1]["drift"]
     assert np.abs(d2).max() > 1e-3 and (np.abs(d2) > 1e-4).sum() > 50  # the drift is far above float32 rounding
     np.testing.assert_allclose(d1, (0.2 / 0.8) * d2, rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize("impl", ["fused", "numpy"])
 @pytest.mark.parametrize("rho", [0.001, 0.09])
-def test_dpps_pnbm_rho_scales_drift_and_noise_alike(monkeypatch, rho):
+def test_dpps_pnbm_rho_scales_drift_and_noise_alike(monkeypatch, rho, impl):
     """ϱ is a step scale (module docstring of dpmf_lib.nbm.model): drift a = ϱη_tκ/2 and noise variance ϱη_t, so
     a / sd² = κ/2 whatever ϱ — the chain targets the ε-posterior, and the result says so. A temperature on the noise
     alone (a / sd² = κ/(2ϱ)) targets the (ε/ϱ)-posterior."""
@@ -165,7 +183,8 @@ def test_dpps_pnbm_rho_scales_drift_and_noise_alike(monkeypatch, rho):
     rec = _record_sgld_update(monkeypatch)
     B = acc.loglik_bound(r.rating_scale, 10)
     eps = 0.5 * 4 * B
-    res = nbm.sample_pnbm(r, epsilon=eps, tau=10, T=3, L=100, eta1=0.1, rho=rho, Nk=5, seed=7)
+    res = nbm.sample_pnbm(r, epsilon=eps, tau=10, T=3, L=100, eta1=0.1, rho=rho, Nk=5, seed=7, impl=impl)
+    assert len(rec) == 3, "the spy saw no update: the sampler runs a kernel this test does not know"
     for c in rec:
         assert c["a"] / c["sd"] ** 2 == pytest.approx(0.5 * 0.5, rel=1e-9)
     # the target is the ε-posterior, but the non-private item means couple all users: no ε is claimed for the release
