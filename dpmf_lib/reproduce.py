@@ -100,7 +100,9 @@ def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
 
 
 def _outputs_present(out: Path, name: str) -> bool:
-    return (out / "provenance.json").exists() and (out / f"{name}.csv").exists()
+    """A run's table and provenance are there (a snapshot row may keep its table gzipped: ``<name>.csv.gz``)."""
+    table = (out / f"{name}.csv").exists() or (out / f"{name}.csv.gz").exists()
+    return (out / "provenance.json").exists() and table
 
 
 def run_record(name: str) -> dict:
