@@ -286,7 +286,8 @@ def page_context(fig_dir: Path, papers: dict, rows: list[dict], claims: list[dic
             "done": sum(r["status"] == "ok" for r in rows), "status_counts": {k: v for k, v in status_counts.items()
                                                                              if v},
             "verdicts": VERDICTS, "legend": LEGEND, "verdict_class": VERDICT_CLASS, "status_legend": STATUS_LEGEND,
-            "status_class": STATUS_CLASS, "extra_headers": headers, "fig_dir_name": fig_dir.name}
+            "status_class": STATUS_CLASS, "extra_headers": headers, "fig_dir_name": fig_dir.name,
+            "snapshot_summary": ""}
 
 
 def _md_cell(text) -> str:
@@ -311,10 +312,11 @@ def _fmt_paper(v: dict) -> str | None:
     return f"{_fmt(v['mean'])}{ci} (n = {v['n']})"
 
 
-def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> None:
+def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> str:
     """The committed ``paper`` snapshot (results/paper, :mod:`dpmf_lib.snapshot`) beside this run: per figure its
     state (current / stale and why / not in the snapshot) with the measured time and peak memory, per claim the
-    verdict of the current snapshot rows. A stale row's verdict is never shown as a verdict, only as "stale"."""
+    verdict of the current snapshot rows. A stale row's verdict is never shown as a verdict, only as "stale".
+    Returns the summary line of the snapshot for the top of the page."""
     from . import snapshot
 
     states = {r["name"]: r for r in snapshot.rows()}
@@ -330,6 +332,14 @@ def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> None:
         target = png if png.exists() else csv
         r["snapshot_link"] = os.path.relpath(target, fig_dir) if target.exists() else None
     verdicts = snapshot.paper_verdicts()
+    current = [r for r in states.values() if r["state"] == "current"]
+    stale = [r for r in states.values() if r["state"] == "stale"]
+    judged = [v["verdict"] for v in verdicts.values() if v.get("verdict")]
+    counts = {v: judged.count(v) for v in dict.fromkeys(judged)}
+    summary_text = (
+        f"Paper profile (committed snapshot, results/paper): {len(current)} of {len(states)} notebooks current"
+        + (f", {len(stale)} stale" if stale else "") + "; their claims: "
+        + (", ".join(f"{n} {v}" for v, n in counts.items()) or "none") + ".")
 
     def verdict(c: dict) -> str | None:
         v = verdicts.get(c["id"]) or {}
@@ -337,14 +347,15 @@ def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> None:
 
     register_claim_column("paper profile (snapshot)", verdict)
     register_claim_column("paper: ours ± 95 %", lambda c: _fmt_paper(verdicts.get(c["id"]) or {}))
+    return summary_text
 
 
 def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
     fig_dir = fig_dir or figures_dir()
     fig_dir.mkdir(parents=True, exist_ok=True)
     papers, rows, claims = collect(fig_dir)
-    add_paper_snapshot(fig_dir, rows)
-    ctx = page_context(fig_dir, papers, rows, claims)
+    snapshot_summary = add_paper_snapshot(fig_dir, rows)
+    ctx = {**page_context(fig_dir, papers, rows, claims), "snapshot_summary": snapshot_summary}
     env = _environment()
     env.autoescape = False
     md_path = fig_dir / "REPORT.md"

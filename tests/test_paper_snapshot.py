@@ -181,6 +181,7 @@ def test_report_shows_the_paper_snapshot_beside_this_run(figures_tmp, tmp_path, 
     md, html = write_report()
     page = html.read_text()
     assert "paper profile (snapshot)" in page and "current, 1.0 min, 100 MiB" in page
+    assert "Paper profile (committed snapshot, results/paper): 1 of" in page
     row = next(line for line in md.read_text().splitlines() if line.startswith(f"| [{claim.id}]"))
     assert "(n = 5)" in row and "not yet measured" in row  # this run: nothing; the snapshot: five seeds
     run = json.loads((tmp_path / "snap" / e.name / "run.json").read_text())
