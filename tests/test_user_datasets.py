@@ -29,13 +29,10 @@ def write_csv(path, n_users=60, n_items=40, density=0.5, seed=0):
 
 
 @pytest.fixture
-def user_data(tmp_path, monkeypatch):
-    """An empty data dir (the user registry lives there) and a clean set of inline specs."""
-    d = tmp_path / "data"
-    d.mkdir()
-    monkeypatch.setenv("DPMF_DATA_DIR", str(d))
+def user_data(dest, monkeypatch):
+    """conftest's empty data dir (the user registry lives there) and a clean set of inline specs."""
     monkeypatch.setattr(user, "_INLINE", {})
-    return d
+    return dest
 
 
 def test_add_registers_outside_the_repo_and_load_ratings_reads_it(user_data, tmp_path, capsys):
