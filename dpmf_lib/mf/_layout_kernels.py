@@ -17,24 +17,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..counter_rng import counter_mix
+
 _LOCAL_BITS = 21
 _LOCAL_MASK = (1 << _LOCAL_BITS) - 1
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
 _SKEY = np.uint64(64 - 42)  # RANDOM_KEY_BITS = 42 in layout.py
 
 
 @njit(cache=True, inline="always")
 def _random_key(state, k):
-    x = state + (np.uint64(k) + np.uint64(1)) * _GOLDEN
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
-    x = x ^ (x >> _S31)
-    return np.int64(x >> _SKEY)
+    """The top 42 bits of :func:`~dpmf_lib.counter_rng.counter_mix` ``(state, k)`` (= layout.random_keys)."""
+    return np.int64(counter_mix(state, k) >> _SKEY)
 
 
 @njit(cache=True, parallel=True)

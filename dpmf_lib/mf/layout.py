@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..counter_rng import counter_mix_np, splitmix_np
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
 
@@ -125,7 +126,6 @@ def _item_ranking(r, tiers):
     return perm, rank, bounds.astype(np.int64)
 
 
-_GOLDEN = 0x9E3779B97F4A7C15
 RANDOM_KEY_BITS = 42
 
 
@@ -137,15 +137,8 @@ def random_keys(seed: int, n: int) -> np.ndarray:
     ratings and is inherently serial. Only the relative order of keys within one user's ratings of one tier is used,
     ties (probability ~L²/2⁴³ in a run of L ratings) go to the lower position.
     """
-    with np.errstate(over="ignore"):
-        x = _seed_state(seed) + (np.arange(n, dtype=np.uint64) + np.uint64(1)) * np.uint64(_GOLDEN)
-        return (_mix64_np(x) >> np.uint64(64 - RANDOM_KEY_BITS)).astype(np.int64)
-
-
-def _mix64_np(x):
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    return (counter_mix_np(_seed_state(seed), np.arange(n, dtype=np.uint64))
+            >> np.uint64(64 - RANDOM_KEY_BITS)).astype(np.int64)
 
 
 def tiered_layout_reference(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: int = 8,
@@ -216,9 +209,8 @@ def tiered_layout(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: 
 
 
 def _seed_state(seed: int) -> np.uint64:
-    with np.errstate(over="ignore"):
-        return _mix64_np(np.array([np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) + np.uint64(_GOLDEN)],
-                                  dtype=np.uint64))[0]
+    """The first output of the splitmix64 generator seeded with ``seed``: the key of :func:`random_keys`."""
+    return splitmix_np(seed, 1)[0]
 
 
 def naive_layout(r, *, seed: int = 0, n_chunks: int = 256) -> Layout:

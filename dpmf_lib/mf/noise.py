@@ -1,4 +1,5 @@
-"""Random numbers for the kernels: a counter-based splitmix64 stream, Box–Muller normals, and the Gaussian lookup table.
+"""Random numbers for the kernels: a splitmix64 stream (:mod:`dpmf_lib.counter_rng`; ``splitmix_next`` is re-exported
+here for :mod:`dpmf_lib.mf.sgld` and :mod:`dpmf_lib.mf.reference`), Box–Muller normals, and the Gaussian lookup table.
 
 Every stream is derived from ``(seed, round, block)`` with :func:`stream_seed`, so results do not depend on numba's global
 RNG state or on which thread ran a block. Same seed + one thread → identical bytes.
@@ -15,27 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..counter_rng import MIX_M1, splitmix_next
 from ..errors import ParameterError
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
 _S11 = np.uint64(11)
 _TWO_M53 = 1.0 / 9007199254740992.0
-
-
-@njit(cache=True, inline="always")
-def splitmix_next(state):
-    """Advance a splitmix64 state; returns ``(new_state, 64 random bits)``."""
-    state = state + _GOLDEN
-    z = state
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    z = z ^ (z >> _S31)
-    return state, z
 
 
 @njit(cache=True, inline="always")
@@ -70,7 +55,7 @@ def standard_normals(state, out):
 
 @njit(cache=True)
 def _mix(a, b):
-    s = np.uint64(a) ^ (np.uint64(b) * _M1)
+    s = np.uint64(a) ^ (np.uint64(b) * MIX_M1)
     s, z = splitmix_next(s)
     return z
 

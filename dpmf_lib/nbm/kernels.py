@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..counter_rng import counter_mix
+
 
 @njit(cache=True)
 def _select(S, i, uitems, a, b, Nk, sel, absbuf):
@@ -233,15 +235,13 @@ def clipped_grad_kernel(S, uptr, uitems, ucent, rbar, bptr, bitems, bvals, Nk, C
 
 # ---- Fused noise + update kernels (issue #16 "Speed"): the noise is generated inside the kernel ----
 # Counter-based generator: entry (i, j) of an M×M draw with 64-bit key k uses splitmix64's output for counter
-# c = i·M + j (Laplace) or 64·(i·⌈M/2⌉ + p) + attempt for the pair p of row i (Gaussian, polar method), i.e. mix(k + (c + 1)·γ) with
-# γ = 0x9E3779B97F4A7C15 — SplitMix64 jumped to position c, which passes BigCrush as a sequential generator. Each
-# entry's value depends only on (k, i, j), so the bytes are the same for any number of threads (and any prange
-# schedule). The key of every draw comes from the caller's seeded numpy Generator (:func:`draw_key`).
+# c = i·M + j (Laplace) or 64·(i·⌈M/2⌉ + p) + attempt for the pair p of row i (Gaussian, polar method), i.e.
+# counter_rng.counter_mix(k, c) = mix64(k + (c + 1)·γ) with γ = 0x9E3779B97F4A7C15 — SplitMix64 jumped to position c,
+# which passes BigCrush as a sequential generator. Each entry's value depends only on (k, i, j), so the bytes are the
+# same for any number of threads (and any prange schedule). The key of every draw comes from the caller's seeded numpy
+# Generator (:func:`draw_key`).
 # References (the numpy path kept beside them): model._noisy_step (Laplace) and sgld_update_kernel + numpy's
 # standard_normal (Gaussian); tests/test_nbm_fused.py checks the laws (KS) and the update formulas exactly.
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _TWO_M52 = 2.0 ** -52
 _TWO_M53 = 2.0 ** -53
 
@@ -252,17 +252,9 @@ def draw_key(rng) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def _mix(key, ctr):
-    z = key + (ctr + np.uint64(1)) * _GOLD
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True, inline="always")
 def _laplace(key, ctr, b):
     """Laplace(0, b): a random sign (lowest bit) times b·Exp(1), Exp(1) = -log u, u ∈ (0, 1] on a 2^-52 grid."""
-    z = _mix(key, ctr)
+    z = counter_mix(key, ctr)
     u = (np.float64(z >> np.uint64(12)) + 1.0) * _TWO_M52
     e = -b * np.log(u)
     return e if (z & np.uint64(1)) == np.uint64(0) else -e
@@ -308,7 +300,7 @@ def _normal_pair(key, ctr):
     y = 0.0
     s = 0.0
     for _ in range(64):
-        z = _mix(key, c)
+        z = counter_mix(key, c)
         c += np.uint64(1)
         x = np.float64(z >> np.uint64(32)) * 4.656612873077393e-10 - 1.0  # 2^-31
         y = np.float64(z & np.uint64(0xFFFFFFFF)) * 4.656612873077393e-10 - 1.0
@@ -336,60 +328,39 @@ def normal_fill_kernel(key, out):
 
 
 @njit(cache=True, parallel=True)
-def sgld_step_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
-    """sgld_update_kernel with Z generated in the kernel (normal_fill_kernel's stream, same key → same Z); G is zeroed
-    on the way. S ← S - a (gscale G + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + sd Z off the diagonal; S_ii = 0."""
-    M = S.shape[0]
-    half = (M + 1) // 2
-    for i in prange(M):
-        pi = present[i]
-        base = np.uint64(i) * np.uint64(half)
-        for p in range(half):
-            z0, z1 = _normal_pair(key, base + np.uint64(p))
-            for h in range(2):
-                j = 2 * p + h
-                if j >= M:
-                    break
-                if j == i:
-                    S[i, j] = 0.0
-                    G[i, j] = 0.0
-                    continue
-                g = gscale * G[i, j]
-                if pi and present[j]:
-                    g += lam * S[i, j] * Hinv[i, j]
-                z = z0 if h == 0 else z1
-                S[i, j] = np.float32(S[i, j] - a * g + sd * z)
-                G[i, j] = 0.0
-
-
-@njit(cache=True, parallel=True)
 def sgld_step_batch_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
-    """:func:`sgld_step_kernel` for B chains in lockstep (S, G: B×M×M; lam, a, sd: length-B float64) that share the
+    """sgld_update_kernel with Z generated in the kernel (normal_fill_kernel's stream, same key → same Z), for B chains
+    in lockstep (S, G: B×M×M float32; lam, a, sd: length-B float64); G is zeroed on the way. Per chain b:
+    S ← S - a (gscale G + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + sd Z off the diagonal; S_ii = 0. The chains share the
     minibatch (``present``, ``gscale``) and the Gaussian stream (``key``) — common random numbers: z_ij is drawn
     once and used by every chain, so chain b's bytes equal a single-chain run with the same key and its own
     (lam[b], a[b], sd[b]); the noise costs one draw per entry instead of B."""
     B, M = S.shape[0], S.shape[1]
     half = (M + 1) // 2
     for i in prange(M):
-        pi = present[i]
+        # row i's noise once (pair p of the row → entries 2p, 2p + 1), then each chain's row in one contiguous pass
+        z = np.empty(2 * half, dtype=np.float64)
         base = np.uint64(i) * np.uint64(half)
         for p in range(half):
-            z0, z1 = _normal_pair(key, base + np.uint64(p))
-            for h in range(2):
-                j = 2 * p + h
-                if j >= M:
-                    break
-                if j == i:
-                    for b in range(B):
-                        S[b, i, j] = 0.0
-                        G[b, i, j] = 0.0
-                    continue
-                z = z0 if h == 0 else z1
-                both = pi and present[j]
-                hij = Hinv[i, j]
-                for b in range(B):
-                    g = gscale * G[b, i, j]
-                    if both:
-                        g += lam[b] * S[b, i, j] * hij
-                    S[b, i, j] = np.float32(S[b, i, j] - a[b] * g + sd[b] * z)
-                    G[b, i, j] = 0.0
+            z[2 * p], z[2 * p + 1] = _normal_pair(key, base + np.uint64(p))
+        pi = present[i]
+        hrow = Hinv[i]
+        for b in range(B):
+            srow = S[b, i]
+            grow = G[b, i]
+            lb, ab, sb = lam[b], a[b], sd[b]
+            for j in range(M):
+                g = gscale * grow[j]
+                if pi and present[j]:
+                    g += lb * srow[j] * hrow[j]
+                srow[j] = np.float32(srow[j] - ab * g + sb * z[j])
+                grow[j] = 0.0
+            srow[i] = 0.0  # the diagonal: computed above with the rest of the row, then overwritten
+            grow[i] = 0.0
+
+
+def sgld_step_kernel(S, G, Hinv, present, gscale, lam, a, sd, key):
+    """One chain (S, G: M×M float32, updated in place) of :func:`sgld_step_batch_kernel` (B = 1: same bytes, one
+    kernel). S ← S - a (gscale G + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + sd Z off the diagonal, S_ii = 0, G zeroed."""
+    lam, a, sd = (np.array([x], dtype=np.float64) for x in (lam, a, sd))
+    sgld_step_batch_kernel(S[None], G[None], Hinv, present, gscale, lam, a, sd, key)  # S[None], G[None]: views

@@ -1,7 +1,8 @@
 """Address and sign hashing for the count sketch (Balu 2016, section 2.3.2.5 / 4.1.1).
 
 Hash function (our choice; the thesis only asks for pairwise-independent families): the **splitmix64 finalizer**
-(Stafford's "Mix13" variant, the output function of Java's SplittableRandom / Vigna's splitmix64):
+(Stafford's "Mix13" variant, the output function of Java's SplittableRandom / Vigna's splitmix64;
+``mix64`` / ``mix64_ref`` here are :func:`dpmf_lib.counter_rng.mix64` / :func:`~dpmf_lib.counter_rng.mix64_np`):
 
     z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB; z ^= z >> 31
 
@@ -20,22 +21,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..counter_rng import mix64, mix64_np
 from ..errors import ParameterError
 
-M1 = np.uint64(0xBF58476D1CE4E5B9)
-M2 = np.uint64(0x94D049BB133111EB)
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-S30, S27, S31, S32, S16 = (np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32), np.uint64(16))
+S32, S16 = np.uint64(32), np.uint64(16)
 ONE = np.uint64(1)
 MAX_D = 1 << 16
-
-
-@njit(cache=True, inline="always")
-def mix64(z):
-    """splitmix64 finalizer of a uint64 (numba)."""
-    z = (z ^ (z >> S30)) * M1
-    z = (z ^ (z >> S27)) * M2
-    return z ^ (z >> S31)
+mix64_ref = mix64_np  # numpy reference of :func:`mix64` (the name the sketch code and its tests use)
 
 
 @njit(cache=True, inline="always")
@@ -46,15 +38,6 @@ def address_sign(ident, l, salt, w):
     addr = np.int64(((h >> S32) * np.uint64(w)) >> S32)
     sgn = np.float32(1 - 2 * np.int64(h & ONE))  # integer path: uint64→float conversion is slow on x86
     return addr, sgn
-
-
-def mix64_ref(z: np.ndarray) -> np.ndarray:
-    """numpy reference of :func:`mix64` (uint64 arrays wrap on overflow)."""
-    z = np.asarray(z, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> S30)) * M1
-        z = (z ^ (z >> S27)) * M2
-    return z ^ (z >> S31)
 
 
 def address_sign_ref(ident, l, salt, w: int) -> tuple[np.ndarray, np.ndarray]:
