@@ -18,6 +18,15 @@ Choices the thesis leaves open (ours, also stated in the notebooks):
   eps -> 0 the candidate set would be random and the prior could not act.
 - MCMC initial state: c_hat random candidates ("started with c_hat random items"); ranking = marginals (3.33), ties
   (e.g. candidates never visited, items outside the prefilter) broken by the prefilter score.
+- Chain length: the thesis fixes T = 1,000 burn-in and M = 19,000 kept transitions whatever the profile. One transition
+  redraws ONE of the c_max slots, so that is (T + M) / c_max updates per slot: ~47 at c_max ~ 420 (ML-100K at eps = 0),
+  too few to mix. ``min_sweeps`` (ours; None = the thesis's fixed T, M) lengthens a user's chain to at least
+  ``min_sweeps * c_max`` transitions, keeping the T : M ratio (:func:`chain_length`).
+- Exact check at a flat likelihood (ours): where the observation carries no information (BLIP at eps = 0, p_eps = 1/2)
+  and nothing truncates the profile (c_max = |candidates|), the posterior marginal of candidate j is exactly its prior
+  q_j = rho_j / (1 + rho_j) (independent items; the coding-multiplicity correction of ``gibbs`` makes the chain target
+  it). ``diagnostics`` then receives the mean absolute error of the chain's marginals against it and (prior with
+  item preference only) their Spearman correlation: a second convergence guard beside split-R̂.
 """
 
 from __future__ import annotations
@@ -209,19 +218,50 @@ def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarra
     return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat)
 
 
+def chain_length(burn_in: int, n_samples: int, c_max: int, min_sweeps: float | None) -> tuple[int, int]:
+    """(T, M) of one user's chain: the given T, M, or — when ``min_sweeps`` asks for more — both scaled by the same
+    factor so that T + M >= min_sweeps * c_max (every slot is redrawn ~min_sweeps times; T : M kept)."""
+    if min_sweeps is None:
+        return int(burn_in), int(n_samples)
+    if not (isinstance(min_sweeps, (int, float)) and math.isfinite(min_sweeps) and min_sweeps > 0):
+        raise ParameterError(f"min_sweeps must be a positive number or None, got {min_sweeps!r}")
+    total = burn_in + n_samples
+    need = float(min_sweeps) * c_max
+    if need <= total:
+        return int(burn_in), int(n_samples)
+    fac = need / total
+    return int(math.ceil(burn_in * fac)), int(math.ceil(n_samples * fac))
+
+
+def flat_likelihood_check(mech, res: "MCMCResult", log_rho: np.ndarray) -> tuple[float, float] | None:
+    """(mean |marginal - exact|, Spearman) against the exact marginals when the likelihood is flat (BLIP at
+    p_eps = 1/2) and c_max = |candidates| (no truncation): exact = rho / (1 + rho) on the candidates. None otherwise;
+    the Spearman is NaN when the exact marginals are all equal (flat prior)."""
+    if not (isinstance(mech, BLIP) and abs(1 - 2 * mech.p_eps) < 1e-12 and res.c_max >= len(res.candidates)):
+        return None
+    exact = 1.0 / (1.0 + np.exp(-np.asarray(log_rho, dtype=np.float64)[res.candidates]))
+    err = float(np.mean(np.abs(res.marginals - exact)))
+    rho = float(stats.spearmanr(res.marginals, exact)[0]) if np.ptp(exact) > 0 and np.ptp(res.marginals) > 0 \
+        else float("nan")
+    return err, rho
+
+
 # ---------------------------------------------------------------------------------------------------- one user
 ATTACKS = ("popularity", "single", "single_prior", "mcmc_prior", "mcmc_flat")
 
 
 def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 4.0, burn_in: int = 1000,
-           n_samples: int = 19000, c_fallback: float, flat_prior: str = "catalog",
+           n_samples: int = 19000, c_fallback: float, flat_prior: str = "catalog", min_sweeps: float | None = None,
            seed=None, diagnostics: dict | None = None) -> tuple[int, dict[str, np.ndarray]]:
     """Run the attacks on one sanitized profile ``obs``; returns (c_hat, {attack: ranking of all items}).
 
     ``q``: the adversary's item priors (training frequencies); ``c_fallback``: mean training profile size.
     ``flat_prior``: the flat decoder's item rate — "catalog": mean(q) (= mean training profile size / N), or
     "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
-    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`) under its name."""
+    ``min_sweeps``: see :func:`chain_length` (None: the fixed ``burn_in``, ``n_samples``).
+    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`) under its name, its updates
+    per slot under ``<name>:sweeps`` and, where :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and
+    ``<name>:exact_spearman``."""
     if flat_prior not in ("catalog", "candidates"):
         raise ParameterError(f"flat_prior must be 'catalog' or 'candidates', got {flat_prior!r}")
     unknown = set(attacks) - set(ATTACKS)
@@ -263,10 +303,15 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
         pref = single + (lr if name == "mcmc_prior" else 0.0)
         cand = rank(pref)[:n_cand]
         c_max = int(np.clip(math.ceil(c_up) if math.isfinite(c_up) else n_cand, c_hat, n_cand))
-        res = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=burn_in, n_samples=n_samples,
+        T, M = chain_length(burn_in, n_samples, c_max, min_sweeps)
+        res = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=T, n_samples=M,
                        seed=mcmc_rng[name])
         if diagnostics is not None:
             diagnostics[name] = res.split_rhat
+            diagnostics[name + ":sweeps"] = (T + M) / c_max
+            chk = flat_likelihood_check(mech, res, lr)
+            if chk is not None:
+                diagnostics[name + ":exact_err"], diagnostics[name + ":exact_spearman"] = chk
         marg = np.full(N, -1.0)
         marg[res.candidates] = res.marginals
         out[name] = rank(marg, pref)

@@ -82,6 +82,7 @@ def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[di
         c_hat, ranks = decoders.attack(mech, obs, setup.q, attacks=tuple(params["attacks"]), f=params["prefilter_f"],
                                        burn_in=params["burn_in"], n_samples=params["n_samples"],
                                        c_fallback=setup.c_fallback, flat_prior=params.get("flat_prior", "catalog"),
+                                       min_sweeps=params.get("min_sweeps"),
                                        seed=_seed(params["seed"], 3, stream, u), diagnostics=diag)
         dt = time.perf_counter() - t0
         for a, rk in ranks.items():
@@ -89,12 +90,14 @@ def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[di
                          "cos": metrics.cosine_sets(P, rk[:c_hat]),
                          "ap10": metrics.average_precision_at(P, rk, params["map_R"]),
                          "c_hat": c_hat, "c_true": len(P), "split_rhat": diag.get(a, np.nan),
+                         "sweeps": diag.get(a + ":sweeps", np.nan), "exact_err": diag.get(a + ":exact_err", np.nan),
+                         "exact_spearman": diag.get(a + ":exact_spearman", np.nan),
                          "seconds_all_attacks": dt})
     return rows
 
 
 RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "delta", "burn_in", "n_samples",
-               "prefilter_f", "prior_alpha", "map_R", "flat_prior")
+               "min_sweeps", "prefilter_f", "prior_alpha", "map_R", "flat_prior")
 
 
 def _code_hash() -> str:
@@ -131,6 +134,9 @@ def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.D
     """Per-user results over the eps grid (long format), with the ``dataset`` column."""
     from ..sweep import grid_map
 
+    ms = params.get("min_sweeps")
+    if ms is not None and not (isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 < ms < math.inf):
+        raise ParameterError(f"parameter 'min_sweeps' must be a positive number (updates per slot) or null, got {ms!r}")
     for name in ("burn_in", "n_samples", "L", "prefilter_f"):
         if not (isinstance(params[name], (int, float)) and params[name] >= (0 if name == "burn_in" else 1)):
             raise ParameterError(f"parameter '{name}' must be a number >= {0 if name == 'burn_in' else 1}, "
@@ -174,13 +180,20 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Mean / 10 % / 90 % quantiles of the cosine, mAP@R, mean c_hat, and the 90th percentile over users of the MCMC's
-    split-R̂ (the convergence guard of the chapter-3 claims), per (mechanism, eps, attack)."""
+    split-R̂ (the convergence guard of the chapter-3 claims), the median updates per slot, and where the likelihood is
+    flat (BLIP at ε = 0) the mean error and Spearman of the chains' marginals against the exact ones (the second
+    guard), per (mechanism, eps, attack)."""
+    for col in ("sweeps", "exact_err", "exact_spearman"):  # rows cached before these diagnostics existed
+        if col not in df:
+            df = df.assign(**{col: np.nan})
     g = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)
     out = g.agg(cos_mean=("cos", "mean"), cos_q10=("cos", lambda x: float(np.quantile(x, 0.1))),
                 cos_q90=("cos", lambda x: float(np.quantile(x, 0.9))), map10=("ap10", "mean"),
                 c_hat_mean=("c_hat", "mean"), c_true_mean=("c_true", "mean"), n_users=("user", "nunique"),
                 split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9, method="higher"))
                                 if x.notna().any() else np.nan),  # "higher": a real R-hat, inf stays inf
+                sweeps_median=("sweeps", "median"),
+                exact_err_mean=("exact_err", "mean"), exact_spearman_mean=("exact_spearman", "mean"),
                 seconds_per_user=("seconds_all_attacks", "mean")).reset_index()
     if VOID_COL in df:
         flag = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)[VOID_COL].first().reset_index()
@@ -195,6 +208,8 @@ def subsample_note(params: dict, setup_n_test: int = 343) -> str:
         parts.append(f"{n} of {setup_n_test} test users attacked")
     if params["burn_in"] != 1000 or params["n_samples"] != 19000:
         parts.append(f"MCMC T={params['burn_in']}, M={params['n_samples']} (paper: 1,000 / 19,000)")
+    if params.get("min_sweeps"):
+        parts.append(f"chains lengthened to >= {params['min_sweeps']:g} updates per slot (ours)")
     return ("profile '" + params.get("profile", "?") + "': " + "; ".join(parts)) if parts else ""
 
 
@@ -248,11 +263,13 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     note = subsample_note(params) or "paper settings"
     out = []
 
-    def add(claim, value, extra="", rhat=None):
+    def add(claim, value, extra="", rhat=None, exact_err=None):
         if value is not None and np.isfinite(value):
+            guards = {} if rhat is None else {"chain_split_rhat": rhat}
+            if exact_err is not None:
+                guards["exact_marginal_err"] = exact_err
             out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
-                                   note=(note + ("; " + extra if extra else "")),
-                                   guards=None if rhat is None else {"chain_split_rhat": rhat}))
+                                   note=(note + ("; " + extra if extra else "")), guards=guards or None))
 
     def rhat(attacks_, eps=None):
         """Worst 90th-percentile split-R̂ of the MCMC attacks among ``attacks_`` (at ``eps``, or over all ε)."""
@@ -290,13 +307,18 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
 
 
 def _add_eps0(add, summary, col, claim, rhat):
-    """Best value at eps = 0 over the attacks the thesis's figures plot (MCMC prior/flat, single)."""
-    vals = summary[summary["eps"] == 0.0].set_index("attack")[col]
+    """Best value at eps = 0 over the attacks the thesis's figures plot (MCMC prior/flat, single). Guards: split-R̂ and
+    the worst mean error of the MCMC attacks' marginals against the exact ε = 0 marginals (``exact_marginal_err``)."""
+    at0 = summary[summary["eps"] == 0.0].set_index("attack")
+    vals = at0[col]
     plotted = vals[[a for a in ("mcmc_prior", "mcmc_flat", "single") if a in vals.index]]
     if len(plotted):
         pop = f"; popularity {vals['popularity']:.3f}" if "popularity" in vals.index else ""
+        mc = [a for a in plotted.index if a.startswith("mcmc")]
+        err = at0.loc[mc, "exact_err_mean"] if "exact_err_mean" in at0 else pd.Series(dtype=float)
         add(claim, float(plotted.max()), f"best plotted attack: {plotted.idxmax()}{pop}",
-            rhat=rhat(list(plotted.index), 0.0))
+            rhat=rhat(list(plotted.index), 0.0),
+            exact_err=float(err.max()) if err.notna().any() else float("nan"))
 
 
 def attack_figure_run(kind: str, metric: str, params: dict) -> pd.DataFrame:
