@@ -26,6 +26,18 @@ MODEL_KEYS = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law"
 NAMES = {"netflix": "Netflix (100 random movies)", "ml-100k": "MovieLens 100K"}
 SCEN = {"s1": "S1 (trusted recommender)", "s2": "S2 (untrusted, static users)",
         "s3": "S3 (untrusted, dynamic users)", "mf": "non-private MF"}
+#: the label of the variant that divides the noise by W = |R| (objpert.mf, ``noise_scale="w_scaled"``)
+W_LABEL = "W-scaled noise (not covered by Theorem 1)"
+NOISE_LABEL = {"theorem1": "Theorem 1", "w_scaled": W_LABEL}
+#: the paper's numbers for Figures 7-8 as its text states them: (panel, scenario, eps, value, relation)
+PAPER_POINTS = {7: [("a", "s1", 0.15, 0.03, "below"), ("a", "s2", 0.15, 0.14, "around"), ("b", "s3", 0.8, 0.1, "below")],
+                8: [("a", "s2", 0.15, 0.0, "near"), ("b", "s3", 0.05, 0.0, "indistinguishable from")]}
+
+
+def eps_holds(run: dict) -> bool:
+    """Whether the stated eps holds for the release (its privacy record's ``epsilon_effective`` is not None)."""
+    priv = getattr(run["results"], "privacy", {}) or {}
+    return priv.get("epsilon_effective") is not None
 
 
 def _code_version() -> str:
@@ -89,16 +101,22 @@ def _compute(scenario: str, dkey: tuple, eps: float, checkpoints: tuple, seed: i
     return {"source": r.source.as_dict(), "results": res}
 
 
-def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None) -> dict:
+def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None,
+                 noise_scale: str = "theorem1", seed: int | None = None) -> dict:
     """``{"source": DataSource dict, "results": {T: summary}}`` for one run (cached unless ``params["cache"]`` is
     false).
 
     ``eps=None``: the non-private run (only None means non-private; NaN / inf raise in :mod:`dpmf_lib.objpert`).
     ``results`` is a :class:`~dpmf_lib.objpert.mf.ScenarioResult` (for s1/s2/s3) carrying the run's ``privacy``
-    record; the seed is always the params' seed (a reproducibility choice the record states)."""
+    record; the seed is the params' seed (a reproducibility choice the record states) unless ``seed`` is given.
+    ``noise_scale="w_scaled"``: the labelled variant that divides the noise by W = |R| (not covered by Theorem 1,
+    :mod:`dpmf_lib.objpert.mf`); the default adds nothing to the cache key."""
     cps = tuple(sorted({int(t) for t in checkpoints}))
     eps = None if eps is None else float(eps)
-    args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"]), model_config(params),
+    cfg = model_config(params)
+    if noise_scale != "theorem1":
+        cfg["noise_scale"] = noise_scale
+    args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"] if seed is None else seed), cfg,
             dict(sorted((s3 or {}).items())), _code_version())
     from .. import cache
 
@@ -151,36 +169,61 @@ def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
         s = b["results"][int(params["iterations_fixed"])]
         parts.append(cdf_rows(s, panel="b", scenario=scenario, eps=float(e), iterations=int(params["iterations_fixed"]),
                               curve=f"ε = {e:g}"))
+    if params.get("w_scaled_variant", False):  # panel (c): the labelled variant, eta / W (not covered by Theorem 1)
+        T = int(params["iterations_fixed"])
+        for e in params["eps_values"]:
+            w = scenario_run(params, scenario, ds, e, [T], s3=s3, noise_scale="w_scaled")
+            assert not eps_holds(w), "the W-scaled variant must not carry an effective eps"
+            parts.append(cdf_rows(w["results"][T], panel="c", scenario=f"{scenario}-w_scaled", eps=float(e),
+                                  iterations=T, curve=f"ε = {e:g} (stated; does not hold)"))
     if scenario == "s3":  # the dynamic protocol without noise: separates the effect of dynamics from that of noise
         T = int(params["iterations_fixed"])
         n = scenario_run(params, "s3", ds, None, [T], s3=s3)
         parts.append(cdf_rows(n["results"][T], panel="b", scenario="s3-nonprivate", eps=math.inf, iterations=T,
                               curve=f"S3 without noise (ε = ∞, {T} it.)"))
-    for panel in ("a", "b"):
+    for panel in ("a", "b") + (("c",) if params.get("w_scaled_variant", False) else ()):
         parts.append(cdf_rows(bsum, panel=panel, scenario="baseline", eps=math.inf, iterations=bT,
                               curve=f"baseline (non-private, {bT} it.)"))
     df = pd.concat(parts, ignore_index=True)
+    df["noise"] = np.where(df["scenario"].str.endswith("-w_scaled"), W_LABEL, "Theorem 1")
+    df.loc[df["scenario"].isin(["baseline", "s3-nonprivate"]), "noise"] = "none"
     df.insert(0, "dataset", base["source"]["label"])
     df["baseline_mean_abs_error"] = bsum["mean"]
     return df, sources
 
 
 def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
+    """Panels (a), (b) (and (c), the W-scaled variant, when present) on a log |error| axis with the legend below each
+    panel: the private CDFs of the paper's noise scale lie far right of [0, 5] and would hide under an inner legend."""
     from ..plotting import figure, standin_title
 
-    fig, axes = figure(2, 1, width=5.2, height=4.0)
+    panels = [p for p in ("a", "b", "c") if (df.panel == p).any()]
+    fig, axes = figure(len(panels), 1, width=4.6, height=5.2)
     ds = params["dataset"]
-    for ax, panel in zip(axes[0], ("a", "b")):
+    pos = df[(df.abs_error > 0)]
+    # the x range: from where the first curve leaves 0 to where the last reaches 1 (on the grid), at least [1e-2, 5]
+    lo = pos[pos.cdf > 0.001].abs_error.min() if (pos.cdf > 0.001).any() else 1e-2
+    hi = pos[pos.cdf < 0.999].abs_error.max() if (pos.cdf < 0.999).any() else 5.0
+    xlo, xhi = min(1e-2, max(lo, 1e-3) / 1.5), max(5.0, hi * 1.5)
+    for ax, panel in zip(axes[0], panels):
         sub = df[df.panel == panel]
         for curve, g in sub.groupby("curve", sort=False):
             style = "--" if curve.startswith("baseline") else (":" if "without noise" in curve else "-")
+            if panel == "c" and not curve.startswith("baseline"):
+                style = "-."
+            g = g[g.abs_error > 0]
             ax.plot(g.abs_error, g.cdf, style, label=f"{curve} (mean {g.mean_abs_error.iloc[0]:.3g})")
-        ax.set_xlabel("|prediction error|")
+        ax.set_xscale("log")
+        ax.set_xlim(xlo, xhi)
+        ax.axvspan(xlo, 5.0, color="0.93", zorder=0, lw=0)
+        ax.set_xlabel("|prediction error| (log; grey: the paper's axis [0, 5])")
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.01)
-        ax.legend(fontsize="x-small", loc="lower right")
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
         ax.set_title(f"({panel}) ε = {params['eps_fixed']:g}, change iterations" if panel == "a"
-                     else f"({panel}) {params['iterations_fixed']} iterations, change ε")
+                     else f"({panel}) {params['iterations_fixed']} iterations, change ε" if panel == "b"
+                     else f"({panel}) {W_LABEL},\n{params['iterations_fixed']} iterations: η / W, W = |R|",
+                     fontsize="small")
     fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: CDF of prediction errors, {NAMES[ds]}, {SCEN[scenario]}",
                                df["dataset"].unique()), fontsize="medium")
     fig.tight_layout()
@@ -198,34 +241,51 @@ def increase_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
                                        ("s2", params["iterations_s12"], params["eps_s12"], "a"),
                                        ("s3", params["iterations_s3"], params["eps_s3"], "b")):
         s3 = s3_options(params) if scen == "s3" else None
-        for e in eps_list:
-            run = scenario_run(params, scen, ds, e, [its], s3=s3)
-            s = run["results"][int(its)]
-            rows.append({"panel": panel, "scenario": scen, "eps": float(e), "iterations": int(its),
-                         "mean_abs_error": s["mean"], "median_abs_error": s["median"], "baseline_mean_abs_error": bmean,
-                         "mean_increase": s["mean"] - bmean})
+        scales = ("theorem1", "w_scaled") if params.get("w_scaled_variant", False) else ("theorem1",)
+        for ns in scales:
+            for e in eps_list:
+                run = scenario_run(params, scen, ds, e, [its], s3=s3, noise_scale=ns)
+                s = run["results"][int(its)]
+                priv = getattr(run["results"], "privacy", {}) or {}
+                rows.append({"panel": panel, "scenario": scen, "noise": NOISE_LABEL[ns], "eps": float(e),
+                             "iterations": int(its), "epsilon_effective": priv.get("epsilon_effective"),
+                             "mean_abs_error": s["mean"], "median_abs_error": s["median"],
+                             "baseline_mean_abs_error": bmean, "mean_increase": s["mean"] - bmean})
+                if ns == "w_scaled":
+                    assert not eps_holds(run), "the W-scaled variant must not carry an effective eps"
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", base["source"]["label"])
     return df, {base["source"]["label"]: base["source"]}
 
 
 def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
+    """Filled markers: the mechanism Theorem 1 is about; hollow markers, dash-dotted: the W-scaled variant (its stated
+    eps does not hold); black stars: the paper's numbers as its text gives them."""
     from ..plotting import figure, standin_title
 
-    fig, axes = figure(2, 1, width=5.0, height=3.8)
+    fig, axes = figure(2, 1, width=5.0, height=4.6)
+    noise = df["noise"] if "noise" in df else pd.Series("Theorem 1", index=df.index)
     for ax, panel in zip(axes[0], ("a", "b")):
         sub = df[df.panel == panel]
-        for scen, g in sub.groupby("scenario"):
-            ax.plot(g.eps, g.mean_increase, "o-", label=SCEN[scen])
+        colours = {}
+        for (scen, ns), g in sub.groupby([sub.scenario, noise[sub.index]], sort=True):
+            w = ns != "Theorem 1"
+            c = colours.setdefault(scen, f"C{len(colours)}")
+            ax.plot(g.eps, g.mean_increase, "o-." if w else "o-", color=c, mfc="white" if w else c,
+                    label=f"{SCEN[scen]}, {W_LABEL}: ε does not hold" if w else SCEN[scen])
+        for p, scen, e, v, rel in PAPER_POINTS.get(fig_no, []):
+            if p == panel:
+                ax.plot([e], [v], "*", color="black", ms=10, zorder=5,
+                        label=f"paper (text): {SCEN[scen].split(' ')[0]} {rel} {v:g} at ε = {e:g}")
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xlabel("ε")
         ax.set_ylabel("mean increase of |prediction error|")
         finite = sub.mean_increase[np.isfinite(sub.mean_increase)]
-        if len(finite) and finite.max() > 50 * max(1e-9, abs(finite.min())) and finite.min() > 0:
-            ax.set_yscale("log")
+        if len(finite) and finite.abs().max() > 50 * max(0.01, finite.abs().min()):
+            ax.set_yscale("symlog", linthresh=0.01)  # the W-scaled variant near 0 beside the thousands of Theorem 1
         its = sub.iterations.iloc[0] if len(sub) else ""
         ax.set_title(f"({panel}) {'Scenarios 1 and 2' if panel == 'a' else 'Scenario 3'} ({its} iterations)")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: mean increase of prediction errors over the baseline, "
                                f"{NAMES[params['dataset']]}", df["dataset"].unique()), fontsize="medium")
     fig.tight_layout()
@@ -233,39 +293,90 @@ def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
 
 
 # ---- Figures 9-10: joining / leaving probabilities -----------------------------------------------------------------
+def figure_seeds(params: dict) -> list[int]:
+    """The seeds of a multi-seed figure: the block of ``n_seeds`` consecutive seeds that holds ``seed``
+    (``n_seeds * (seed // n_seeds) + k``). Every seed of the block draws the same figure, so the claim replicates at
+    ``seed + 1 ...`` (``NotebookRun.replicate``) reuse the cached runs of the canonical run instead of new blocks."""
+    n = int(params.get("n_seeds", 1))
+    if n < 1:
+        raise ParameterError(f"parameter 'n_seeds' must be >= 1, got {n!r}")
+    b = n * (int(params["seed"]) // n)
+    return [b + k for k in range(n)]
+
+
 def joinleave_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
+    """One row per (panel, probability, seed) over :func:`figure_seeds`; the baseline of each seed is its own
+    non-private MF (same initialisation)."""
     check(params)
     ds = params["dataset"]
-    base = baseline(params, ds)
-    bmean = base["results"][int(params["baseline_iterations"])]["mean"]
     its = int(params["iterations_s3"])
-    rows = []
-    for panel, var, values, fixed in (("a", "p_join", params["p_join_values"], {"p_leave": params["p_leave"]}),
-                                      ("b", "p_leave", params["p_leave_values"], {"p_join": params["p_join"]})):
-        for v in values:
-            s3 = s3_options(params, **fixed, **{var: float(v)})
-            run = scenario_run(params, "s3", ds, params["eps_fixed"], [its], s3=s3)
-            s = run["results"][its]
-            rows.append({"panel": panel, "varied": var, "probability": float(v), "p_join": s3["p_join"],
-                         "p_leave": s3["p_leave"], "eps": float(params["eps_fixed"]), "iterations": its,
-                         "mean_abs_error": s["mean"], "baseline_mean_abs_error": bmean, "mean_increase": s["mean"] - bmean,
-                         "online_mean": run["online_mean"], "participants_mean": run["participants_mean"]})
+    bT = int(params["baseline_iterations"])
+    rows, sources = [], {}
+    for seed in figure_seeds(params):
+        base = scenario_run(params, "mf", ds, None, [bT], seed=seed)
+        sources[base["source"]["label"]] = base["source"]
+        bmean = base["results"][bT]["mean"]
+        for panel, var, values, fixed in (("a", "p_join", params["p_join_values"], {"p_leave": params["p_leave"]}),
+                                          ("b", "p_leave", params["p_leave_values"], {"p_join": params["p_join"]})):
+            for v in values:
+                s3 = s3_options(params, **fixed, **{var: float(v)})
+                run = scenario_run(params, "s3", ds, params["eps_fixed"], [its], s3=s3, seed=seed)
+                s = run["results"][its]
+                rows.append({"panel": panel, "varied": var, "probability": float(v), "p_join": s3["p_join"],
+                             "p_leave": s3["p_leave"], "eps": float(params["eps_fixed"]), "iterations": its,
+                             "seed": seed, "mean_abs_error": s["mean"], "baseline_mean_abs_error": bmean,
+                             "mean_increase": s["mean"] - bmean, "online_mean": run["online_mean"],
+                             "participants_mean": run["participants_mean"]})
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", base["source"]["label"])
-    return df, {base["source"]["label"]: base["source"]}
+    return df, sources
+
+
+def seed_summary(df: pd.DataFrame, value: str = "mean_increase") -> pd.DataFrame:
+    """Mean over seeds and the half-width of its 95 % Student-t interval per (panel, probability)."""
+    from scipy import stats
+
+    def agg(g):
+        x = g[value].to_numpy(float)
+        n = len(x)
+        hw = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+        return pd.Series({"mean": float(x.mean()), "ci95": hw, "n_seeds": n, "min": float(x.min()), "max": float(x.max())})
+
+    return df.groupby(["panel", "probability"]).apply(agg, include_groups=False).reset_index()
+
+
+def joinleave_difference(df: pd.DataFrame, seed: int) -> tuple[float, str]:
+    """Panel (a) at one seed: increase(p_join max) - increase(p_join min), with a note (the claim's measurement)."""
+    a = df[(df.panel == "a") & (df.seed == seed)].sort_values("probability")
+    hi, lo = a.iloc[-1], a.iloc[0]
+    return (float(hi.mean_increase - lo.mean_increase),
+            f"seed {seed}: increase(p_join={hi.probability:g}) - increase(p_join={lo.probability:g}) = "
+            f"{hi.mean_increase:.4g} - {lo.mean_increase:.4g}")
 
 
 def plot_joinleave(df: pd.DataFrame, params: dict, fig_no: int):
+    """Mean over the seeds ± 95 % Student-t interval, one grey dot per seed, the y axis from 0: a spread that is small
+    against the increase itself is not drawn as a trend."""
     from ..plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=5.0, height=3.8)
+    summ = seed_summary(df)
+    n = int(summ.n_seeds.min()) if len(summ) else 0
     for ax, panel in zip(axes[0], ("a", "b")):
         g = df[df.panel == panel]
-        ax.plot(g.probability, g.mean_increase, "o-")
+        m = summ[summ.panel == panel].sort_values("probability")
+        ax.plot(g.probability, g.mean_increase, ".", color="0.6", ms=4, label="one seed")
+        ax.errorbar(m.probability, m["mean"], yerr=m["ci95"] if n > 1 else None, fmt="o-", capsize=3,
+                    label=f"mean over {n} seeds" + (" ± 95 % t-interval" if n > 1 else ""))
+        top = float(np.nanmax(np.r_[g.mean_increase.to_numpy(float), (m["mean"] + m["ci95"].fillna(0)).to_numpy()]))
+        bottom = float(np.nanmin(np.r_[g.mean_increase.to_numpy(float), (m["mean"] - m["ci95"].fillna(0)).to_numpy()]))
+        ax.set_ylim(min(0.0, bottom * 1.1), max(0.0, top * 1.1) or 1.0)
+        ax.axhline(0, color="grey", lw=0.8)
         ax.set_xlabel("joining probability" if panel == "a" else "leaving probability")
         ax.set_ylabel("mean increase of |prediction error|")
         ax.set_title(f"({panel}) " + (f"leaving probability = {params['p_leave']:g}" if panel == "a"
                                       else f"joining probability = {params['p_join']:g}"))
+        ax.legend(fontsize="x-small", loc="lower right")
     fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: joining/leaving probabilities in S3, "
                                f"{NAMES[params['dataset']]} ({params['iterations_s3']} iterations, "
                                f"ε = {params['eps_fixed']:g})", df["dataset"].unique()), fontsize="medium")

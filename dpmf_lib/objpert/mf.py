@@ -30,6 +30,12 @@ Reconstruction choices (the paper leaves them open; each is repeated in the note
   recommender picks at most ``max_online`` online users uniformly. Only items with a participating rater are updated;
   the aggregate carries the fixed ``eta_j`` (initialisation phase with the beta/alpha masks) plus a fresh ``rho~_j(t)``.
 - **Error metric**: ``|r'_ij - r_ij|`` over the training ratings R (Sec. 5), predictions ``u_i^T v_j`` not clipped.
+- **W-scaled noise** (``noise_scale="w_scaled"``, a labelled variant, NOT covered by Theorem 1): every noise vector that
+  enters the objective or an aggregate (S1's ``eta_j``; S2/S3's ``eta_j + rho~_j(t)``) is divided by
+  ``W = |R|`` (the number of ratings, Sec. 3) while the data term keeps its weights. It is one reading of the
+  ``1/M`` in front of ``sum_j eta_j^T v_j`` in (6) applied to the noise only; it reproduces the paper's "negligible"
+  errors, but the stationarity condition (7) then gives ``||eta_q - eta'_q|| <= 2 Delta W`` and the stated eps does
+  not hold (``epsilon_effective = None``, with the reason in ``caveats``). Default ``"theorem1"``: the noise as drawn.
 
 Privacy record (for a ledger): ``run_s1/2/3`` return a :class:`ScenarioResult` — the ``{T: summary}`` dict with a
 ``privacy`` attribute: ``epsilon_stated`` (the paper's ε; None: non-private), ``epsilon_effective`` (the ε that holds
@@ -51,7 +57,9 @@ from ..privacy.common import resolve_seed
 from . import noise as nz
 from .kernels import abs_errors_nb, item_gram_nb, item_gram_reference, mf_round_nb, mf_round_reference
 
-CDF_GRID = np.round(np.linspace(0.0, 5.0, 501), 4)
+#: |error| values at which the CDF is kept: 0..5 in steps of 0.01 (the paper's axis) and a log grid 1e-3..1e5, so the
+#: CDFs of runs with errors in the hundreds (the paper's noise scale) are visible on a log axis
+CDF_GRID = np.unique(np.round(np.concatenate([np.linspace(0.0, 5.0, 501), np.geomspace(1e-3, 1e5, 321)]), 6))
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class HuaConfig:
     reopt: str = "exact"  # S1: "exact" (per-item ridge solve, Theorem 1) or "gd" (reopt_iters rounds; not Theorem 1)
     reopt_iters: int | None = None  # S1, reopt="gd": None = same as the MF iterations
     kernel: str = "numba"  # "numba" or "numpy" (reference)
+    noise_scale: str = "theorem1"  # "theorem1" (eta as drawn) | "w_scaled" (eta / W, W = |R|: NOT covered by Theorem 1)
 
     def __post_init__(self):
         nz.check_dim(self.d)
@@ -76,14 +85,15 @@ class HuaConfig:
         if not (self.max_norm > 0):
             raise ParameterError(f"parameter 'max_norm' must be > 0 (inf: no projection), got {self.max_norm!r}")
         choices = {"grad_weights": ("mean", "sum"), "noise_law": ("norm_gamma", "laplace"), "reopt": ("gd", "exact"),
-                   "kernel": ("numba", "numpy")}
+                   "kernel": ("numba", "numpy"), "noise_scale": ("theorem1", "w_scaled")}
         for name, ok in choices.items():
             if getattr(self, name) not in ok:
                 raise ParameterError(f"parameter '{name}' must be one of {ok}, got {getattr(self, name)!r}")
 
     @classmethod
     def from_params(cls, p: dict) -> "HuaConfig":
-        keys = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law", "reopt", "reopt_iters", "kernel")
+        keys = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law", "reopt", "reopt_iters", "kernel",
+                "noise_scale")
         return cls(**{k: (float(p[k]) if k == "max_norm" else p[k]) for k in keys if k in p})
 
 
@@ -116,6 +126,12 @@ class Problem:
             return np.ones(self.n_users, np.float32), np.ones(self.n_items, np.float32)
         return ((1.0 / np.maximum(self.user_counts, 1)).astype(np.float32),
                 (1.0 / np.maximum(self.item_counts, 1)).astype(np.float32))
+
+
+def noise_factor(prob: Problem, cfg: HuaConfig) -> float:
+    """What every noise vector is multiplied by: 1 (``theorem1``) or ``1 / W`` with ``W = |R|`` the number of ratings
+    (``w_scaled``: the labelled variant that is not covered by Theorem 1, module docstring)."""
+    return 1.0 / max(len(prob.values), 1) if cfg.noise_scale == "w_scaled" else 1.0
 
 
 def unit_rows(n: int, d: int, rng) -> np.ndarray:
@@ -247,13 +263,16 @@ def _privacy(scenario: str, eps, cfg: HuaConfig, seed_used, fixed) -> dict:
         rec["caveats"].append("fixed seed: the noise is replayable by anyone who knows it (reproducibility choice)")
     if not (cfg.max_norm <= 1.0):
         rec["caveats"].append("max_norm > 1: the sensitivity bound of Theorem 1 (||u_i|| <= 1) does not hold")
+    if cfg.noise_scale == "w_scaled":
+        rec["caveats"].append("W-scaled noise (not covered by Theorem 1): the noise is divided by W = |R| while the "
+                              "data term is not, so ||eta_q - eta'_q|| <= 2 Delta W and the stated eps does not hold")
     if scenario == "s1":
         if cfg.reopt != "exact":
             rec["caveats"].append("reopt='gd': V after finite gradient rounds from the non-private V(T) is not the "
                                   "minimiser of (6) that Theorem 1 covers")
         else:
             rec["caveats"].append("Theorem 1 covers V given U; U is non-private MF on the same data, held fixed")
-            if cfg.max_norm <= 1.0:
+            if cfg.max_norm <= 1.0 and cfg.noise_scale == "theorem1":
                 rec["epsilon_effective"] = eps
     else:
         rec["caveats"].append("eps is per round: every round releases an aggregate with fresh noise rho~_j(t) (plus "
@@ -269,6 +288,8 @@ def run_s1(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_fa
     seed, fixed = resolve_seed(seed)
     rng_noise, _, _ = _streams(seed)
     eta = nz.sample_eta(prob.n_items, cfg.d, eps, prob.delta, cfg.noise_law, rng_noise, np.float32)
+    if cfg.noise_scale != "theorem1":
+        eta = (eta * np.float32(noise_factor(prob, cfg))).astype(np.float32)
     _, states = train_mf(prob, cfg, its, seed, states=True)
     out = ScenarioResult(privacy=_privacy("s1", eps, cfg, seed, fixed))
     for T in its:
@@ -296,12 +317,19 @@ def run_s2(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_fa
     for T in its:
         while t < T:
             rho = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
-            mf_round(prob, cfg, U, V, parts, np.ascontiguousarray(eta + rho), uw, iw)
+            mf_round(prob, cfg, U, V, parts, _scaled(eta + rho, prob, cfg), uw, iw)
             t += 1
         out[T] = summarize(abs_errors(prob, U, V))
         if keep_factors:
             out.factors[T] = (U.copy(), V.copy())
     return out
+
+
+def _scaled(noise: np.ndarray, prob: Problem, cfg: HuaConfig) -> np.ndarray:
+    """The aggregate noise as it enters a round: unchanged (``theorem1``, bit-identical to before) or divided by W."""
+    if cfg.noise_scale == "theorem1":
+        return np.ascontiguousarray(noise)
+    return np.ascontiguousarray(noise * np.float32(noise_factor(prob, cfg)), dtype=np.float32)
 
 
 def _slots(prob: Problem, parts: np.ndarray) -> np.ndarray:
@@ -364,7 +392,7 @@ def run_s3(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, p_join=
             if item_weight == "participants":
                 kp = np.bincount(prob.indices[_slots(prob, parts)], minlength=m)
                 iw = (1.0 / np.maximum(kp, 1)).astype(np.float32)
-            touched = mf_round(prob, cfg, U, V, parts, np.ascontiguousarray(eta + rho), uw, iw)
+            touched = mf_round(prob, cfg, U, V, parts, _scaled(eta + rho, prob, cfg), uw, iw)
             if trace is not None:
                 trace.append((t, int(dyn.online.sum()), len(parts), int(touched.sum())))
             dyn.step()
