@@ -68,3 +68,17 @@ def test_attack_grid_rejects_a_bad_min_sweeps():
     p = load_params("balu_fig3_2", "smoke")
     with pytest.raises(ParameterError, match="min_sweeps"):
         ch3.run_attack_grid("blip", {**p, "min_sweeps": -3})
+
+
+def test_fig3_6_gives_jlt_its_own_users_and_chain_length():
+    from dpmf_lib.experiments import balu_fig3_6 as e
+    from dpmf_lib.params import load_params
+
+    p = load_params("balu_fig3_6", "paper")
+    b, j = e._mech_params(p, "blip"), e._mech_params(p, "jlt")
+    q2, q3 = load_params("balu_fig3_2", "paper"), load_params("balu_fig3_3", "paper")
+    # the same settings as Figures 3.2 / 3.3 at `paper`, so the result cache is shared
+    assert (b["n_attacked"], b["min_sweeps"]) == (q2["n_attacked"], q2["min_sweeps"])
+    assert (j["n_attacked"], j["min_sweeps"]) == (q3["n_attacked"], q3["min_sweeps"])
+    c = load_params("balu_fig3_6", "ci")
+    assert e._mech_params(c, "jlt")["n_attacked"] == c["n_attacked"]  # 'same'

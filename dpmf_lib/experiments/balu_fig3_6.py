@@ -26,10 +26,16 @@ def _mech_params(params: dict, kind: str) -> dict:
          "n_attacked": params["n_attacked"], "burn_in": params["burn_in"], "n_samples": params["n_samples"],
          "prefilter_f": params["prefilter_f"], "prior_alpha": params["prior_alpha"], "attacks": ["mcmc_prior"],
          "map_R": 10, "n_jobs": params["n_jobs"], "profile": params.get("profile", "?")}
+    p["min_sweeps"] = params.get("min_sweeps")
     if kind == "blip":
         p.update(L=params["blip_L"], K=params["blip_K"], eps=params["blip_eps"])
     else:
         p.update(L=params["jlt_L"], delta=params["jlt_delta"], eps=params["jlt_eps"])
+        # ours: JLT's chains cost O(N) per transition where c_hat -> N, so `paper` attacks fewer JLT users (as Fig 3.3)
+        for own, shared in (("jlt_n_attacked", "n_attacked"), ("jlt_min_sweeps", "min_sweeps")):
+            v = params.get(own, "same")
+            if v != "same":
+                p[shared] = v
     return p
 
 
