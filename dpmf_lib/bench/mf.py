@@ -11,9 +11,11 @@ machine's 32 MB L3 (every throughput record carries ``U_bytes``, ``V_bytes``, ``
 (100M ratings, 480k users) at d ∈ {16, 128}. Throughput at large d uses a random subset so that n_ratings·d stays
 within a budget (the record says how many ratings were used).
 
-Configurations: ``csgd`` (tiered, users interleaved in batches of 8, no software prefetch — the defaults),
-``csgd_prefetch2`` (prefetch stride 2, Section 6.5), ``csgd_usermajor`` (tiered, user-major inside a tier),
-``naive_sgd`` (random order), ``sgld`` (fast: lookup table + lazy noise, fixed Λ).
+Configurations: ``csgd`` (tiered, users interleaved in batches of 8, software prefetch of the user and item rows 8
+ratings ahead — the defaults since #19), ``csgd_noprefetch`` (the same without prefetch), ``csgd_prefetch2`` (prefetch
+stride 2, Section 6.5), ``csgd_usermajor`` (tiered, user-major inside a tier), ``naive_sgd`` (random order, default
+prefetch), ``sgld`` (fast: lookup table + lazy noise, fixed Λ, default prefetch). ``prefetch_speedup`` records give
+``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``.
 
 Throughput: ``epochs`` rounds per configuration; the median updates/s over rounds 2.. counts (round 1 touches fresh
 pages). Achieved GFLOP/s and GB/s use the nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops;
@@ -105,6 +107,8 @@ def _throughput_block(r, dims, threads, budget, epochs, label, caches, records, 
                                                        **SGLD)),
             }
             if th == 1 and extra_cfgs:
+                cfgs["csgd_noprefetch"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered", n_threads=1,
+                                                                      prefetch_stride=0, **SGD))
                 cfgs["csgd_prefetch2"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered", n_threads=1,
                                                                      prefetch_stride=2, **SGD))
                 cfgs["csgd_usermajor"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered-usermajor",
@@ -300,10 +304,11 @@ def run(profile: str = "quick") -> dict:
         ratios.append(ratio(f"csgd_scaling_1_to_2_threads_d{dmax}",
                             ups[("csgd", dmax, 2)][0] / ups[("csgd", dmax, 1)][0], ">= 1.6"))
     for dd in P["dims"]:
-        if ("csgd_prefetch2", dd, 1) in ups:
-            records.append(record("prefetch_speedup", "ratio",
-                                  ups[("csgd_prefetch2", dd, 1)][0] / ups[("csgd", dd, 1)][0], "x", d=dd, threads=1,
-                                  stride=2))
+        for cfg, stride in (("csgd_prefetch2", 2), ("csgd", 8)):
+            if (cfg, dd, 1) in ups and ("csgd_noprefetch", dd, 1) in ups:
+                records.append(record("prefetch_speedup", "ratio",
+                                      ups[(cfg, dd, 1)][0] / ups[("csgd_noprefetch", dd, 1)][0], "x", d=dd,
+                                      threads=1, stride=stride))
         if ("csgd_usermajor", dd, 1) in ups:
             records.append(record("interleave_speedup", "ratio",
                                   ups[("csgd", dd, 1)][0] / ups[("csgd_usermajor", dd, 1)][0], "x", d=dd, threads=1,
