@@ -16,6 +16,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
+from ._balu_ch4_plot import mean_se
 
 FIGURE = "Figure 4.1"
 
@@ -60,6 +61,9 @@ def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
     ks = sorted(df.k.unique())
     fig, axes = figure(ncols=len(ks), width=4.6, height=4.6, layout="constrained")
     mean = df.groupby(["k", "gamma", "d"]).test_rmse.mean()
+    # ± 1 standard error over splits (the (eta, lambda) of a cell is searched on the first split, then refit per split)
+    se = df.groupby(["k", "gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[1])
+    n_splits = int(df.split.nunique()) if "split" in df.columns else 1
     deg = degenerate_cells(df, ["k", "gamma", "d"])
     lo, hi = float(mean.min()), float(mean.max())
     for ax, k in zip(axes[0], ks):
@@ -68,9 +72,11 @@ def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
         ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
         dgrid = deg.loc[k].unstack("d").reindex(index=grid.index, columns=grid.columns).fillna(False)
+        sgrid = se.loc[k].unstack("d").reindex(index=grid.index, columns=grid.columns)
         for (a, b), v in np.ndenumerate(grid.values):
             mark = "\n(bias-only)" if dgrid.values[a, b] else ""
-            ax.text(b, a, f"{v:.3f}{mark}", ha="center", va="center", fontsize=6.5 if mark else 7,
+            err = f"\n±{sgrid.values[a, b]:.3f}" if n_splits > 1 else ""
+            ax.text(b, a, f"{v:.3f}{err}{mark}", ha="center", va="center", fontsize=6 if (mark or err) else 7,
                     color="w" if v > (lo + hi) / 2 else "k")
             if mark:
                 ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
@@ -81,11 +87,12 @@ def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
     fig.colorbar(im, ax=axes[0].tolist(), label="test RMSE", shrink=0.85)
     # constrained layout keeps the two-line suptitle above the panel titles (it overprinted them) and the colorbar
     # beside, not over, the right panel; the footnote gets its own strip at the bottom
-    fig.get_layout_engine().set(rect=(0, 0.13, 1, 0.87))
+    fig.get_layout_engine().set(rect=(0, 0.16, 1, 0.84))
     fig.suptitle(standin_title(f"Balu 2016, {figure_label}: test RMSE over (d, γ)", df.dataset.unique()), fontsize=10)
     b = float(df.bias_only_test_rmse.mean()) if "bias_only_test_rmse" in df else float("nan")
     note = search_note(df)
     foot = (f"bias-only (μ + b_u + b_i) test RMSE {b:.4f}; hatched 'bias-only' = the selected (η, λ) is no better than "
-            "bias-only on validation")
+            "bias-only on validation\n" + (f"cells: mean ± 1 standard error over {n_splits} random splits"
+                                             if n_splits > 1 else "one split: no error (n_splits = 1 at this profile)"))
     fig.text(0.01, 0.005, foot + (f"\nsearch: {note}" if note else ""), fontsize=7, va="bottom", ha="left")
     return fig

@@ -16,6 +16,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import degenerate_cells, search_note
+from ._balu_ch4_plot import mean_se
 from .balu_fig4_1 import sweep
 
 CLAIM_GAMMA = "balu-4.1.5.5-lambda-falls-with-gamma-ml-1m"
@@ -60,9 +61,15 @@ def plot(df: pd.DataFrame, params: dict):
     ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
     deg = degenerate_cells(df, ["gamma", "d"]).unstack("d").reindex(index=grid.index, columns=grid.columns)
     deg = deg.fillna(False).values
+    n_splits = int(df.split.nunique()) if "split" in df.columns else 1
+    rm = df.groupby(["gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[0]).unstack("d")
+    rs = df.groupby(["gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[1]).unstack("d")
+    rm, rs = (t.reindex(index=grid.index, columns=grid.columns).values for t in (rm, rs))
     for (a, b), v in np.ndenumerate(grid.values):
-        ax.text(b, a, f"{v:.2g}" + ("\nbias-only" if deg[a, b] else ""), ha="center", va="center",
-                fontsize=7, color="k", bbox=dict(fc="w", ec="none", alpha=0.8, pad=1.5))
+        # under the lambda: the chosen model's test RMSE, ± 1 standard error over splits when there are several
+        rmse = f"\n{rm[a, b]:.3f}" + (f"±{rs[a, b]:.3f}" if n_splits > 1 else "")
+        ax.text(b, a, f"{v:.2g}" + rmse + ("\nbias-only" if deg[a, b] else ""), ha="center", va="center",
+                fontsize=6, color="k", bbox=dict(fc="w", ec="none", alpha=0.8, pad=1.5))
         if deg[a, b]:
             ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
     ax.set_xlabel("d")
@@ -72,8 +79,10 @@ def plot(df: pd.DataFrame, params: dict):
     ax.set_title(standin_title("Balu 2016, Figure 4.6: best λ over (d, γ), count sketch k = 4", df.dataset.unique()),
                  fontsize=9)
     note = search_note(df)
-    fig.get_layout_engine().set(rect=(0, 0.17, 1, 0.83))
+    fig.get_layout_engine().set(rect=(0, 0.2, 1, 0.8))
+    spl = (f"cells: λ (searched on the first split), then the test RMSE of the chosen model, mean ± 1 standard error "
+           f"over {n_splits} random splits" if n_splits > 1 else "cells: λ, then the chosen model's test RMSE (one split)")
     fig.text(0.01, 0.005, "hatched 'bias-only': the selected (η, λ) is no better than μ + b_u + b_i on validation\n"
-             "(any larger λ ties, so its λ is not a choice)" + (f"\nsearch: {note}" if note else ""),
+             "(any larger λ ties, so its λ is not a choice)\n" + spl + (f"\nsearch: {note}" if note else ""),
              fontsize=7, va="bottom", ha="left")
     return fig

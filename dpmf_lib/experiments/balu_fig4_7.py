@@ -26,6 +26,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import as_clip, load, make_splits, run_configs
+from ._balu_ch4_plot import line_with_bars, mean_se
 
 CLAIM_RMSE = "balu-4.2.4.2-rmse-falls-with-eps-ml-1m"
 CLAIM_KLD = "balu-4.2.4.3-kld-grows-with-eps-ml-1m"
@@ -111,13 +112,15 @@ def _plot(df: pd.DataFrame, params: dict, value: str, ylabel: str, label: str):
     for ax, d in zip(axes[0], ds):
         g = df[df.d == d]
         for s, gs in g.groupby("series", sort=False):
-            c = gs.groupby("clip_threshold")[value].mean()
-            x = [e if e < math.inf else inf_at for e in c.index]
+            per = [v for _, v in gs.groupby("clip_threshold")[value]]  # one value per split at each threshold
+            thr = sorted(gs.clip_threshold.unique())
+            x = [e if e < math.inf else inf_at for e in thr]
             if s == REGULAR_UNCLIPPED:  # one point (no threshold): drawn as a reference level across the panel
-                ax.axhline(c.values[0], color="k", ls=":", lw=1.2, label=s)
-                ax.plot(x, c.values, marker="*", ms=9, color="k", ls="none")
+                m, h = mean_se(per[0])
+                ax.axhline(m, color="k", ls=":", lw=1.2, label=s)
+                ax.errorbar(x, [m], yerr=[h] if h else None, marker="*", ms=9, color="k", ls="none", capsize=3)
                 continue
-            ax.plot(x, c.values, marker="o", ms=4, label=s, ls="--" if s == REGULAR_CLIPPED else "-")
+            line_with_bars(ax, x, per, label=s, ls="--" if s == REGULAR_CLIPPED else "-")
         if value == "test_rmse" and "bias_only_test_rmse" in g:
             ax.axhline(float(g.groupby("split").bias_only_test_rmse.first().mean()), color="0.5", ls="--", lw=1,
                        label="bias only (μ + b_u + b_i)")
@@ -130,7 +133,10 @@ def _plot(df: pd.DataFrame, params: dict, value: str, ylabel: str, label: str):
     handles, labels = axes[0][-1].get_legend_handles_labels()
     # below the panels: inside one it covered a curve
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(labels)), fontsize=7)
-    fig.suptitle(standin_title(f"Balu 2016, {label}", df.dataset.unique()), fontsize=10)
+    n_splits = int(df.split.nunique()) if "split" in df.columns else 1
+    bars = (f"mean ± 1 standard error over {n_splits} random splits" if n_splits > 1
+            else "one split: no error bars (n_splits = 1 at this profile)")
+    fig.suptitle(standin_title(f"Balu 2016, {label}\n{bars}", df.dataset.unique()), fontsize=10)
     fig.tight_layout()
     return fig
 
