@@ -12,10 +12,11 @@ machine's 32 MB L3 (every throughput record carries ``U_bytes``, ``V_bytes``, ``
 within a budget (the record says how many ratings were used).
 
 Configurations: ``csgd`` (tiered, users interleaved in batches of 8, software prefetch of the user and item rows 8
-ratings ahead — the defaults since #19), ``csgd_noprefetch`` (the same without prefetch), ``csgd_prefetch2`` (prefetch
-stride 2, Section 6.5), ``csgd_usermajor`` (tiered, user-major inside a tier), ``naive_sgd`` (random order, default
-prefetch), ``sgld`` (fast: lookup table + lazy noise, fixed Λ, default prefetch). ``prefetch_speedup`` records give
-``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``.
+ratings ahead — the defaults since #19), ``csgd_noprefetch`` (the same without prefetch), ``csgd_prefetch2``
+(prefetch stride 2, Section 6.5), ``csgd_usermajor`` (tiered, user-major inside a tier), ``naive_sgd`` (random
+order, default prefetch), ``naive_sgd_noprefetch``, ``sgld`` (fast: lookup table + lazy noise, fixed Λ, default
+prefetch). ``prefetch_speedup`` records give ``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``;
+the C-SGD/naive ratio is reported at the default stride (its target) and with both at stride 0.
 
 Throughput: ``epochs`` rounds per configuration; the median updates/s over rounds 2.. counts (round 1 touches fresh
 pages). Achieved GFLOP/s and GB/s use the nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops;
@@ -109,6 +110,8 @@ def _throughput_block(r, dims, threads, budget, epochs, label, caches, records, 
             if th == 1 and extra_cfgs:
                 cfgs["csgd_noprefetch"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered", n_threads=1,
                                                                       prefetch_stride=0, **SGD))
+                cfgs["naive_sgd_noprefetch"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="naive", n_threads=1,
+                                                                           prefetch_stride=0, **SGD))
                 cfgs["csgd_prefetch2"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered", n_threads=1,
                                                                      prefetch_stride=2, **SGD))
                 cfgs["csgd_usermajor"] = ("sgd", lambda e: train_sgd(rd, d=d, epochs=e, order="tiered-usermajor",
@@ -291,6 +294,10 @@ def run(profile: str = "quick") -> dict:
     if ("csgd", 128, 1) in ups and ("naive_sgd", 128, 1) in ups:
         ratios.append(ratio("csgd_over_naive_updates_d128_1thread",
                             ups[("csgd", 128, 1)][0] / ups[("naive_sgd", 128, 1)][0], ">= 3"))
+    if ("csgd_noprefetch", 128, 1) in ups and ("naive_sgd_noprefetch", 128, 1) in ups:
+        # the tiering effect without software prefetch (both orders at stride 0; prefetch helps the random order too)
+        ratios.append(ratio("csgd_over_naive_updates_d128_1thread_without_prefetch",
+                            ups[("csgd_noprefetch", 128, 1)][0] / ups[("naive_sgd_noprefetch", 128, 1)][0], None))
     if ("sgld", 128, 1) in ups:
         ratios.append(ratio("sgld_over_csgd_updates_d128_1thread", ups[("sgld", 128, 1)][0] / ups[("csgd", 128, 1)][0],
                             ">= 0.5"))
