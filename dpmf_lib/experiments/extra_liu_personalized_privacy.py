@@ -52,12 +52,13 @@ def run(params: dict) -> pd.DataFrame:
             pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
                                 weights_from=params["weights_from"])
             for eps in liu_fig7.resolve_epsilons(params["epsilons"], pre.B):
-                row, rel, acc = liu_fig7.private_point(pre, eps, priors, train, test, params)
+                row, rel, acc = liu_fig7.private_point(pre, eps, priors, train, test, params, ds=ds)
                 acc = acc.assign(eps_i_over_eps_alt=2.0 * acc["eps_i_over_eps"],
                                  eps_hat_over_eps_alt=2.0 * acc["eps_hat_over_eps"])
                 frames.append(acc.assign(dataset=r.source.label, real=r.source.real, rho=float(rho),
                                          epsilon=float(eps), tau=tau, B=pre.B, test_rmse=row["test_rmse"],
-                                         constraint_satisfied=row["constraint_satisfied"]))
+                                         constraint_satisfied=row["constraint_satisfied"], rhat=row["rhat"],
+                                         ess=row["ess"], n_chains=row["n_chains"]))
                 if rho == params["rho"][0] and np.isclose(eps, params["typical_epsilon"]):
                     for col, reading in (("eps_hat_over_eps", "eps_i = eps B_i/(2B) (Theorem 2 as stated)"),
                                          ("eps_hat_over_eps_alt", "eps_i = eps B_i/B (without the 1/2)")):
@@ -67,7 +68,8 @@ def run(params: dict) -> pd.DataFrame:
                             note=f"median over {len(acc)} users of the realized personal loss / ε at ε={eps:g}, "
                                  f"τ={tau}, ρ={rho:g}, weights from {params['weights_from']} m_i "
                                  f"(= 1/{1 / med:.0f}); reading {reading}; guaranteed median "
-                                 f"{acc[col.replace('hat', 'i')].median():.3f}"))
+                                 f"{acc[col.replace('hat', 'i')].median():.3f}; split-R-hat {row['rhat']:.3f}",
+                            guards={"chain_split_rhat": row["rhat"] if np.isfinite(row["rhat"]) else float("inf")}))
     df = pd.concat(frames, ignore_index=True)
     return attach(df, sources=sources, measurements=measurements)
 

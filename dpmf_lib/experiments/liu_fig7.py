@@ -23,6 +23,16 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
   reading (``trimmed``: heavy users keep weight 1) is drawn as a second series at the first ρ, labelled
   "DPMF, w_i from trimmed m_i (other reading)"; the claim is measured on the default only.
 
+Chains (issue #14). Every private point runs ``private.n_chains`` independent chains (own seeds and
+data-independent starts): ``private.burn_in`` rounds at the decaying step, then ``private.rounds`` rounds at a constant
+step (the step no longer shrinks to nothing at large ε), with the split-R̂ and ESS of the mean squared item factor and
+of the sample's test RMSE reported per point (``rhat``, ``ess``; hollow rings on the figure where R̂ > 1.05). A redraw
+of lines 5–6 is the next chain's final state (``private.redraw: fresh``), an independent sample, not the same chain
+continued. The spread of the local-ridge RMSE across chains is ``test_rmse_chains_sd``. On ML-100K an exact
+block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood and fixed priors; every (u_i, b_i)
+and (v_j, b_j) drawn from its Gaussian conditional, no step size) is drawn as a reference line: where a converged
+chain lands (``gibbs``). A claim is judged only where the chains' split-R̂ ≤ 1.05 (guard ``chain_split_rhat``).
+
 Choices the paper leaves open (all also in the module docstring of ``posterior_sampling``): λ_r = 2 so that ε = 4B is
 exactly the non-private posterior exp(−F); biases (the paper omits them) with b_0 fixed at the rating-scale midpoint;
 the bias precision is estimated from the non-private run like Λ; η0·N adapted to ε (:func:`step_size`); the range
@@ -49,6 +59,8 @@ from ..privacy import posterior_sampling as ps
 RATING_DP_CLAIM = "liu-6.7-rating-dp-small-accuracy-loss"
 OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
 ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i (issue #14)
+GIBBS = "exact block Gibbs, ε = 4B (reference)"  # the non-private target sampled exactly (issue #14)
+RHAT_MAX = 1.05  # a chain counts as converged when its split-R̂ is at most this (the claim guard's threshold)
 
 
 def load(ds: str, params: dict):
@@ -111,17 +123,26 @@ def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
 
 
 def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
-                  clip_loss: bool = False) -> tuple[dict, object, pd.DataFrame]:
+                  clip_loss: bool = False, ds: str | None = None) -> tuple[dict, object, pd.DataFrame]:
     """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant); returns (row, release,
     per-user accounting)."""
     pv = params["private"]
     t0 = time.perf_counter()
     rel = ps.sample_private(pre, epsilon, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=params["d"],
-                            lambda_r=params["lambda_r"], lam_bias=priors["lam_bias"], rounds=pv["rounds"],
-                            eta_n=params["sgld"]["eta_n"], eta_n_max=pv["eta_n_max"], gamma=params["sgld"]["gamma"],
+                            lambda_r=params["lambda_r"], lam_bias=priors["lam_bias"],
+                            rounds=per_dataset(pv["rounds"], ds, "private.rounds"),
+                            burn_in=per_dataset(pv.get("burn_in", 0), ds, "private.burn_in"),
+                            n_chains=pv.get("n_chains", 1), thin=pv.get("thin", 1), redraw=pv.get("redraw", "fresh"),
+                            eta_n=pv.get("eta_n", params["sgld"]["eta_n"]), eta_n_max=pv["eta_n_max"],
+                            gamma=params["sgld"]["gamma"],
                             max_resamples=pv["max_resamples"], resample_rounds=pv["resample_rounds"],
-                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss)
+                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss, test=test)
     local = rel.local_model(train)
+    chain_rmse = [local_rmse(m.V, m.bi, m.b0, rel, train, test) for m in rel.chain_models]
+    lo, hi = pre.pred_range
+    users = np.flatnonzero(pre.kept > 0)
+    chain_viol = [ps.range_violations(m.U, m.V, m.bu, m.bi, m.b0, lo, hi, users=users)["n_out"]
+                  for m in rel.chain_models]
     acc = ps.privacy_accounting(pre, epsilon, rel.sampled_model)
     summ = ps.privacy_summary(pre, epsilon, acc)
     row = {"method": OURS if clip_loss else "DPMF (Algorithm 1, local ridge)", "epsilon": float(epsilon), "epsilon_rating": epsilon / pre.tau,
@@ -134,8 +155,56 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
            "eps_hat_over_eps_median": summ["eps_hat_over_eps_median"],
            "share_users_within_bound": summ["share_users_within_bound"],
            "epsilon_effective": np.nan if rel.epsilon_effective is None else float(rel.epsilon_effective),
+           "n_chains": rel.n_chains, "released_chain": rel.released_chain, "redraw": rel.redraw,
+           "rhat": rel.rhat, "ess": rel.ess, "converged": bool(rel.rhat <= RHAT_MAX),
+           "step_nN": rel.step_nN, "test_rmse_chains_mean": float(np.mean(chain_rmse)),
+           "test_rmse_chains_sd": float(np.std(chain_rmse, ddof=1)) if len(chain_rmse) > 1 else np.nan,
+           "violations_chains_mean": float(np.mean(chain_viol)) if chain_viol else np.nan,
            "seconds": time.perf_counter() - t0}
     return row, rel, acc
+
+
+def per_dataset(value, ds, name: str):
+    """``value``, or ``value[ds]`` when it is a mapping dataset → value (e.g. chain lengths sized per dataset)."""
+    if isinstance(value, dict):
+        if ds not in value:
+            raise ParameterError(f"{name}: no value for dataset {ds!r}; give one (have {sorted(value)})")
+        return value[ds]
+    return value
+
+
+def local_rmse(V, bi, b0, rel, train, test) -> float:
+    """Test RMSE of the local ridge (eq. 5) against item factors ``V`` (the prior of release ``rel``)."""
+    from ..mf import MFModel
+
+    U, bu = ps.local_user_factors(train, V, bi, b0, Lambda_u=rel.Lambda_u, lam_bias=rel.lam_bias,
+                                  lambda_r=rel.lambda_r)
+    return MFModel(U, V, bu, bi, float(b0)).rmse(test)
+
+
+def gibbs_rows(ds: str, pre, priors, train, test, params: dict) -> list[dict]:
+    """The exact block-Gibbs reference at ε = 4B (the non-private posterior of the private pipeline; issue #14)."""
+    gp = params["gibbs"]
+    if ds not in gp["datasets"]:
+        return []
+    t0 = time.perf_counter()
+    g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
+                           lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
+                           sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"], seed=params["seed"],
+                           test=test)
+
+    class _Prior:  # the ridge uses the sampler's prior, as for a private release
+        Lambda_u, lam_bias, lambda_r = priors["Lambda_u"], priors["lam_bias"], params["lambda_r"]
+
+    lo, hi = pre.pred_range
+    users = np.flatnonzero(pre.kept > 0)
+    rm = [local_rmse(m.V, m.bi, m.b0, _Prior, train, test) for m in g["models"]]
+    vi = [ps.range_violations(m.U, m.V, m.bu, m.bi, m.b0, lo, hi, users=users)["n_out"] for m in g["models"]]
+    return [{"method": GIBBS, "epsilon": 4.0 * pre.B, "test_rmse": rm[0], "test_rmse_chains_mean": float(np.mean(rm)),
+             "test_rmse_chains_sd": float(np.std(rm, ddof=1)) if len(rm) > 1 else np.nan,
+             "violations_last": vi[0], "violations_chains_mean": float(np.mean(vi)), "n_chains": g["n_chains"],
+             "rhat": g["rhat"], "ess": g["ess"], "converged": bool(g["rhat"] <= RHAT_MAX),
+             "sweeps": gp["sweeps"], "seconds": time.perf_counter() - t0}]
 
 
 def resolve_epsilons(values, B: float) -> list[float]:
@@ -179,15 +248,15 @@ def run(params: dict) -> pd.DataFrame:
                                 weights_from=params["weights_from"])
             pts = {}
             for eps in epsilon_grid(params, pre.B):
-                row, _, _ = private_point(pre, eps, priors, train, test, params)
-                pts[eps] = row["test_rmse"]
+                row, _, _ = private_point(pre, eps, priors, train, test, params, ds=ds)
+                pts[eps] = row
                 rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
                              "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
                              "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
                              "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
             if rho == params["rho"][0] and params["clipped_loss"]:  # ours, after the paper's series (same seeds)
                 for eps in epsilon_grid(params, pre.B):
-                    row, _, _ = private_point(pre, eps, priors, train, test, params, clip_loss=True)
+                    row, _, _ = private_point(pre, eps, priors, train, test, params, clip_loss=True, ds=ds)
                     rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
                                  "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
                                  "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
@@ -197,15 +266,22 @@ def run(params: dict) -> pd.DataFrame:
                 pre_alt = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
                                         weights_from=other)
                 for eps in epsilon_grid(params, pre_alt.B):
-                    row, _, _ = private_point(pre_alt, eps, priors, train, test, params)
+                    row, _, _ = private_point(pre_alt, eps, priors, train, test, params, ds=ds)
                     rows.append({**base, **row, "method": ALT_WEIGHTS, "weights_from": other, "rho": float(rho),
                                  "B": pre_alt.B, "B_weights": pre_alt.B_weights, "n_trimmed": pre_alt.n_trimmed})
             if rho == params["rho"][0]:
+                rows += [{**base, **row, "rho": float(rho), "B": pre.B}
+                         for row in gibbs_rows(ds, pre, priors, train, test, params)]
                 if float(tau) in pts:
+                    a, b = pts[float(tau)], pts[4.0 * pre.B]
+                    rh = float(np.nanmax([a["rhat"], b["rhat"]])) if np.isfinite([a["rhat"], b["rhat"]]).any() \
+                        else float("inf")
                     measurements.append(Measurement(
-                        RATING_DP_CLAIM, pts[float(tau)] - pts[4.0 * pre.B], label, real,
+                        RATING_DP_CLAIM, a["test_rmse"] - b["test_rmse"], label, real,
                         note=f"RMSE(eps_user = tau = {tau}, i.e. rating-level eps = 1) − RMSE(eps = 4B = "
-                             f"{4 * pre.B:g}); {pts[float(tau)]:.4f} vs {pts[4.0 * pre.B]:.4f}; rho={rho}"))
+                             f"{4 * pre.B:g}); {a['test_rmse']:.4f} vs {b['test_rmse']:.4f}; rho={rho}; "
+                             f"split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}",
+                        guards={"chain_split_rhat": rh}))
     df = pd.DataFrame(rows)
     return attach(df, sources=sources, measurements=measurements)
 
@@ -221,6 +297,10 @@ def plot(df: pd.DataFrame, params: dict):
         for rho, h in priv.groupby("rho"):
             h = h.sort_values("epsilon")
             ax.semilogx(h.epsilon, h.test_rmse, "o-", label=f"DPMF, local ridge (ρ={rho:g})")
+            nc = h[~h.converged.astype(bool)] if "converged" in h else h.iloc[:0]
+            if len(nc):
+                ax.semilogx(nc.epsilon, nc.test_rmse, "o", mfc="white", mec="k", ms=9, zorder=0,
+                            label=f"split-R̂ > {RHAT_MAX} (not converged)" if rho == priv.rho.iloc[0] else None)
             bad = h[~h.constraint_satisfied.astype(bool)]
             if len(bad) and rho == priv.rho.iloc[0]:
                 ax.semilogx(bad.epsilon, bad.test_rmse, "x", color="k", ms=7,
@@ -232,7 +312,10 @@ def plot(df: pd.DataFrame, params: dict):
             ax.semilogx(alt.epsilon, alt.test_rmse, "s:", color="C6", ms=4,
                         label=f"ρ={alt.rho.iloc[0]:g}, w_i from trimmed m_i (other reading of Section 6.6)")
         styles = iter([("--", "C1"), (":", "C2"), ("-.", "C3"), ((0, (5, 1)), "C4")])
-        for _, b in g[~g.method.str.startswith("DPMF")].iterrows():
+        for _, b in g[g.method == GIBBS].iterrows():
+            ax.axhline(b.test_rmse, color="k", lw=1.0, ls=(0, (1, 1)),
+                       label=f"exact Gibbs at ε=4B, local ridge: {b.test_rmse:.3f} (R̂ {b.rhat:.3f})")
+        for _, b in g[~g.method.str.startswith("DPMF") & (g.method != GIBBS)].iterrows():
             ls, col = next(styles)
             ax.axhline(b.test_rmse, ls=ls, color=col, lw=1.2, label=f"{b.method}: {b.test_rmse:.3f}")
         if len(priv):

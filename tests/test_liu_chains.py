@@ -1,0 +1,112 @@
+"""Liu Figure 7's chains (issue #14): the convergence diagnostic, independent redraws, the exact Gibbs block."""
+
+import numpy as np
+import pytest
+
+from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.privacy import posterior_sampling as ps
+
+
+def test_split_rhat_catches_a_non_mixed_chain_and_passes_a_mixed_one():
+    rng = np.random.default_rng(0)
+    mixed = rng.standard_normal((4, 500))
+    assert ps.split_rhat_chains(mixed) < 1.02
+    apart = mixed + np.array([0.0, 0.0, 1.0, 1.0])[:, None]  # chains stuck in different places
+    assert ps.split_rhat_chains(apart) > 1.1
+    drifting = mixed[:1] + np.linspace(0, 3, 500)  # one chain still moving from its start: split halves disagree
+    assert ps.split_rhat_chains(drifting) > 1.1
+
+
+def test_ess_of_iid_and_ar1_chains():
+    rng = np.random.default_rng(1)
+    iid = rng.standard_normal((2, 4000))
+    assert 0.85 * 8000 < ps.ess_chains(iid) < 1.15 * 8000
+    phi, x = 0.8, np.zeros((2, 20000))
+    e = rng.standard_normal(x.shape)
+    for t in range(1, x.shape[1]):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    expect = x.size * (1 - phi) / (1 + phi)  # 1/9 of the draws
+    assert 0.75 * expect < ps.ess_chains(x) < 1.25 * expect
+
+
+def _tiny(seed=0, n_users=12, n_items=8):
+    rng = np.random.default_rng(seed)
+    u, i = np.meshgrid(np.arange(n_users), np.arange(n_items), indexing="ij")
+    keep = rng.random(u.shape) < 0.7
+    vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
+    return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
+                   DataSource("toy", False, note="test toy"))
+
+
+def test_redraws_are_separate_chains_with_their_own_seeds():
+    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, n_chains=2, eta_n_max=1.0,
+              n_threads=1, seed=3, max_resamples=3)
+    rel = ps.sample_private(pre, 0.01, **kw)  # broad posterior: every draw violates the range, the loop gives up
+    assert rel.n_resamples == 3 and rel.n_chains == 4 and rel.released_chain == 3 and rel.redraw == "fresh"
+    seeds = {ps.chain_seed(3, k) for k in range(4)}
+    assert len(seeds) == 4
+    # the released sample is chain 3's own final state, not a continuation of chain 0
+    alone = ps.sample_private(pre, 0.01, **{**kw, "max_resamples": 0, "n_chains": 1, "seed": ps.chain_seed(3, 3)})
+    np.testing.assert_array_equal(rel.V, alone.V)
+    Vs = [m.V for m in rel.chain_models]
+    assert all(not np.array_equal(Vs[a], Vs[b]) for a in range(4) for b in range(a))
+    # each chain's draws come from its own start: chain 1 equals a run seeded with chain 1's seed
+    one = ps.sample_private(pre, 0.01, **{**kw, "max_resamples": 0, "n_chains": 1, "seed": ps.chain_seed(3, 1)})
+    np.testing.assert_array_equal(rel.chain_models[1].V, one.V)
+    assert set(rel.trace.chain) == {0, 1, 2, 3}
+
+
+def test_gibbs_block_kernel_matches_numpy_reference():
+    r = _tiny(2)
+    rng = np.random.default_rng(5)
+    d = 3
+    w = rng.uniform(0.2, 1.0, r.n_ratings)
+    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, r.n_users)
+    V, bi = rng.standard_normal((r.n_items, d)), rng.standard_normal(r.n_items) * 0.1
+    reg = np.array([1.5, 2.0, 0.7, 1.1])
+    xi = rng.standard_normal((r.n_users, d + 1))
+    out, out_b = np.zeros((r.n_users, d)), np.zeros(r.n_users)
+    ps._gibbs_side_kernel(indptr, idx, vals, wts, V, bi, True, 3.0, reg, 0.8, xi, out, out_b)
+    ref, ref_b = ps.gibbs_side_reference(indptr, idx, vals, wts, V, bi, 3.0, reg, 0.8, xi)
+    np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(out_b, ref_b, rtol=1e-9, atol=1e-10)
+
+
+def test_gibbs_block_draws_have_the_conditional_moments():
+    r = _tiny(3, n_users=1, n_items=6)
+    d = 2
+    rng = np.random.default_rng(7)
+    w = np.ones(r.n_ratings)
+    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, 1)
+    V, bi = rng.standard_normal((r.n_items, d)), np.zeros(r.n_items)
+    reg = np.array([1.0, 2.0, 0.5])
+    n = 20000  # the same user repeated n times: n independent draws of its conditional in one call
+    k = indptr[1]
+    rep = (np.arange(n + 1) * k).astype(np.int64), np.tile(idx, n), np.tile(vals, n), np.tile(wts, n)
+    out, out_b = np.zeros((n, d)), np.zeros(n)
+    ps._gibbs_side_kernel(*rep, V, bi, True, 3.0, reg, 2.0, rng.standard_normal((n, d + 1)), out, out_b)
+    draws = np.hstack([out, out_b[:, None]])
+    X = np.hstack([V[idx], np.ones((len(idx), 1))])
+    P = 2.0 * X.T @ X + np.diag(reg)
+    mu = np.linalg.solve(P, 2.0 * X.T @ (vals - 3.0))
+    C = np.linalg.inv(P)
+    se = np.sqrt(np.diag(C) / n)
+    assert np.all(np.abs(draws.mean(0) - mu) < 5 * se)
+    np.testing.assert_allclose(np.cov(draws.T), C, atol=0.05 * np.abs(C).max())
+
+
+def test_gibbs_reference_mixes_on_a_small_problem():
+    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
+    g = ps.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
+                           n_chains=2, seed=1)
+    assert g["n_chains"] == 2 and g["rhat"] < 1.1 and len(g["models"]) == 2
+
+
+def test_bad_chain_parameters_raise():
+    from dpmf_lib.errors import ParameterError
+
+    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    for bad in (dict(n_chains=0), dict(burn_in=-1), dict(thin=0), dict(redraw="again")):
+        with pytest.raises(ParameterError):
+            ps.sample_private(pre, 1.0, Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=2, seed=0, **bad)
