@@ -102,3 +102,11 @@ def test_seed_summary_is_a_student_t_interval():
     s = hc.seed_summary(df).iloc[0]
     lo, hi = stats.t.interval(0.95, 4, loc=x.mean(), scale=stats.sem(x))
     assert s["mean"] == pytest.approx(3.0) and s["ci95"] == pytest.approx((hi - lo) / 2) and s["n_seeds"] == 5
+
+
+def test_w_scaled_variant_parameter_selects_scenarios():
+    assert hc.w_scaled_for({"w_scaled_variant": True}, "s3") and not hc.w_scaled_for({}, "s1")
+    assert hc.w_scaled_for({"w_scaled_variant": ["s1", "s2"]}, "s2")
+    assert not hc.w_scaled_for({"w_scaled_variant": ["s1", "s2"]}, "s3")
+    with pytest.raises(ParameterError, match="w_scaled_variant"):
+        hc.w_scaled_for({"w_scaled_variant": ["s4"]}, "s1")

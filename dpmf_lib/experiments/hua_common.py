@@ -34,6 +34,17 @@ PAPER_POINTS = {7: [("a", "s1", 0.15, 0.03, "below"), ("a", "s2", 0.15, 0.14, "a
                 8: [("a", "s2", 0.15, 0.0, "near"), ("b", "s3", 0.05, 0.0, "indistinguishable from")]}
 
 
+def w_scaled_for(params: dict, scenario: str) -> bool:
+    """Whether to run the W-scaled variant for ``scenario``: ``w_scaled_variant`` is a bool (every scenario) or a list
+    of scenarios (``ci`` leaves out S3's 10^3-round runs)."""
+    v = params.get("w_scaled_variant", False)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (list, tuple)) and all(x in ("s1", "s2", "s3") for x in v):
+        return scenario in v
+    raise ParameterError(f"parameter 'w_scaled_variant' must be true, false or a list of s1/s2/s3, got {v!r}")
+
+
 def eps_holds(run: dict) -> bool:
     """Whether the stated eps holds for the release (its privacy record's ``epsilon_effective`` is not None)."""
     priv = getattr(run["results"], "privacy", {}) or {}
@@ -169,7 +180,7 @@ def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
         s = b["results"][int(params["iterations_fixed"])]
         parts.append(cdf_rows(s, panel="b", scenario=scenario, eps=float(e), iterations=int(params["iterations_fixed"]),
                               curve=f"ε = {e:g}"))
-    if params.get("w_scaled_variant", False):  # panel (c): the labelled variant, eta / W (not covered by Theorem 1)
+    if w_scaled_for(params, scenario):  # panel (c): the labelled variant, eta / W (not covered by Theorem 1)
         T = int(params["iterations_fixed"])
         for e in params["eps_values"]:
             w = scenario_run(params, scenario, ds, e, [T], s3=s3, noise_scale="w_scaled")
@@ -181,7 +192,7 @@ def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
         n = scenario_run(params, "s3", ds, None, [T], s3=s3)
         parts.append(cdf_rows(n["results"][T], panel="b", scenario="s3-nonprivate", eps=math.inf, iterations=T,
                               curve=f"S3 without noise (ε = ∞, {T} it.)"))
-    for panel in ("a", "b") + (("c",) if params.get("w_scaled_variant", False) else ()):
+    for panel in ("a", "b") + (("c",) if w_scaled_for(params, scenario) else ()):
         parts.append(cdf_rows(bsum, panel=panel, scenario="baseline", eps=math.inf, iterations=bT,
                               curve=f"baseline (non-private, {bT} it.)"))
     df = pd.concat(parts, ignore_index=True)
@@ -241,7 +252,7 @@ def increase_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
                                        ("s2", params["iterations_s12"], params["eps_s12"], "a"),
                                        ("s3", params["iterations_s3"], params["eps_s3"], "b")):
         s3 = s3_options(params) if scen == "s3" else None
-        scales = ("theorem1", "w_scaled") if params.get("w_scaled_variant", False) else ("theorem1",)
+        scales = ("theorem1", "w_scaled") if w_scaled_for(params, scen) else ("theorem1",)
         for ns in scales:
             for e in eps_list:
                 run = scenario_run(params, scen, ds, e, [its], s3=s3, noise_scale=ns)
