@@ -4,6 +4,8 @@ Panel (a): the CDF of ``|r'_ij - r_ij|`` over the rated pairs for several iterat
 the same after a fixed number of iterations for several eps; both with the non-private baseline (MF, 100 iterations).
 The paper does not list the eps and iteration values of its curves; ours are in ``params/hua_fig1.yaml``. The
 simulation and every reconstruction choice are described in :mod:`dpmf_lib.objpert.mf` and the notebook.
+With ``w_scaled_variant`` panel (c) shows the labelled variant that divides eta by ``W = |R|`` (not covered by
+Theorem 1; its stated eps does not hold); claims are judged on the Theorem-1 mechanism only.
 """
 
 from __future__ import annotations
