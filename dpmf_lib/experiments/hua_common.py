@@ -30,7 +30,8 @@ SCEN = {"s1": "S1 (trusted recommender)", "s2": "S2 (untrusted, static users)",
 W_LABEL = "W-scaled noise (not covered by Theorem 1)"
 NOISE_LABEL = {"theorem1": "Theorem 1", "w_scaled": W_LABEL}
 #: the paper's numbers for Figures 7-8 as its text states them: (panel, scenario, eps, value, relation)
-PAPER_POINTS = {7: [("a", "s1", 0.15, 0.03, "below"), ("a", "s2", 0.15, 0.14, "around"), ("b", "s3", 0.8, 0.1, "below")],
+PAPER_POINTS = {7: [("a", "s1", 0.15, 0.03, "below"), ("a", "s2", 0.15, 0.14, "around"),
+                    ("b", "s3", 0.8, 0.1, "below")],
                 8: [("a", "s2", 0.15, 0.0, "near"), ("b", "s3", 0.05, 0.0, "indistinguishable from")]}
 
 
@@ -351,7 +352,8 @@ def seed_summary(df: pd.DataFrame, value: str = "mean_increase") -> pd.DataFrame
         x = g[value].to_numpy(float)
         n = len(x)
         hw = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
-        return pd.Series({"mean": float(x.mean()), "ci95": hw, "n_seeds": n, "min": float(x.min()), "max": float(x.max())})
+        return pd.Series({"mean": float(x.mean()), "ci95": hw, "n_seeds": n, "min": float(x.min()),
+                          "max": float(x.max())})
 
     return df.groupby(["panel", "probability"]).apply(agg, include_groups=False).reset_index()
 
