@@ -110,3 +110,10 @@ def test_w_scaled_variant_parameter_selects_scenarios():
     assert not hc.w_scaled_for({"w_scaled_variant": ["s1", "s2"]}, "s3")
     with pytest.raises(ParameterError, match="w_scaled_variant"):
         hc.w_scaled_for({"w_scaled_variant": ["s4"]}, "s1")
+
+
+def test_explicit_protocol_refuses_the_w_scaled_variant(prob):
+    from dpmf_lib.objpert.protocol import Protocol
+
+    with pytest.raises(ParameterError, match="noise_scale"):
+        Protocol(prob, mf.HuaConfig(d=6, noise_scale="w_scaled"), EPS, seed=1)

@@ -58,6 +58,11 @@ class Protocol:
             from ..errors import ParameterError
 
             raise ParameterError(f"parameter 'scenario' must be 's2' or 's3', got {scenario!r}")
+        if getattr(cfg, "noise_scale", "theorem1") != "theorem1":
+            from ..errors import ParameterError
+
+            raise ParameterError("parameter 'noise_scale': the explicit protocol runs the paper's mechanism only "
+                                 f"('theorem1'); the W-scaled variant is a simulation label, got {cfg.noise_scale!r}")
         self.prob, self.cfg, self.eps, self.scenario = prob, cfg, nz.check_eps(eps), scenario
         self.fp = fp or FixedPoint()
         # seed=None: fresh OS entropy (a DP release must not be replayable by default); an int reproduces the run
