@@ -23,8 +23,9 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
    locally with u_i, and b_0 is fixed at the data-independent midpoint (r_min + r_max)/2 (the training mean would leak).
    The chain starts from a data-independent random initialisation (N(0, 0.1²) factors, zero biases).
 5. Lines 5–6: while some prediction r̂_ij over all pairs (every user with a training rating × every item, observed or
-   not) lies outside [r_min − κ, r_max + κ], draw a new sample. A new draw = the same chain continued for ``resample_rounds`` more rounds at the final step size (a
-   Markov-chain stand-in for an independent draw). The loop stops after ``max_resamples`` redraws; the release then
+   not) lies outside [r_min − κ, r_max + κ], draw a new sample. A new draw (``redraw="fresh"``, default) = the final state of
+   the next independent chain (own seed, own data-independent start); ``redraw="continue"`` keeps the older
+   Markov-chain stand-in (the same chain continued for ``resample_rounds`` rounds at its last step). The loop stops after ``max_resamples`` redraws; the release then
    carries ``constraint_satisfied=False`` and the count of violating pairs: the worst-case guarantee of Theorem 1 does
    not formally hold for such a sample (we report this rather than silently clipping).
 6. Release V (and the item biases) only; each user fits (u_i, b_i) by the ridge regression of eq. (5) on their own
