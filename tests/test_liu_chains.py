@@ -110,3 +110,53 @@ def test_bad_chain_parameters_raise():
     for bad in (dict(n_chains=0), dict(burn_in=-1), dict(thin=0), dict(redraw="again")):
         with pytest.raises(ParameterError):
             ps.sample_private(pre, 1.0, Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=2, seed=0, **bad)
+
+
+def test_every_chain_phase_has_its_own_noise_seed():
+    # chain 0 is seeded by `seed` itself; deriving its sampling phase as chain_seed(chain_seed(seed, 0), 1) made it
+    # replay chain 1's burn-in noise (the review's finding): the "independent" redraw shared noise with the draw it
+    # replaced, and R̂ over the two chains was biased low
+    for seed in (0, 3, 12345):
+        phases = [ps.chain_seed(seed, k) for k in range(4)] + [ps.phase_seed(ps.chain_seed(seed, k)) for k in range(4)]
+        assert len(set(phases)) == 8
+
+
+def test_no_two_sgld_runs_of_a_release_share_a_noise_seed(monkeypatch):
+    import dpmf_lib.mf as mf
+
+    seeds, real = [], mf.sample_sgld
+
+    def spy(*a, **k):
+        seeds.append(k["seed"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(mf, "sample_sgld", spy)
+    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=4, n_chains=3, eta_n_max=1.0,
+              n_threads=1, seed=3, max_resamples=0)
+    rel = ps.sample_private(pre, 0.01, **kw)
+    # burn-in and sampling phase of 3 chains: 6 noise streams (seed → splitmix64 stream and Gaussian table), all
+    # distinct — before the fix chain 0's sampling phase reused chain 1's burn-in seed
+    assert len(seeds) == 6 and len(set(seeds)) == 6
+    assert rel.n_chains == 3
+    assert any("not covered by ε" in c and "3 chains" in c for c in rel.privacy_caveats)
+
+
+def test_a_drifting_chain_has_a_much_smaller_ess_than_iid_draws():
+    rng = np.random.default_rng(4)
+    iid = rng.standard_normal((2, 2000))
+    drifting = iid + np.linspace(0, 4, 2000)  # both chains still moving: split halves disagree
+    assert ps.ess_chains(drifting) < 0.2 * ps.ess_chains(iid)
+
+
+def test_an_unmeasurable_statistic_leaves_the_chains_unvouched_for():
+    import pandas as pd
+
+    rng = np.random.default_rng(6)
+    rows = [{"chain": c, "draw": t, "v_norm2": float(rng.standard_normal()), "sample_rmse": float(rng.standard_normal())}
+            for c in range(2) for t in range(50)]
+    ok = ps.chain_diagnostics(pd.DataFrame(rows))
+    assert np.isfinite(ok["rhat"]) and np.isfinite(ok["ess"])
+    rows[7]["sample_rmse"] = float("inf")  # one statistic cannot be diagnosed: the other must not vouch alone
+    bad = ps.chain_diagnostics(pd.DataFrame(rows))
+    assert np.isnan(bad["rhat"]) and np.isnan(bad["ess"])

@@ -69,7 +69,8 @@ def run(params: dict) -> pd.DataFrame:
                                  f"τ={tau}, ρ={rho:g}, weights from {params['weights_from']} m_i "
                                  f"(= 1/{1 / med:.0f}); reading {reading}; guaranteed median "
                                  f"{acc[col.replace('hat', 'i')].median():.3f}; split-R-hat {row['rhat']:.3f}",
-                            guards={"chain_split_rhat": row["rhat"] if np.isfinite(row["rhat"]) else float("inf")}))
+                            guards={"chain_split_rhat": row["rhat"] if np.isfinite(row["rhat"]) else float("inf"),
+                                    "chain_ess": row["ess"] if np.isfinite(row["ess"]) else 0.0}))
     df = pd.concat(frames, ignore_index=True)
     return attach(df, sources=sources, measurements=measurements)
 

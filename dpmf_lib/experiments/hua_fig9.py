@@ -32,7 +32,8 @@ def run(params: dict) -> pd.DataFrame:
     if len(a) >= 2 and int(params["iterations_s3"]) == 10000:
         diff, note = hc.joinleave_difference(df, seed)
         base = float(a.mean_increase.iloc[0])
-        m.append(Measurement(CLAIM, diff / base, label, real,
+        # a relative change needs a positive base: at base ≤ 0 the sign would flip (a rise read as a decline)
+        m.append(Measurement(CLAIM, diff / base if base > 0 else float("nan"), label, real,
                              f"relative change {note}, divided by the latter (the seeds of the figure: "
                              f"{sorted(df.seed.unique().tolist())}; the claim's seeds come from the replicates)"))
     return attach(df, sources=hc.sources_of(sources), measurements=m)

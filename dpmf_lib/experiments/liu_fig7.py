@@ -274,14 +274,17 @@ def run(params: dict) -> pd.DataFrame:
                          for row in gibbs_rows(ds, pre, priors, train, test, params)]
                 if float(tau) in pts:
                     a, b = pts[float(tau)], pts[4.0 * pre.B]
-                    rh = float(np.nanmax([a["rhat"], b["rhat"]])) if np.isfinite([a["rhat"], b["rhat"]]).any() \
-                        else float("inf")
+                    # both points must be vouched for: an unmeasurable R̂ (NaN) or ESS fails the guard
+                    rh = max(a["rhat"], b["rhat"]) if np.isfinite([a["rhat"], b["rhat"]]).all() else float("inf")
+                    es = min(a["ess"], b["ess"]) if np.isfinite([a["ess"], b["ess"]]).all() else 0.0
+                    met = "/".join("met" if p["constraint_satisfied"] else "NOT met (ε does not hold)" for p in (a, b))
                     measurements.append(Measurement(
                         RATING_DP_CLAIM, a["test_rmse"] - b["test_rmse"], label, real,
                         note=f"RMSE(eps_user = tau = {tau}, i.e. rating-level eps = 1) − RMSE(eps = 4B = "
                              f"{4 * pre.B:g}); {a['test_rmse']:.4f} vs {b['test_rmse']:.4f}; rho={rho}; "
-                             f"split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}",
-                        guards={"chain_split_rhat": rh}))
+                             f"split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}; ESS {a['ess']:.0f} / {b['ess']:.0f}; "
+                             f"range constraint {met} after ≤ {params['private'].get('max_resamples')} redraw(s)",
+                        guards={"chain_split_rhat": rh, "chain_ess": es}))
     df = pd.DataFrame(rows)
     return attach(df, sources=sources, measurements=measurements)
 

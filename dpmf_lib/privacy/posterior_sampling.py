@@ -541,7 +541,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
             return r, hst
         r1 = sample_sgld(train, epochs=int(burn_in), eta0=h / N, model=m0, seed=sk, gamma=gamma, **common)
         r = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=r1.model, layout=r1.layout,
-                        seed=chain_seed(sk, 1), gamma=0.0, keep_every=int(thin), **common)
+                        seed=phase_seed(sk), gamma=0.0, keep_every=int(thin), **common)
         hst = pd.concat([r1.history.assign(phase="burn_in"),
                          r.history.assign(phase="sampling", epoch=r.history.epoch + int(burn_in))],
                         ignore_index=True).assign(chain=k)
@@ -595,6 +595,10 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     if seed_fixed or pre.seed_was_fixed:
         caveats.append("fixed seed: the trimming or the noise is replayable by anyone who knows the seed "
                        "(a reproducibility choice)")
+    if len(runs) > 1 or len(trace):
+        caveats.append(f"diagnostics (split-R̂, ESS, per-draw traces, the models of all {len(runs)} chains) are not "
+                       "covered by ε: Theorem 1 covers the one released sample (V, b_j); publishing statistics of "
+                       "other chains or intermediate states composes beyond it")
     return PrivateRelease(model.V.copy(), model.bi.copy(), float(model.b0), eps, pre.B, s,
                           np.broadcast_to(np.asarray(Lambda_u, np.float32), (d,)).copy(),
                           np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
@@ -675,6 +679,14 @@ def chain_seed(seed: int, k: int) -> int:
     return int(np.random.SeedSequence([int(seed), 0xC4A1, int(k)]).generate_state(1, np.uint64)[0] >> np.uint64(2))
 
 
+def phase_seed(chain: int) -> int:
+    """The seed of the constant-step (sampling) phase of the chain seeded ``chain`` (a :func:`chain_seed`). A
+    namespace of its own: deriving it as ``chain_seed(chain, 1)`` made chain 0's sampling phase replay chain 1's
+    burn-in noise (chain 0's seed is the run's seed itself), so the "independent" redraw and the R̂ over the two
+    chains shared noise. A chain stays a function of its own seed alone."""
+    return int(np.random.SeedSequence([int(chain), 0x5A3E]).generate_state(1, np.uint64)[0] >> np.uint64(2))
+
+
 def split_rhat_chains(x) -> float:
     """Split-R̂ (Gelman et al. 2013, BDA3 eq. 11.4; no rank normalisation) of draws ``x`` shaped (chains, draws).
 
@@ -698,10 +710,14 @@ def split_rhat_chains(x) -> float:
 
 def ess_chains(x) -> float:
     """Effective sample size of draws ``x`` shaped (chains, draws): the multi-chain autocorrelation estimate with
-    Geyer's initial monotone sequence (Stan's / BDA3's estimator, without rank normalisation). NaN with < 4 draws."""
+    Geyer's initial monotone sequence (Stan's / BDA3's estimator, without rank normalisation), on split chains as
+    ArviZ's ``ess`` does (each chain cut in halves, the middle draw of an odd length dropped), so a chain that drifts
+    counts as two that disagree. NaN with < 4 draws per half."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
         x = x[None, :]
+    half = x.shape[1] // 2
+    x = np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
     m, n = x.shape
     if n < 4 or not np.all(np.isfinite(x)):
         return float("nan")
@@ -723,7 +739,7 @@ def ess_chains(x) -> float:
         p = min(p, prev)  # initial monotone sequence
         tau += 2.0 * p
         prev = p
-    tau = max(tau, 1.0 / np.log10(m * n + 10))  # Stan's floor against antithetic chains
+    tau = max(tau, 1.0 / np.log10(m * n))  # Stan's floor against antithetic chains
     return float(m * n / tau)
 
 
@@ -744,9 +760,9 @@ def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> 
         rh.append(split_rhat_chains(x))
         es.append(ess_chains(x))
         out[f"rhat_{s}"], out[f"ess_{s}"] = rh[-1], es[-1]
-    if rh:
-        out["rhat"] = float(np.nanmax(rh)) if not np.all(np.isnan(rh)) else float("nan")
-        out["ess"] = float(np.nanmin(es)) if not np.all(np.isnan(es)) else float("nan")
+    if rh:  # one unmeasurable statistic leaves the chain unvouched for: NaN (a guard on it then fails)
+        out["rhat"] = float("nan") if np.any(np.isnan(rh)) else float(max(rh))
+        out["ess"] = float("nan") if np.any(np.isnan(es)) else float(min(es))
     return out
 
 
