@@ -16,6 +16,14 @@ Extra series (ours, a labelled deviation; issue #16 finding 7): "DPSGD-MF, large
 "MF, larger η" — the same trainers on the MF grid with ``mf_lr_eta`` in place of the paper's η ∈ {6, 8}·10⁻⁴, at
 which MF does not move from its N(0, 0.1²) start (noise-free ≈ item means); at η = 0.01 it trains. The paper's
 series stay as they are; the deviation is drawn beside them, never in their place. ``mf_lr_eta: []`` turns it off.
+
+Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the further seeds of
+:meth:`~dpmf_lib.outputs.NotebookRun.replicate` re-evaluate only the configurations the first seed selected for the
+claims' inputs (:func:`claim_inputs`: PCC, COS, noise-free MF, DPSGD-PNBM at ε = 1, DPSGD-MF at ε = 1 and 20), on
+the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in :func:`run`.
+The interval over seeds is then the seed-to-seed spread (DP noise, initialisation, minibatches) of the selected
+configuration, free of the winner's curse of re-selecting on the test folds at every seed; the selection itself is
+made once (first seed) and is not replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from ..nbm import runs
 from ..outputs import attach
 from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
+from ._pnbm_common import GridSpec, SelectedRerun, run_specs
 
 CLAIM_PNBM_KNN = "pnbm-5.2-dpsgd-pnbm-beats-knn-eps1"
 CLAIM_MF_KNN = "pnbm-5.2-dpsgd-mf-beats-knn-eps20"
@@ -53,46 +62,57 @@ def mf_grid(p: dict) -> dict:
     return {"eta": p["mf_eta"], "K": p["mf_K"], "lam": p["mf_lam"], "d": p["mf_d"]}
 
 
-def knn_rows(ds: str, p: dict) -> list[pd.DataFrame]:
+def knn_specs(ds: str, p: dict) -> list[GridSpec]:
+    """PCC and COS (non-private kNN, no grid): the reference of every PNBM figure."""
     nk = p["knn_Nk"].get(ds, max(p["knn_Nk"].values()))
-    return [runs.run_grid(m, ds, p["folds"], [None], {}, {"Nk": nk}, p["seed"], p["n_jobs"],
-                          halving_keep=p["fold_halving_keep"]) for m in ("pcc", "cos")]
+    return [GridSpec(m, [None], {}, {"Nk": nk}, p["fold_halving_keep"]) for m in ("pcc", "cos")]
 
 
 def sources_of(datasets) -> list[DataSource]:
     return [runs._dataset(ds).source for ds in datasets]
 
 
-def run(params: dict) -> pd.DataFrame:
-    require_datasets(params)  # first: before any data is loaded or model trained
-    require_epsilons(params)
-    p = params
-    datasets, notes = runs.available(p["datasets"])
-    frames = []
-    for ds in datasets:
-        frames += knn_rows(ds, p)
-        fx = pnbm_fixed(p)
-        frames.append(runs.run_grid("dpsgd-pnbm", ds, p["folds"], p["epsilons"], pnbm_grid(p), fx, p["seed"],
-                                    p["n_jobs"], halving_keep=p["fold_halving_keep"]))
-        frames.append(runs.run_grid("pnbm", ds, p["folds"], [None], pnbm_grid(p), fx, p["seed"], p["n_jobs"],
-                                    halving_keep=p["fold_halving_keep"]))
-        cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours (issue #13 part 3)
-        frames.append(runs.run_grid("dpsgd-pnbm-clipped", ds, p["folds"], p["epsilons"], clipped_grid(p), cfx,
-                                    p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
-        mfx = {"e_max": p["mf_e_max"]}
-        frames.append(runs.run_grid("dpsgd-mf", ds, p["folds"], p["epsilons"], mf_grid(p), mfx, p["seed"], p["n_jobs"],
-                                    halving_keep=p["fold_halving_keep"]))
-        frames.append(runs.run_grid("mf", ds, p["folds"], [None], mf_grid(p), mfx, p["seed"], p["n_jobs"],
-                                    halving_keep=p["fold_halving_keep"]))
-        if p["mf_lr_eta"]:  # ours (issue #16 finding 7): the MF baselines with a learning rate at which MF trains
-            lr = {**mf_grid(p), "eta": p["mf_lr_eta"]}
-            frames.append(runs.run_grid("dpsgd-mf-lr", ds, p["folds"], p["epsilons"], lr, mfx, p["seed"], p["n_jobs"],
-                                        halving_keep=p["fold_halving_keep"]))
-            frames.append(runs.run_grid("mf-lr", ds, p["folds"], [None], lr, mfx, p["seed"], p["n_jobs"],
-                                        halving_keep=p["fold_halving_keep"]))
-    agg = runs.select_best(pd.concat(frames, ignore_index=True))
+def specs(ds: str, p: dict) -> list[GridSpec]:
+    """Every grid search of the figure on ``ds``, in the order of the CSV's rows."""
+    hk = p["fold_halving_keep"]
+    fx = pnbm_fixed(p)
+    cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours (issue #13 part 3)
+    mfx = {"e_max": p["mf_e_max"]}
+    out = knn_specs(ds, p) + [
+        GridSpec("dpsgd-pnbm", p["epsilons"], pnbm_grid(p), fx, hk),
+        GridSpec("pnbm", [None], pnbm_grid(p), fx, hk),
+        GridSpec("dpsgd-pnbm-clipped", p["epsilons"], clipped_grid(p), cfx, hk),
+        GridSpec("dpsgd-mf", p["epsilons"], mf_grid(p), mfx, hk),
+        GridSpec("mf", [None], mf_grid(p), mfx, hk)]
+    if p["mf_lr_eta"]:  # ours (issue #16 finding 7): the MF baselines with a learning rate at which MF trains
+        lr = {**mf_grid(p), "eta": p["mf_lr_eta"]}
+        out += [GridSpec("dpsgd-mf-lr", p["epsilons"], lr, mfx, hk), GridSpec("mf-lr", [None], lr, mfx, hk)]
+    return out
+
+
+def _has(eps, value: float) -> bool:
+    return value in [float(e) for e in eps]
+
+
+def claim_inputs(p: dict) -> list[tuple]:
+    """The (method, ε) whose selected configuration the claims and guards of this figure read."""
+    out = [("pcc", None), ("cos", None), ("mf", None)]  # kNN reference; noise-free MF: the baseline-gain guard
+    if _has(p["epsilons"], 1.0):
+        out += [("dpsgd-pnbm", 1.0), ("dpsgd-mf", 1.0)]
+    if _has(p["epsilons"], 20.0):
+        out.append(("dpsgd-mf", 20.0))
+    return out
+
+
+def finish(agg: pd.DataFrame, p: dict, notes: list) -> pd.DataFrame:
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)
+    return agg
+
+
+def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
+    """The claims of Figure 1 from the selected rows of ``agg`` — the one function of the full run and the replicate
+    run (:func:`rerun_selected`)."""
     meas = []
     for ds in datasets:
         real = runs._dataset(ds).source.real
@@ -101,17 +121,35 @@ def run(params: dict) -> pd.DataFrame:
         # guards (params/claims.yaml): the noise-free MF must have trained, the selected K must be off its grid's edge
         mf_gain = runs.item_means_rmse(ds, p["folds"]) - runs.best_rmse(agg, ds, "mf")
         k_interior = runs.grid_interior(runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan")),
-                                        p["pnbm_K"], domain_min=1) if 1.0 in [float(e) for e in p["epsilons"]] else float("nan")
-        if 1.0 in [float(e) for e in p["epsilons"]]:
+                                        p["pnbm_K"], domain_min=1) if _has(p["epsilons"], 1.0) else float("nan")
+        if _has(p["epsilons"], 1.0):
             meas.append(Measurement(CLAIM_PNBM_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
                                     guards={"k_grid_interior": k_interior}))
             meas.append(Measurement(CLAIM_PNBM_MF, runs.best_rmse(agg, ds, "dpsgd-mf", 1.0)
                                     - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
                                     guards={"baseline_gain_over_item_means": mf_gain, "k_grid_interior": k_interior}))
-        if 20.0 in [float(e) for e in p["epsilons"]]:
+        if _has(p["epsilons"], 20.0):
             meas.append(Measurement(CLAIM_MF_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-mf", 20.0), ds, real, note,
                                     guards={"baseline_gain_over_item_means": mf_gain}))
-    return attach(agg, sources=sources_of(datasets), measurements=meas)
+    return meas
+
+
+def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
+    require_epsilons(params)
+    p = params
+    datasets, notes = runs.available(p["datasets"])
+    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
+    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+    return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
+
+
+def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
+    """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the configurations ``df``
+    (the full run at the first seed) selected for the claims' inputs (:func:`claim_inputs`), re-evaluated on the same
+    folds at ``params['seed']``, measured by :func:`measurements`. The selection is not replicated (see
+    :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 
 def plot(df: pd.DataFrame, params: dict):

@@ -7,6 +7,14 @@ implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rms
 ``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰ (issue #16
 finding 9), so the SGLD line lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the
 minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
+
+Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the further seeds of
+:meth:`~dpmf_lib.outputs.NotebookRun.replicate` re-evaluate only the configurations the first seed selected for the
+claims' inputs (:func:`claim_inputs`: PCC, COS, DPPS-PNBM and DPPS-MF at x = 0.1), on the same folds, at the new
+seed, and :func:`measurements` computes the claims from them exactly as in :func:`run`. The interval over seeds is
+then the seed-to-seed spread (DP noise, initialisation, minibatches) of the selected configuration, free of the
+winner's curse of re-selecting on the test folds at every seed; the selection itself is made once (first seed) and
+is not replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from ..nbm import runs
 from ..outputs import attach
 from ..params import require_datasets
 from ..plotting import figure, standin_title
-from .pnbm_fig1 import knn_rows, sources_of
+from ._pnbm_common import GridSpec, SelectedRerun, run_specs
+from .pnbm_fig1 import knn_specs, sources_of
 
 CLAIM_DPPS_KNN = "pnbm-5.2-dpps-pnbm-beats-knn-x0.1"
 CLAIM_DPPSMF_KNN = "pnbm-5.2-dpps-mf-beats-knn-x0.1"
@@ -32,47 +41,72 @@ def dpps_grid(p: dict) -> dict:
     return {"eta1": p["dpps_eta1"], "lam": p["dpps_lam"], "rho": p["dpps_rho"]}
 
 
-def dpps_frames(ds: str, p: dict, xs) -> list[pd.DataFrame]:
-    eps = [float(x) * p["tau"] for x in xs]
-    out = [runs.run_grid("dpps-pnbm", ds, p["folds"], eps, dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"],
-                         halving_keep=p["fold_halving_keep"])]
+def _eps(p: dict, xs) -> list[float]:
+    return [float(x) * p["tau"] for x in xs]  # user-level ε = x·τ
+
+
+def specs(ds: str, p: dict) -> list[GridSpec]:
+    """Every grid search of the figure on ``ds``, in the order of the CSV's rows."""
+    hk = p["fold_halving_keep"]
+    eps = _eps(p, p["xs"])
+    return knn_specs(ds, p) + [
+        GridSpec("dpps-pnbm", eps, dpps_grid(p), dpps_fixed(p), hk),
+        GridSpec("sgld-pnbm", [None], dpps_grid(p), dpps_fixed(p), hk),
+        GridSpec("dpps-mf", eps, {"eta": p["mf_eta"], "lam": p["mf_lam"], "rho": p["mf_rho"], "d": p["mf_d"]},
+                 {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]}, hk)]
+
+
+def claim_inputs(p: dict) -> list[tuple]:
+    """The (method, ε) whose selected configuration the claims and guards of this figure read."""
+    out = [("pcc", None), ("cos", None)]
+    if 0.1 in [float(x) for x in p["xs"]]:
+        e = _eps(p, [0.1])[0]
+        out += [("dpps-pnbm", e), ("dpps-mf", e)]  # dpps-pnbm's rows also carry the chain_moved guard's inputs
     return out
 
 
-def run(params: dict) -> pd.DataFrame:
-    require_datasets(params)  # first: before any data is loaded or model trained
-    p = params
-    datasets, notes = runs.available(p["datasets"])
-    frames = []
-    for ds in datasets:
-        frames += knn_rows(ds, p)
-        frames += dpps_frames(ds, p, p["xs"])
-        frames.append(runs.run_grid("sgld-pnbm", ds, p["folds"], [None], dpps_grid(p), dpps_fixed(p), p["seed"],
-                                    p["n_jobs"], halving_keep=p["fold_halving_keep"]))
-        eps = [float(x) * p["tau"] for x in p["xs"]]
-        frames.append(runs.run_grid("dpps-mf", ds, p["folds"], eps, {"eta": p["mf_eta"], "lam": p["mf_lam"],
-                                    "rho": p["mf_rho"], "d": p["mf_d"]},
-                                    {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]},
-                                    p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
-    agg = runs.select_best(pd.concat(frames, ignore_index=True))
-    # movement traces of the selected chains on the first fold (issue #16 finding 9): rows with method "trace"
-    traces = [runs.chain_traces(agg, ds, p["folds"][0], dpps_fixed(p), p["seed"]) for ds in datasets]
-    agg = pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True)
+def finish(agg: pd.DataFrame, p: dict, notes: list) -> pd.DataFrame:
     agg["selected"] = agg["selected"].astype(bool)
     agg["x"] = agg["epsilon"] / p["tau"]
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)
+    return agg
+
+
+def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
+    """The claims of Figure 2 from the selected rows of ``agg`` — the one function of the full run and the replicate
+    run (:func:`rerun_selected`)."""
     meas = []
     for ds in datasets:
         real = runs._dataset(ds).source.real
         knn = min(runs.best_rmse(agg, ds, "pcc"), runs.best_rmse(agg, ds, "cos"))
         note = f"folds {p['folds']}, profile {p['profile']}, T={p['T']}, L={p['L']}; grid selected on test folds"
         if 0.1 in [float(x) for x in p["xs"]]:
-            e = 0.1 * p["tau"]
+            e = _eps(p, [0.1])[0]
             meas.append(Measurement(CLAIM_DPPS_KNN, knn - runs.best_rmse(agg, ds, "dpps-pnbm", e), ds, real, note,
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", e)}))
             meas.append(Measurement(CLAIM_DPPSMF_KNN, knn - runs.best_rmse(agg, ds, "dpps-mf", e), ds, real, note))
-    return attach(agg, sources=sources_of(datasets), measurements=meas)
+    return meas
+
+
+def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
+    p = params
+    datasets, notes = runs.available(p["datasets"])
+    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
+    agg = runs.select_best(pd.concat(frames, ignore_index=True))
+    # movement traces of the selected chains on the first fold (issue #16 finding 9): rows with method "trace"
+    traces = [runs.chain_traces(agg, ds, p["folds"][0], dpps_fixed(p), p["seed"]) for ds in datasets]
+    agg = finish(pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True), p, notes)
+    return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
+
+
+def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
+    """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the configurations ``df``
+    (the full run at the first seed) selected for the claims' inputs (:func:`claim_inputs`), re-evaluated on the same
+    folds at ``params['seed']``, measured by :func:`measurements` (no movement traces: they are the figure's). The
+    selection is not replicated (see :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 
 def plot(df: pd.DataFrame, params: dict):

@@ -4,6 +4,14 @@ DPSGD-PNBM is ε-DP per rating; DPPS-PNBM is ε_user-DP per user, and the paper 
 level x = ε_user / τ. For every x on the axis we run DPSGD-PNBM at ε = x and DPPS-PNBM at ε_user = x·τ (τ = 200), each
 with its paper grid (section 5.1) and best-of-grid selection. Note: "average rating level" is the paper's framing; a
 user-level ε of x·τ is not an x-DP guarantee for a single rating in general (group privacy runs the other way).
+
+Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the further seeds of
+:meth:`~dpmf_lib.outputs.NotebookRun.replicate` re-evaluate only the configurations the first seed selected for the
+claim's inputs (:func:`claim_inputs`: DPSGD-PNBM and DPPS-PNBM at x = 1), on the same folds, at the new seed, and
+:func:`measurements` computes the claims from them exactly as in :func:`run`. The interval over seeds is then the
+seed-to-seed spread (DP noise, initialisation, minibatches) of the selected configuration, free of the winner's
+curse of re-selecting on the test folds at every seed; the selection itself is made once (first seed) and is not
+replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
 """
 
 from __future__ import annotations
@@ -15,37 +23,61 @@ from ..nbm import runs
 from ..outputs import attach
 from ..params import require_datasets
 from ..plotting import figure, standin_title
+from ._pnbm_common import GridSpec, SelectedRerun, run_specs
 from .pnbm_fig1 import pnbm_fixed, pnbm_grid, sources_of
 from .pnbm_fig2 import dpps_fixed, dpps_grid
 
 CLAIM_DPPS_DPSGD = "pnbm-5.2-dpps-beats-dpsgd-rating-level-x1"
 
 
-def run(params: dict) -> pd.DataFrame:
-    require_datasets(params)  # first: before any data is loaded or model trained
-    p = params
-    datasets, notes = runs.available(p["datasets"])
-    frames = []
-    for ds in datasets:
-        frames.append(runs.run_grid("dpsgd-pnbm", ds, p["folds"], [float(x) for x in p["xs"]], pnbm_grid(p),
-                                    pnbm_fixed(p), p["seed"], p["n_jobs"], halving_keep=p["fold_halving_keep"]))
-        frames.append(runs.run_grid("dpps-pnbm", ds, p["folds"], [float(x) * p["tau"] for x in p["xs"]],
-                                    dpps_grid(p), dpps_fixed(p), p["seed"], p["n_jobs"],
-                                    halving_keep=p["dpps_halving_keep"]))
-    agg = runs.select_best(pd.concat(frames, ignore_index=True))
+def specs(ds: str, p: dict) -> list[GridSpec]:
+    """Both grid searches of the figure on ``ds``: DPSGD-PNBM at ε = x, DPPS-PNBM at ε_user = x·τ."""
+    return [GridSpec("dpsgd-pnbm", [float(x) for x in p["xs"]], pnbm_grid(p), pnbm_fixed(p), p["fold_halving_keep"]),
+            GridSpec("dpps-pnbm", [float(x) * p["tau"] for x in p["xs"]], dpps_grid(p), dpps_fixed(p),
+                     p["dpps_halving_keep"])]
+
+
+def claim_inputs(p: dict) -> list[tuple]:
+    """The (method, ε) whose selected configuration the claim and its guards read."""
+    return [("dpsgd-pnbm", 1.0), ("dpps-pnbm", 1.0 * p["tau"])] if 1.0 in [float(x) for x in p["xs"]] else []
+
+
+def finish(agg: pd.DataFrame, p: dict, notes: list) -> pd.DataFrame:
     agg["x"] = agg["epsilon"].where(agg.method == "dpsgd-pnbm", agg["epsilon"] / p["tau"])
     agg["folds"] = ",".join(map(str, p["folds"]))
     agg["note"] = "; ".join(notes)
+    return agg
+
+
+def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
+    """The claim of Figure 3 from the selected rows of ``agg`` — the one function of the full run and the replicate
+    run (:func:`rerun_selected`). ``k_grid_interior`` reads the selected K, which the replicate run keeps."""
     meas = []
     for ds in datasets:
         if 1.0 in [float(x) for x in p["xs"]]:
             v = runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0) - runs.best_rmse(agg, ds, "dpps-pnbm", 1.0 * p["tau"])
             k = runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan"))
-            meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real,
-                                    f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds",
+            note = f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds"
+            meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real, note,
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", 1.0 * p["tau"]),
                                             "k_grid_interior": runs.grid_interior(k, p["pnbm_K"], domain_min=1)}))
-    return attach(agg, sources=sources_of(datasets), measurements=meas)
+    return meas
+
+
+def run(params: dict) -> pd.DataFrame:
+    require_datasets(params)  # first: before any data is loaded or model trained
+    p = params
+    datasets, notes = runs.available(p["datasets"])
+    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
+    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+    return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
+
+
+def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
+    """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the two configurations ``df``
+    (the full run at the first seed) selected at x = 1, re-evaluated on the same folds at ``params['seed']``, measured
+    by :func:`measurements`. The selection is not replicated (see :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 
 def plot(df: pd.DataFrame, params: dict):

@@ -1,0 +1,128 @@
+"""What the three PNBM figures (``pnbm_fig1..3``) share: their grids as :class:`GridSpec` lists, the full grid run,
+and the cheaper run that replicates their claims over seeds (:class:`SelectedRerun`).
+
+**The replicate run (issues #16, #20).** The claims of the PNBM figures are judged at the ``paper`` profile over 5
+seeds (:meth:`dpmf_lib.outputs.NotebookRun.replicate`). Re-running the whole grid search at every further seed
+would cost ~4 × the figure (3–4 h per notebook) just to re-measure a handful of numbers. Instead, for seeds
+``seed + 1 …`` only the configurations that the first seed's grid search *selected* are evaluated again — for the
+(dataset, method, ε) that the claims and their guards read, on the same folds, at the new seed — and the claim
+measurements are computed from them by the same function as in the full run (each module's ``measurements``).
+
+What the interval over seeds then means: the seed-to-seed spread (DP noise, initialisation, minibatches) of the
+*selected* configuration, free of the winner's curse that re-selecting the best of a grid on the test folds at every
+seed would add (the minimum of many noisy RMSEs is biased low, and more so the noisier the method). The selection
+itself is made once, at the first seed, and is **not** replicated: the interval says nothing about how stable the
+choice of configuration is across seeds. Guards are computed the same way at every seed: from the re-evaluated
+selected configurations at that seed (e.g. the noise-free MF gain over item means, the DPPS chain's movement), and
+``k_grid_interior`` — a fact of the first seed's selection — from that same selected K at every seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..nbm import runs
+from ..outputs import attach
+from ..params import require_datasets
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """One method's grid search in a figure: :func:`dpmf_lib.nbm.runs.run_grid`'s arguments except dataset, folds,
+    seed and n_jobs. ``epsilons``: numbers (in the method's own ε unit) or ``[None]`` for a non-private method."""
+    method: str
+    epsilons: list
+    grid: dict
+    fixed: dict = field(default_factory=dict)
+    halving_keep: int | None = None
+
+
+def run_specs(ds: str, specs: list[GridSpec], p: dict) -> list[pd.DataFrame]:
+    """Every grid point of every spec on ``ds`` (the full run): one frame per spec."""
+    return [runs.run_grid(s.method, ds, p["folds"], s.epsilons, s.grid, s.fixed, p["seed"], p["n_jobs"],
+                          halving_keep=s.halving_keep) for s in specs]
+
+
+def _same_epsilon(a, b) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return b is not None and not (isinstance(b, float) and math.isnan(b)) and math.isclose(float(a), float(b),
+                                                                                           rel_tol=1e-12)
+
+
+def selected_point(df: pd.DataFrame, ds: str, spec: GridSpec, epsilon) -> dict:
+    """The grid point of ``spec`` that ``df`` (a full run's frame) selected for (``ds``, ``epsilon``), as a dict of
+    the grid's own values (so the rerun builds the same config string and passes the same types)."""
+    label = runs._dataset(ds).source.label
+    rows = df[(df.dataset == label) & (df.method == spec.method) & df.selected.astype(bool)]
+    rows = rows[[_same_epsilon(epsilon, float(e)) for e in rows.epsilon]]
+    if len(rows) != 1:
+        raise ParameterError(f"the frame has {len(rows)} selected rows for ({ds}, {spec.method}, ε={epsilon}); "
+                             "rerun_selected needs the frame of a full run with the same parameters")
+    cfg = str(rows.iloc[0]["config"])
+    given = dict(kv.split("=", 1) for kv in cfg.split(", ")) if cfg else {}
+    point = {}
+    for k, vals in spec.grid.items():
+        if k not in given:
+            raise ParameterError(f"selected config '{cfg}' of {spec.method} has no '{k}': the grids differ from the "
+                                 "full run's")
+        match = [v for v in vals if float(v) == float(given[k])]
+        if not match:
+            raise ParameterError(f"selected {k}={given[k]} of {spec.method} is not in this grid {list(vals)}: the "
+                                 "parameters differ from the full run's")
+        point[k] = match[0]
+    return point
+
+
+class SelectedRerun:
+    """``params -> DataFrame``: the configurations ``df`` selected, re-evaluated at ``params['seed']``, with the
+    claim measurements attached — what :meth:`~dpmf_lib.outputs.NotebookRun.replicate` calls at the further seeds.
+
+    ``specs(ds, p)``: the figure's grids (:class:`GridSpec`); ``needs(p)``: the (method, ε) pairs the claims and
+    their guards read; ``finish(agg, p, notes)``: the figure's column post-processing; ``measure(agg, p,
+    datasets)``: the figure's measurement function (the same one its full ``run`` uses). ``evaluated`` lists the
+    (dataset, method, ε, grid point, seed) re-evaluated, over all calls (for tests and for a reader)."""
+
+    def __init__(self, df: pd.DataFrame, specs, needs, finish, measure):
+        self.df, self.specs, self.needs, self.finish, self.measure = df, specs, needs, finish, measure
+        self.evaluated: list[tuple] = []
+
+    def plan(self, p: dict) -> list[tuple]:
+        """(dataset id, spec, ε, selected grid point) for every claim input present in the full run's frame."""
+        folds = ",".join(map(str, p["folds"]))
+        if "folds" in self.df and len(self.df) and str(self.df["folds"].iloc[0]) != folds:
+            raise ParameterError(f"folds {p['folds']} differ from the full run's ({self.df['folds'].iloc[0]}): "
+                                 "the selected configurations are re-evaluated on the same folds")
+        labels = set(self.df.dataset)
+        datasets = [ds for ds in runs.available(p["datasets"])[0] if runs._dataset(ds).source.label in labels]
+        out = []
+        for ds in datasets:
+            for spec in self.specs(ds, p):
+                for method, eps in self.needs(p):
+                    if method != spec.method:
+                        continue
+                    match = [e for e in spec.epsilons if _same_epsilon(eps, None if e is None else float(e))]
+                    if match:  # the spec's own ε value, so the rerun's rows carry the same ε as the full run's
+                        out.append((ds, spec, match[0], selected_point(self.df, ds, spec, match[0])))
+        return out
+
+    def __call__(self, params: dict) -> pd.DataFrame:
+        require_datasets(params)
+        p = params
+        plan = self.plan(p)
+        notes = runs.available(p["datasets"])[1]
+        frames = []
+        for ds, spec, eps, point in plan:
+            frames.append(runs.run_grid(spec.method, ds, p["folds"], [eps], {k: [v] for k, v in point.items()},
+                                        spec.fixed, p["seed"], p["n_jobs"], halving_keep=None))
+            self.evaluated.append((ds, spec.method, eps, dict(point), int(p["seed"])))
+        datasets = list(dict.fromkeys(ds for ds, *_ in plan))
+        if not frames:  # no claim can be measured with these parameters (e.g. ε = 1 not on the axis)
+            return attach(pd.DataFrame(), sources=[], measurements=[])
+        agg = self.finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+        return attach(agg, sources=[runs._dataset(ds).source for ds in datasets],
+                      measurements=self.measure(agg, p, datasets))

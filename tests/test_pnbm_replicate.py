@@ -1,0 +1,113 @@
+"""The PNBM figures' replicate run (``rerun_selected``): at the first seed it reproduces the full run's claim
+measurements exactly; at a further seed it evaluates only the selected configurations the claims read."""
+
+import math
+
+import pytest
+
+from dpmf_lib.errors import DatasetUnavailable, ParameterError
+from dpmf_lib.experiments import pnbm_fig1, pnbm_fig2, pnbm_fig3
+from dpmf_lib.nbm import runs
+from dpmf_lib.params import load_params
+
+# smoke-sized, but with more than one configuration per grid, two folds and successive halving, so that the
+# selection is not trivial and the selected rows mix fold-1 grid rows with survivor rows
+OVERRIDES = {
+    "pnbm_fig1": {"folds": [1, 2], "epsilons": [1.0, 20.0], "pnbm_K": [1, 2], "pnbm_eta": [0.1, 0.4],
+                  "mf_K": [2, 3], "fold_halving_keep": 1, "clipped_grid": {"eta": [0.1], "K": [1], "lam": [0.005],
+                                                                             "beta": [10], "C": [10]}},
+    "pnbm_fig2": {"folds": [1, 2], "dpps_rho": [0.006, 0.09], "mf_eta": [2.0e-8, 8.0e-6], "fold_halving_keep": 1},
+    "pnbm_fig3": {"folds": [1, 2], "pnbm_K": [1, 2], "dpps_rho": [0.006, 0.09], "fold_halving_keep": 1,
+                  "dpps_halving_keep": 1},
+}
+MODULES = {"pnbm_fig1": pnbm_fig1, "pnbm_fig2": pnbm_fig2, "pnbm_fig3": pnbm_fig3}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ml100k():
+    try:
+        runs.fold_data("ml-100k", 1)
+    except DatasetUnavailable:
+        pytest.skip("ML-100K not available")
+
+
+@pytest.fixture(scope="module", params=sorted(MODULES))
+def full(request):
+    name = request.param
+    p = load_params(name, "smoke", OVERRIDES[name])
+    return name, p, MODULES[name].run(p)
+
+
+def _key(m):
+    return m["claim"], m["dataset"], m.get("setting", "")
+
+
+def test_seed0_rerun_equals_the_full_run(full):
+    name, p, df = full
+    base = df.attrs["measurements"]
+    assert base, f"{name}: the test parameters must measure claims"
+    again = MODULES[name].rerun_selected(df)(dict(p))
+    got = again.attrs["measurements"]
+    assert [_key(m) for m in got] == [_key(m) for m in base]
+    for a, b in zip(got, base):  # exactly: same selected configs, same folds, same seed
+        assert a["value"] == b["value"] and a["guards"] == b["guards"] and a["note"] == b["note"], (name, a, b)
+    # the re-evaluated rows are the full run's selected rows (one config per (method, ε), on every fold)
+    for _, r in again.iterrows():
+        row = df[(df.method == r.method) & df.selected & (df.config == r.config)
+                 & ((df.epsilon == r.epsilon) | (df.epsilon.isna() & math.isnan(r.epsilon)))]
+        assert len(row) == 1 and row.rmse.iloc[0] == r.rmse and row.n_folds.iloc[0] == r.n_folds == len(p["folds"])
+
+
+def test_further_seed_evaluates_only_the_selected_configs(full, monkeypatch):
+    name, p, df = full
+    mod = MODULES[name]
+    calls, evals, chains = [], [], []
+    real_run_grid, real_evaluate, real_batch = runs.run_grid, runs.evaluate, runs.sample_pnbm_batch
+
+    def spy_run_grid(method, dataset, folds_, epsilons, grid, *a, **kw):
+        calls.append((method, tuple(epsilons), {k: list(v) for k, v in grid.items()}, tuple(folds_)))
+        return real_run_grid(method, dataset, folds_, epsilons, grid, *a, **kw)
+
+    def spy_evaluate(method, *a, **kw):
+        evals.append(method)
+        return real_evaluate(method, *a, **kw)
+
+    def spy_batch(train, chain_list, *a, **kw):
+        chains.extend(chain_list)
+        return real_batch(train, chain_list, *a, **kw)
+
+    monkeypatch.setattr(runs, "run_grid", spy_run_grid)
+    monkeypatch.setattr(runs, "evaluate", spy_evaluate)
+    monkeypatch.setattr(runs, "sample_pnbm_batch", spy_batch)
+    rerun = mod.rerun_selected(df)
+    out = rerun({**p, "seed": 1})
+
+    needed = mod.claim_inputs(p)
+    assert len(calls) == len(needed)
+    assert sorted(m for m, *_ in calls) == sorted(m for m, _ in needed)
+    for method, eps, grid, folds_ in calls:
+        assert len(eps) == 1 and all(len(v) == 1 for v in grid.values()) and folds_ == tuple(p["folds"])
+        sel = df[(df.method == method) & df.selected]
+        sel = sel[sel.epsilon.isna()] if eps[0] is None else sel[sel.epsilon == eps[0]]
+        assert len(sel) == 1
+        assert sel.config.iloc[0] == ", ".join(f"{k}={v[0]}" for k, v in grid.items())  # the seed-0 selection
+    n_chain_calls = sum(1 for m, *_ in calls if m in ("dpps-pnbm", "sgld-pnbm"))
+    assert len(evals) == (len(calls) - n_chain_calls) * len(p["folds"])
+    assert len(chains) == n_chain_calls * len(p["folds"])
+    assert all(s == 1 for *_, s in rerun.evaluated)
+    # the same claims, with the same guards, at the new seed; the DP numbers move with the seed
+    base, got = df.attrs["measurements"], out.attrs["measurements"]
+    assert [_key(m) for m in got] == [_key(m) for m in base]
+    assert [sorted(m["guards"]) for m in got] == [sorted(m["guards"]) for m in base]
+    assert all(math.isfinite(v) for m in got for v in [m["value"], *m["guards"].values()])
+    assert any(a["value"] != b["value"] for a, b in zip(got, base))
+    # k_grid_interior is a fact of the first seed's selection: the same at every seed
+    for a, b in zip(got, base):
+        if "k_grid_interior" in b["guards"]:
+            assert a["guards"]["k_grid_interior"] == b["guards"]["k_grid_interior"]
+
+
+def test_rerun_refuses_other_folds(full):
+    name, p, df = full
+    with pytest.raises(ParameterError, match="folds"):
+        MODULES[name].rerun_selected(df)({**p, "folds": [1], "seed": 1})
