@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpmf_lib.experiments import hua_common as hc
 from dpmf_lib.experiments import hua_fig7, hua_fig9
@@ -34,3 +35,34 @@ def test_join_probability_claim_is_unmeasured_when_the_base_increase_is_not_posi
     monkeypatch.setattr(hua_fig9, "attach", lambda d, sources, measurements: measurements)
     ms = hua_fig9.run({"seed": 0, "iterations_s3": 10000})
     assert len(ms) == 1 and np.isnan(ms[0].value)  # judged inconclusive (a seed without a finite value)
+
+
+def test_fig6_claim_reads_the_theorem1_row_even_when_a_w_scaled_row_comes_first(monkeypatch):
+    from dpmf_lib.experiments import hua_fig6
+
+    rows = []
+    for noise, mean in ((hc.NOISE_LABEL["w_scaled"], 0.301), (hc.NOISE_LABEL["theorem1"], 42.0)):
+        rows.append({"dataset": "ml-100k", "panel": "b", "scenario": "s3", "noise": noise, "eps": 0.05,
+                     "iterations": 10000, "mean_abs_error": mean, "baseline_mean_abs_error": 0.3})
+    df = pd.DataFrame(rows)
+    src = {"ml-100k": {"dataset": "ml-100k", "real": True, "label": "ml-100k", "checksum": None}}
+    monkeypatch.setattr(hc, "cdf_experiment", lambda params, scenario: (df, src))
+    monkeypatch.setattr(hc, "sources_of", lambda s: [])
+    monkeypatch.setattr(hua_fig6, "attach", lambda d, sources, measurements: measurements)
+    ms = hua_fig6.run({"iterations_fixed": 10000, "claim_eps": 0.05})
+    assert [m.value for m in ms] == [pytest.approx(41.7)]
+
+
+def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
+    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.params import load_params
+    from tests.test_hua_w_scaled import fake_scenario_run
+
+    monkeypatch.setattr(hc, "scenario_run", fake_scenario_run([]))
+    params = {**load_params("hua_fig6", "paper"), "cache": False}
+    df = hua_fig6.run(params)
+    (m,) = df.attrs["measurements"]
+    # the fake's Theorem-1 S3 mean at eps = 0.05, T = 10^4 (10 / eps * 2 + 1) minus its baseline 0.3
+    assert m["claim"] == hua_fig6.CLAIM and m["value"] == pytest.approx(401.0 - 0.3)
+    w = df[(df.noise == hc.W_LABEL) & (df.eps == 0.05)]
+    assert len(w) and abs(float(w.mean_abs_error.iloc[0]) - 0.3) < 0.01  # the W-scaled row exists and is not read

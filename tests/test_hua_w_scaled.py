@@ -117,3 +117,73 @@ def test_explicit_protocol_refuses_the_w_scaled_variant(prob):
 
     with pytest.raises(ParameterError, match="noise_scale"):
         Protocol(prob, mf.HuaConfig(d=6, noise_scale="w_scaled"), EPS, seed=1)
+
+
+# ---- Figures 3-6 (S2, S3): the W-scaled panel (c) beside the Theorem-1 panels, never in their place -----------------
+def fake_scenario_run(calls: list):
+    """A stand-in for :func:`hua_common.scenario_run` (no MF): means that differ by scenario, eps, T and noise scale,
+    CDFs of a uniform law on [0, 2 * mean], and the privacy record each release carries."""
+    def fake(params, scenario, dataset, eps, checkpoints, *, s3=None, noise_scale="theorem1", seed=None):
+        calls.append((scenario, eps, tuple(int(t) for t in checkpoints), noise_scale))
+        out = {}
+        for T in checkpoints:
+            if eps is None:
+                mean = 0.3 if scenario == "mf" else 0.5
+            elif noise_scale == "w_scaled":
+                mean = 0.3 + 1e-3 * eps
+            else:
+                mean = 10.0 / eps * (1.0 + int(T) / 1e4) + (1.0 if scenario == "s3" else 0.0)
+            out[int(T)] = {"cdf": np.clip(mf.CDF_GRID / (2 * mean), 0, 1), "mean": mean, "median": mean}
+        priv = {} if eps is None else {"epsilon_stated": eps,
+                                       "epsilon_effective": None if noise_scale == "w_scaled" else eps}
+        src = {"dataset": dataset, "real": dataset == "ml-100k", "checksum": None, "note": "",
+               "label": "ml-100k" if dataset == "ml-100k" else "netflix [synthetic stand-in]"}
+        return {"source": src, "results": mf.ScenarioResult(out, privacy=priv), "online_mean": 50.0,
+                "participants_mean": 40.0}
+    return fake
+
+
+@pytest.mark.parametrize("name", ["hua_fig3", "hua_fig4", "hua_fig5", "hua_fig6"])
+def test_figs_3_to_6_add_the_w_scaled_panel_beside_the_theorem1_panels(name, monkeypatch):
+    import importlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from dpmf_lib.params import load_params
+
+    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    calls: list = []
+    monkeypatch.setattr(hc, "scenario_run", fake_scenario_run(calls))
+    params = {**load_params(name, "paper"), "cache": False}
+    assert params["w_scaled_variant"] is True
+    # ci draws it too, except hua_fig6 (its S3 runs on ML-100K are the expensive ones, as in hua_fig7/8)
+    assert hc.w_scaled_for(load_params(name, "ci"), mod.SCENARIO) == (name != "hua_fig6")
+    df = mod.run(params)
+    df0 = mod.run({**params, "w_scaled_variant": False})
+    # the Theorem-1 panels (a), (b) are the same rows with and without the variant
+    keep = df[df.panel != "c"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(keep, df0.reset_index(drop=True), check_like=False)
+    # panel (c): one W-scaled curve per eps of panel (b), at its iterations, labelled; the baseline beside it
+    c = df[(df.panel == "c") & (df.scenario != "baseline")]
+    assert set(c.noise) == {hc.W_LABEL} and set(c.scenario) == {f"{mod.SCENARIO}-w_scaled"}
+    assert sorted(c.eps.unique()) == sorted(float(e) for e in params["eps_values"])
+    assert set(c.iterations) == {int(params["iterations_fixed"])}
+    assert all("does not hold" in s for s in c.curve.unique())
+    assert (df[df.panel != "c"].noise != hc.W_LABEL).all()
+    w_calls = [k for k in calls if k[3] == "w_scaled"]
+    assert len(w_calls) == len(params["eps_values"]) and all(k[0] == mod.SCENARIO for k in w_calls)
+    # legible: three panels on a log |error| axis, each legend below (outside) its panel
+    fig = mod.plot(df, params)
+    try:
+        axes = [ax for ax in fig.axes if ax.get_legend() is not None]
+        assert len(axes) == 3 and all(ax.get_xscale() == "log" for ax in axes)
+        fig.canvas.draw()
+        for ax in axes:
+            assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0 + 1
+        assert any("W-scaled" in ax.get_title() for ax in axes)
+    finally:
+        plt.close(fig)

@@ -4,6 +4,9 @@ Panel (a): the CDF of ``|r'_ij - r_ij|`` over the rated pairs for several iterat
 the same after a fixed number of iterations for several eps; both with the non-private baseline (MF, 100 iterations).
 The paper does not list the eps and iteration values of its curves; ours are in ``params/hua_fig5.yaml``. The
 simulation and every reconstruction choice are described in :mod:`dpmf_lib.objpert.mf` and the notebook.
+With ``w_scaled_variant`` panel (c) shows the labelled variant that divides the noise by ``W = |R|`` (not covered by
+Theorem 1; its stated eps does not hold), beside the Theorem-1 panels, never in their place; no claim is measured
+here.
 """
 
 from __future__ import annotations
