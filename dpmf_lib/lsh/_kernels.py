@@ -67,21 +67,58 @@ def pack_signs_kernel(S):
     return out
 
 
-@njit(cache=True, parallel=True)
-def pack_projections_kernel(P):
-    """Project-and-sign straight from projections: (n, L) float32 ``X W`` → packed codes of ``sign(P)`` (sign(0)=+1)."""
-    n, L = P.shape
-    nw = (L + 63) // 64
-    out = np.empty((n, nw), np.uint64)
-    for i in prange(n):
+@njit(cache=True, inline="always")
+def _pack_rows(P, r0, r1, out):
+    # one word at a time, a constant 64-iteration loop for full words (LLVM vectorises the compares and the OR)
+    L = P.shape[1]
+    nw = out.shape[1]
+    for i in range(r0, r1):
         for w in range(nw):
             j0 = w * 64
-            j1 = min(L, j0 + 64)
+            cnt = min(64, L - j0)
             acc = np.uint64(0)
-            for j in range(j0, j1):  # the word is built in a register and stored once
-                acc |= np.uint64(P[i, j] >= 0) << np.uint64(j - j0)
+            for j in range(cnt):
+                acc |= np.uint64(P[i, j0 + j] >= 0) << np.uint64(j)
             out[i, w] = acc
+
+
+@njit(cache=True, parallel=True)
+def _pack_projections_parallel(P, out, n_chunks):
+    n = P.shape[0]
+    per = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        _pack_rows(P, min(n, c * per), min(n, (c + 1) * per), out)
+
+
+@njit(cache=True)
+def _pack_projections_serial(P, out):
+    _pack_rows(P, 0, P.shape[0], out)
+
+
+def pack_projections_kernel(P):
+    """Project-and-sign straight from projections: (n, L) float32 ``X W`` → packed codes of ``sign(P)`` (sign(0)=+1,
+    also for −0.0: the test is ``P >= 0``). One thread (or few rows: the parallel launch costs more than the work, #19)
+    → a serial pass; otherwise a chunk of rows per thread."""
+    from numba import get_num_threads
+
+    n, L = P.shape
+    out = np.empty((n, (L + 63) // 64), np.uint64)
+    threads = get_num_threads()
+    if threads == 1 or n * L < 1 << 20:
+        _pack_projections_serial(P, out)
+    else:
+        _pack_projections_parallel(P, out, threads)
     return out
+
+
+def pack_projections_reference(P):
+    """Plain numpy: bits ``P >= 0`` packed little-endian into uint64 words, padding 0."""
+    P = np.asarray(P)
+    n, L = P.shape
+    nw = (L + 63) // 64
+    bits = np.zeros((n, nw * 64), np.uint8)
+    bits[:, :L] = P >= 0
+    return np.packbits(bits, axis=1, bitorder="little").view("<u8").astype(np.uint64).reshape(n, nw)
 
 
 @njit(cache=True, parallel=True)
@@ -483,27 +520,179 @@ def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
     return idx, dist
 
 
+# ------------------------------------------------------------------------------- SIMD block scan (#19, fourth session)
+@njit(cache=True, inline="always")
+def _block_distances(q, T, nb, nw, buf):
+    """Distances of query ``q`` to the ``nb`` rows of a transposed block ``T`` (nw, block) into ``buf``; returns their
+    minimum. Rows are the inner, unit-stride loop so LLVM vectorises the popcount (``vpopcntq`` with AVX-512 VPOPCNTDQ,
+    a nibble-table popcount with AVX2) and the minimum."""
+    if nw == 4:
+        q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
+        for i in range(nb):
+            buf[i] = np.int32(popcount64(q0 ^ T[0, i]) + popcount64(q1 ^ T[1, i]) + popcount64(q2 ^ T[2, i])
+                              + popcount64(q3 ^ T[3, i]))
+    else:
+        q0 = q[0]
+        for i in range(nb):
+            buf[i] = np.int32(popcount64(q0 ^ T[0, i]))
+        for w in range(1, nw):
+            qw = q[w]
+            for i in range(nb):
+                buf[i] += np.int32(popcount64(qw ^ T[w, i]))
+    m = np.int32(1 << 30)
+    for i in range(nb):
+        m = min(m, buf[i])
+    return m
+
+
+@njit(cache=True)
+def _scan_rows(Q, a0, a1, D, r0, r1, k, n_bits, block, out_i, out_d):
+    """Queries a0..a1-1 against database rows r0..r1-1 (global indices), one pass: the k smallest (distance, index)
+    of each query into out_i/out_d[a - a0] (rows beyond the number of rows scanned: index −1, distance 2³¹−1).
+
+    The database is walked in blocks of ``block`` rows; each block is transposed once into a (words, block) buffer
+    and, while in L1, scanned for every query: a vectorised pass computes the block's distances and their minimum;
+    only when that minimum is below the query's threshold ``thr`` (the smallest t with ≥ k candidates at distance ≤ t;
+    n_bits + 1 until k rows are seen) are the rows visited one by one, and a row enters the candidate list only when
+    its distance is < thr (a row at distance ≥ thr can never be selected: ≥ k earlier rows are at ≤ thr and ties go
+    to the smaller index). Candidates are kept in index order, compacted when full (:func:`_compact`), and the answer
+    is read off by a stable counting sort on distance: the same rule, hence the same output, as
+    :func:`_hamming_knn_threshold` and the stable-argsort reference."""
+    nw = D.shape[1]
+    m = a1 - a0
+    cap = 2 * k + 64
+    cand_i = np.empty((m, cap), np.int64)
+    cand_d = np.empty((m, cap), np.int64)
+    hist = np.zeros((m, n_bits + 2), np.int64)
+    size = np.zeros(m, np.int64)
+    thr = np.full(m, n_bits + 1, np.int64)
+    lt = np.zeros(m, np.int64)
+    T = np.empty((nw, block), np.uint64)
+    buf = np.empty(block, np.int32)
+    for lo in range(r0, r1, block):
+        nb = min(r1, lo + block) - lo
+        for i in range(nb):
+            for w in range(nw):
+                T[w, i] = D[lo + i, w]
+        for x in range(m):
+            t = thr[x]
+            mn = _block_distances(Q[a0 + x], T, nb, nw, buf)
+            if mn < t:
+                for i in range(nb):
+                    v = np.int64(buf[i])
+                    if v < t:
+                        t = _accept(x, lo + i, v, t, cand_i, cand_d, size, hist, lt, k, cap)
+                thr[x] = t
+    for x in range(m):
+        h = hist[x]
+        pos = np.empty(n_bits + 2, np.int64)
+        acc = 0
+        for v in range(n_bits + 2):
+            pos[v] = acc
+            acc += h[v]
+        for s in range(k):
+            out_i[x, s] = -1
+            out_d[x, s] = 2147483647
+        for j in range(size[x]):
+            v = cand_d[x, j]
+            p = pos[v]
+            pos[v] = p + 1
+            if p < k:
+                out_i[x, p] = cand_i[x, j]
+                out_d[x, p] = v
+
+
+@njit(cache=True, parallel=True)
+def _hamming_knn_simd(Q, D, k, n_bits, n_groups, block):
+    """Queries split into ``n_groups`` groups, one per thread (:func:`_scan_rows` over the whole database each)."""
+    nq = Q.shape[0]
+    n = D.shape[0]
+    idx = np.empty((nq, k), np.int64)
+    dist = np.empty((nq, k), np.int32)
+    per = (nq + n_groups - 1) // n_groups
+    for g in prange(n_groups):
+        a0 = min(nq, g * per)
+        a1 = min(nq, a0 + per)
+        if a1 > a0:
+            _scan_rows(Q, a0, a1, D, 0, n, k, n_bits, block, idx[a0:a1], dist[a0:a1])
+    return idx, dist
+
+
+@njit(cache=True, parallel=True)
+def _hamming_knn_shards(Q, D, k, n_bits, n_shards, block):
+    """Few queries: the database split into ``n_shards`` contiguous shards, one per thread, each giving every query's
+    k best of its rows; then a merge per query. The global k best by (distance, index) are among the shards' k best,
+    and shards are in index order, so a stable counting sort of the concatenated shard lists by distance gives the
+    same (distance, index) order as one pass."""
+    nq = Q.shape[0]
+    n = D.shape[0]
+    per = (n + n_shards - 1) // n_shards
+    pi = np.empty((n_shards, nq, k), np.int64)
+    pd = np.empty((n_shards, nq, k), np.int32)
+    for s in prange(n_shards):
+        r0 = min(n, s * per)
+        r1 = min(n, r0 + per)
+        _scan_rows(Q, 0, nq, D, r0, r1, k, n_bits, block, pi[s], pd[s])
+    idx = np.empty((nq, k), np.int64)
+    dist = np.empty((nq, k), np.int32)
+    for a in range(nq):
+        cnt = np.zeros(n_bits + 2, np.int64)
+        for s in range(n_shards):
+            for j in range(k):
+                if pi[s, a, j] >= 0:
+                    cnt[pd[s, a, j]] += 1
+        pos = np.empty(n_bits + 2, np.int64)
+        acc = 0
+        for v in range(n_bits + 2):
+            pos[v] = acc
+            acc += cnt[v]
+        for j in range(k):
+            idx[a, j] = -1
+            dist[a, j] = 2147483647
+        for s in range(n_shards):
+            for j in range(k):
+                if pi[s, a, j] >= 0:
+                    v = pd[s, a, j]
+                    p = pos[v]
+                    pos[v] = p + 1
+                    if p < k:
+                        idx[a, p] = pi[s, a, j]
+                        dist[a, p] = v
+    return idx, dist
+
+
 SMALL_K = 64
+SCAN_BLOCK = 1024  # rows per transposed block of the simd scan: 4 words x 1024 x 8 B = 32 KB + 4 KB of distances
 
 
 def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     """The k smallest Hamming distances of every query, ties broken by the smaller database index.
 
-    ``auto`` / ``threshold``: one pass with a rejection threshold and a candidate list, queries blocked four at a time
-    (:func:`_hamming_knn_threshold`, #19: measured faster than both older paths at k = 10 and k = 1,000 on 1M codes);
-    ``small``: one pass keeping a sorted list of the k best (:func:`_hamming_knn_small`); ``hist``: the distance
-    histogram and counting select per query (:func:`_hamming_knn_hist`). All return the same (indices (nq, k) int64,
-    distances (nq, k) int32), each row in increasing (distance, index) order.
+    ``auto``: ``simd`` (:func:`_hamming_knn_simd`: per thread a group of queries, the database in transposed L1 blocks,
+    distances and block minimum vectorised, rows visited only when the block's minimum beats the query's threshold;
+    #19, fourth session) or, with fewer queries than threads, ``shards`` (the database split over the threads, then a
+    merge: :func:`_hamming_knn_shards`). Older paths kept for the agreement tests and the bench: ``threshold`` (one
+    scalar pass, queries four at a time: :func:`_hamming_knn_threshold`), ``small`` (a sorted list of the k best:
+    :func:`_hamming_knn_small`), ``hist`` (distance histogram and counting select: :func:`_hamming_knn_hist`). All
+    return the same (indices (nq, k) int64, distances (nq, k) int32), each row in increasing (distance, index) order;
+    ``simd``/``shards`` also accept k > len(D) (missing neighbours: index −1, distance 2³¹−1).
     """
     from numba import get_num_threads
 
-    groups = max(1, min(len(Q), get_num_threads()))
+    threads = get_num_threads()
+    groups = max(1, min(len(Q), threads))
+    if method == "auto":
+        method = "shards" if len(Q) < threads and len(D) >= threads * SCAN_BLOCK else "simd"
+    if method == "simd":
+        return _hamming_knn_simd(Q, D, k, n_bits, groups, SCAN_BLOCK)
+    if method == "shards":
+        return _hamming_knn_shards(Q, D, k, n_bits, max(1, threads), SCAN_BLOCK)
     if method == "hist":
         return _hamming_knn_hist(Q, D, k, n_bits)
     if method == "small":
         return _hamming_knn_small(Q, D, k, groups, 4096)
-    if method not in ("auto", "threshold"):
-        raise ValueError(f"method must be 'auto', 'threshold', 'small' or 'hist', got {method!r}")
+    if method != "threshold":
+        raise ValueError(f"method must be 'auto', 'simd', 'shards', 'threshold', 'small' or 'hist', got {method!r}")
     return _hamming_knn_threshold(Q, D, k, n_bits, groups, 1024)
 
 
