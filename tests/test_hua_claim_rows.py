@@ -66,3 +66,24 @@ def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
     assert m["claim"] == hua_fig6.CLAIM and m["value"] == pytest.approx(401.0 - 0.3)
     w = df[(df.noise == hc.W_LABEL) & (df.eps == 0.05)]
     assert len(w) and abs(float(w.mean_abs_error.iloc[0]) - 0.3) < 0.01  # the W-scaled row exists and is not read
+
+
+def test_fig6_claims_run_gives_the_claims_row_of_the_full_run_and_runs_nothing_else():
+    """The further seeds of Fig 6's claim run only the claim's curve (hua_fig6.claims_run): the panel-(b) Theorem-1
+    row at claim_eps must be byte-identical to the full run's, and no other ε or iteration count, nor panel (c), may
+    be computed."""
+    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.params import load_params
+
+    p = {**load_params("hua_fig6", "smoke"), "claim_eps": 1.0, "w_scaled_variant": True}
+    full = hua_fig6.run(p)
+    fast = hua_fig6.claims_run(p)
+
+    def claim_row(df):
+        return df[(df.panel == "b") & (df.scenario == "s3") & (df.noise == hc.NOISE_LABEL["theorem1"])
+                  & (df.eps == 1.0)].reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(claim_row(fast), claim_row(full))
+    private = fast[fast.noise != "none"]
+    assert set(private.eps) == {1.0} and set(private.iterations) == {int(p["iterations_fixed"])}
+    assert "c" not in set(fast.panel) and "c" in set(full.panel)
