@@ -29,7 +29,7 @@ PAPER_QOLSH_US = 3.89  # Table 5.1, qoLSH, µs per vector
 # Short timed calls repeated many times, best kept: on a shared machine the best of many short runs is the one least
 # disturbed by other processes (both sides of every ratio are measured the same way, interleaved).
 PROFILES = {
-    "quick": {"n_encode_small": 20_000, "n_encode_large": 2_000, "n_codes": 1_000_000, "n_queries": 100, "repeats": 15,
+    "quick": {"n_encode_small": 20_000, "n_encode_large": 2_000, "n_codes": 1_000_000, "n_queries": 100, "repeats": 30,
               "scan_repeats": 4},
     "paper": {"n_encode_small": 20_000, "n_encode_large": 2_000, "n_codes": 1_000_000, "n_queries": 1000,
               "repeats": 40, "scan_repeats": 5},
