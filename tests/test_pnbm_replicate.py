@@ -94,13 +94,21 @@ def test_further_seed_evaluates_only_the_selected_configs(full, monkeypatch):
     n_chain_calls = sum(1 for m, *_ in calls if m in ("dpps-pnbm", "sgld-pnbm"))
     assert len(evals) == (len(calls) - n_chain_calls) * len(p["folds"])
     assert len(chains) == n_chain_calls * len(p["folds"])
-    assert all(s == 1 for *_, s in rerun.evaluated)
+    # the new seed reached the models: every DP method's re-evaluated RMSE moved, the seed-free kNN ones did not
+    for _, r in out.iterrows():
+        sel = df[(df.method == r.method) & df.selected & (df.config == r.config)
+                 & ((df.epsilon == r.epsilon) | (df.epsilon.isna() & math.isnan(r.epsilon)))]
+        assert len(sel) == 1
+        if r.method in ("pcc", "cos"):
+            assert r.rmse == sel.rmse.iloc[0], (name, r.method)
+        elif r.method.startswith(("dpsgd", "dpps")):
+            assert r.rmse != sel.rmse.iloc[0], (name, r.method, r.epsilon)
     # the same claims, with the same guards, at the new seed; the DP numbers move with the seed
     base, got = df.attrs["measurements"], out.attrs["measurements"]
     assert [_key(m) for m in got] == [_key(m) for m in base]
     assert [sorted(m["guards"]) for m in got] == [sorted(m["guards"]) for m in base]
     assert all(math.isfinite(v) for m in got for v in [m["value"], *m["guards"].values()])
-    assert any(a["value"] != b["value"] for a, b in zip(got, base))
+    assert all(a["value"] != b["value"] for a, b in zip(got, base)), name  # every claim reads a DP method
     # k_grid_interior is a fact of the first seed's selection: the same at every seed
     for a, b in zip(got, base):
         if "k_grid_interior" in b["guards"]:
@@ -111,3 +119,37 @@ def test_rerun_refuses_other_folds(full):
     name, p, df = full
     with pytest.raises(ParameterError, match="folds"):
         MODULES[name].rerun_selected(df)({**p, "folds": [1], "seed": 1})
+
+
+def test_replicate_takes_the_claims_from_fresh_seeds_not_the_selecting_one(full, tmp_path):
+    """Seed 0's value is the minimum that made the selection (biased): the claims' values are the reruns at seeds
+    1..n, and they are recorded as such."""
+    from dpmf_lib.outputs import NotebookRun
+
+    name, p, df = full
+    nb = NotebookRun(name, "smoke", OVERRIDES[name], out_dir=tmp_path / name)
+    rerun = MODULES[name].rerun_selected(df)
+    table = rerun.replicate(nb, n_seeds=2)
+    assert nb.replicate_seeds == [p["seed"] + 1, p["seed"] + 2]
+    direct = [MODULES[name].rerun_selected(df)({**p, "seed": s}).attrs["measurements"] for s in (1, 2)]
+    assert [m["values"] for m in nb.measurements] == [[a["value"], b["value"]] for a, b in zip(*direct)]
+    base = {_key(m): m["value"] for m in df.attrs["measurements"]}
+    assert all(base[_key(m)] not in m["values"] for m in nb.measurements)
+    assert list(table.seeds) == [2] * len(table)
+    # one seed needed (no verdict at this profile): the first seed's value is kept as the indicative one, for free
+    nb1 = NotebookRun(name, "smoke", OVERRIDES[name], out_dir=tmp_path / (name + "-1"))
+    rerun.replicate(nb1, n_seeds=1)
+    assert nb1.replicate_seeds == [p["seed"]] and [m["values"] for m in nb1.measurements] == [[v] for v in base.values()]
+
+
+def test_selected_point_reads_a_frame_back_from_its_csv(full, tmp_path):
+    """PCC/COS have an empty config, which a CSV reads back as NaN: the rerun must still find their point."""
+    import pandas as pd
+
+    name, p, df = full
+    path = tmp_path / "f.csv"
+    df.to_csv(path, index=False)
+    back = pd.read_csv(path)
+    back.attrs = df.attrs
+    got = MODULES[name].rerun_selected(back)(dict(p)).attrs["measurements"]
+    assert [m["value"] for m in got] == [m["value"] for m in df.attrs["measurements"]]

@@ -17,13 +17,15 @@ Extra series (ours, a labelled deviation; issue #16 finding 7): "DPSGD-MF, large
 which MF does not move from its N(0, 0.1²) start (noise-free ≈ item means); at η = 0.01 it trains. The paper's
 series stay as they are; the deviation is drawn beside them, never in their place. ``mf_lr_eta: []`` turns it off.
 
-Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the further seeds of
-:meth:`~dpmf_lib.outputs.NotebookRun.replicate` re-evaluate only the configurations the first seed selected for the
-claims' inputs (:func:`claim_inputs`: PCC, COS, noise-free MF, DPSGD-PNBM at ε = 1, DPSGD-MF at ε = 1 and 20), on
-the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in :func:`run`.
-The interval over seeds is then the seed-to-seed spread (DP noise, initialisation, minibatches) of the selected
-configuration, free of the winner's curse of re-selecting on the test folds at every seed; the selection itself is
-made once (first seed) and is not replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
+Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the claims' seeds
+(:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
+configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, noise-free MF, DPSGD-
+PNBM at ε = 1, DPSGD-MF at ε = 1 and 20), on the same folds, at the new seed, and :func:`measurements` computes the
+claims from them exactly as in :func:`run`. The interval over seeds is then the seed-to-seed spread (DP noise,
+initialisation, minibatches) of the selected configuration, free of the winner's curse of re-selecting on the test
+folds at every seed, and the claim values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose
+value made the selection (SelectedRerun.replicate); the selection itself is made once (first seed) and is not
+replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
 """
 
 from __future__ import annotations

@@ -8,13 +8,15 @@ implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rms
 finding 9), so the SGLD line lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the
 minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
 
-Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the further seeds of
-:meth:`~dpmf_lib.outputs.NotebookRun.replicate` re-evaluate only the configurations the first seed selected for the
-claims' inputs (:func:`claim_inputs`: PCC, COS, DPPS-PNBM and DPPS-MF at x = 0.1), on the same folds, at the new
-seed, and :func:`measurements` computes the claims from them exactly as in :func:`run`. The interval over seeds is
-then the seed-to-seed spread (DP noise, initialisation, minibatches) of the selected configuration, free of the
-winner's curse of re-selecting on the test folds at every seed; the selection itself is made once (first seed) and
-is not replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
+Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the claims' seeds
+(:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
+configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, DPPS-PNBM and DPPS-MF
+at x = 0.1), on the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in
+:func:`run`. The interval over seeds is then the seed-to-seed spread (DP noise, initialisation, minibatches) of the
+selected configuration, free of the winner's curse of re-selecting on the test folds at every seed, and the claim
+values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose value made the selection
+(SelectedRerun.replicate); the selection itself is made once (first seed) and is not replicated. Details:
+:mod:`dpmf_lib.experiments._pnbm_common`.
 """
 
 from __future__ import annotations
