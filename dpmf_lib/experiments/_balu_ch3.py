@@ -1,99 +1,28 @@
-"""Shared machinery of the Balu (2016) chapter-3 notebooks (Figures 3.2–3.6): data, split, attack grid, summaries.
+"""Shared machinery of the Balu (2016) chapter-3 notebooks (Figures 3.2–3.6): attack grid through the result cache,
+summaries, claim measurements, plots, and the replicate runs of the claims.
 
-Seeding: the train/test split uses SeedSequence([seed, 0]); the public codebook [seed, 1] (the same for every eps);
-the noise of user u at grid point e [seed, 2, e, u]; the attacks' MCMC [seed, 3, e, u]; the attacked subsample [seed, 4].
+The code that produces the cached rows (data, split, mechanisms, seeds, one (mechanism, ε) task) lives in
+:mod:`dpmf_lib.experiments._balu_ch3_rows` and is re-exported here; only that module and ``dpmf_lib/attacks/*.py``
+are in the cache's code hash (:func:`_code_hash`), so edits of this file keep the cached rows.
+Seeding: see :mod:`dpmf_lib.experiments._balu_ch3_rows`.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..attacks import decoders, metrics
-from ..attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook, jlt_guarantee_void
-from ..attacks.profiles import Profiles, item_priors, load_dataset, profiles_from_ratings, train_test_split
+from ..attacks.mechanisms import jlt_guarantee_void
 from ..data.ratings import DataSource
 from ..errors import ParameterError
+from . import _balu_ch3_rows as _rows
+from ._balu_ch3_rows import (Setup, _eps_rows, _seed, attack_one_eps, eps_stream, make_mechanism,  # noqa: F401
+                             prepare)
 
 ATTACK_LABELS = {"mcmc_prior": "MCMC, prior", "mcmc_flat": "MCMC, flat prior", "single": "single decoder",
                  "single_prior": "single decoder + prior (ours)", "popularity": "popularity"}
-
-
-@dataclass
-class Setup:
-    source: DataSource
-    train: Profiles
-    test: Profiles  # all test users (343 for ML-100K)
-    attacked: np.ndarray  # positions in ``test`` that are attacked (all at `paper`, a subsample at ci/smoke)
-    q: np.ndarray  # adversary's item priors
-    c_fallback: float  # mean training profile size
-
-
-def _seed(*parts) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([int(p) for p in parts]))
-
-
-def prepare(params: dict) -> Setup:
-    r = load_dataset(params.get("dataset", "ml-100k"), seed=params["seed"])
-    prof = profiles_from_ratings(r)
-    n_test = params.get("n_test")
-    train, test = train_test_split(prof, params["n_train"], n_test, seed=_seed(params["seed"], 0))
-    n_att = params.get("n_attacked")
-    if n_att is None or n_att >= len(test):
-        attacked = np.arange(len(test))
-    else:
-        if n_att < 1:
-            raise ParameterError(f"n_attacked must be >= 1 (or null for all test users), got {n_att}")
-        attacked = np.sort(_seed(params["seed"], 4).choice(len(test), int(n_att), replace=False))
-    q = item_priors(train, params.get("prior_alpha", 0.5))
-    return Setup(r.source, train, test, attacked, q, float(train.sizes().mean()))
-
-
-def make_mechanism(kind: str, eps: float, params: dict, n_items: int):
-    if kind == "blip":
-        return BLIP(bloom_codebook(n_items, params["L"], params["K"], seed=_seed(params["seed"], 1)), eps)
-    if kind == "jlt":
-        return JLT(jlt_codebook(n_items, params["L"], seed=_seed(params["seed"], 1)), eps, params["delta"])
-    raise ParameterError(f"unknown mechanism '{kind}'; use 'blip' or 'jlt'")
-
-
-def eps_stream(eps: float) -> int:
-    """The seed stream of one ε, from its value (µ-units): a result depends on ε, never on its place in the grid, so
-    the per-ε cache (keyed by value) can serve any ε list."""
-    return int(round(float(eps) * 1_000_000))
-
-
-def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[dict]:
-    """Every attack on every attacked test user at one eps: one row per (user, attack)."""
-    mech = make_mechanism(kind, eps, params, setup.test.n_items)
-    stream = eps_stream(eps)
-    if kind == "jlt":
-        mech.codebook.gram()  # once per eps task, shared by all users
-    rows = []
-    for u in setup.attacked:
-        P = setup.test.profile(int(u))
-        obs = mech.sanitize(P, seed=_seed(params["seed"], 2, stream, u))
-        t0 = time.perf_counter()
-        diag = {}
-        c_hat, ranks = decoders.attack(mech, obs, setup.q, attacks=tuple(params["attacks"]), f=params["prefilter_f"],
-                                       burn_in=params["burn_in"], n_samples=params["n_samples"],
-                                       c_fallback=setup.c_fallback, flat_prior=params.get("flat_prior", "catalog"),
-                                       min_sweeps=params.get("min_sweeps"),
-                                       seed=_seed(params["seed"], 3, stream, u), diagnostics=diag)
-        dt = time.perf_counter() - t0
-        for a, rk in ranks.items():
-            rows.append({"mechanism": kind, "eps": float(eps), "user": int(setup.test.users[u]), "attack": a,
-                         "cos": metrics.cosine_sets(P, rk[:c_hat]),
-                         "ap10": metrics.average_precision_at(P, rk, params["map_R"]),
-                         "c_hat": c_hat, "c_true": len(P), "split_rhat": diag.get(a, np.nan),
-                         "sweeps": diag.get(a + ":sweeps", np.nan), "exact_err": diag.get(a + ":exact_err", np.nan),
-                         "exact_spearman": diag.get(a + ":exact_spearman", np.nan),
-                         "seconds_all_attacks": dt})
-    return rows
 
 
 RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "delta", "burn_in", "n_samples",
@@ -101,13 +30,15 @@ RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "
 
 
 def _code_hash() -> str:
-    """Hash of the code an attack result depends on (dpmf_lib/attacks/*.py and this module): part of the cache key."""
+    """Hash of the code an attack result depends on: ``dpmf_lib/attacks/*.py`` and
+    :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code); part of the cache key. This module (summaries,
+    claims, plots, the grid's driver) is deliberately not in it: its edits do not change a cached row."""
     import hashlib
     from pathlib import Path
 
     h = hashlib.sha256()
-    here = Path(__file__).resolve()
-    for f in sorted((here.parent.parent / "attacks").glob("*.py")) + [here]:
+    rows = Path(_rows.__file__).resolve()
+    for f in sorted((rows.parent.parent / "attacks").glob("*.py")) + [rows]:
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -122,12 +53,6 @@ def _result_key(params: dict, source: DataSource) -> dict:
 
 
 _NOT_IN_KEY = ("params", "setup")  # their result-relevant parts are in `key` (params) and key["source"] (setup)
-
-
-def _eps_rows(kind: str, eps: float, attacks: tuple, key: dict, code: str, params: dict, setup: Setup) -> list[dict]:
-    """One (mechanism, ε) task of the grid: the unit of the result cache (:mod:`dpmf_lib.cache`), shared by Figures
-    3.2/3.4 (BLIP), 3.3/3.5 (JLT) and 3.6."""
-    return attack_one_eps(kind, eps, {**params, "attacks": list(attacks)}, setup)
 
 
 def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.DataFrame:
@@ -317,8 +242,46 @@ def _add_eps0(add, summary, col, claim, rhat):
         mc = [a for a in plotted.index if a.startswith("mcmc")]
         err = at0.loc[mc, "exact_err_mean"] if "exact_err_mean" in at0 else pd.Series(dtype=float)
         add(claim, float(plotted.max()), f"best plotted attack: {plotted.idxmax()}{pop}",
-            rhat=rhat(list(plotted.index), 0.0),
-            exact_err=float(err.max()) if err.notna().any() else float("nan"))
+            rhat=rhat(list(plotted.index), 0.0), exact_err=_worst_or_nan(err))
+
+
+def _worst_or_nan(values: pd.Series) -> float:
+    """The worst (largest) of a guard's values, NaN (which fails the guard) when any is missing or there is none: a
+    guard must not pass on the attacks that happen to have a value (pandas' ``max`` skips NaN)."""
+    if len(values) == 0 or values.isna().any():
+        return float("nan")
+    return float(values.max())
+
+
+def replicate_params(params: dict) -> dict:
+    """The parameters of a replicate run of the claims (``nb.replicate``'s seeds ``seed + 1 …``): ``params`` with
+    ``n_attacked`` replaced by ``replicate_n_attacked`` (null or absent: unchanged).
+
+    Why (#15/#20): at `paper` one seed of Figure 3.2 attacks all 343 test users (~35 min on 2 cores) and Figure 3.3
+    35 users (~25 min); five seeds would take hours. The figure's seed keeps its full setting; the further seeds
+    attack a seeded subsample ([seed, 4], see :mod:`._balu_ch3_rows`) of the test users. Only ``n_attacked`` changes,
+    so a replicate task's cache key is the ordinary key of that setting (``replicate_n_attacked`` itself is not in
+    :data:`RESULT_KEYS`): the replicate runs of Figure 3.4 hit the cells those of 3.2 computed (and 3.5 those of 3.3),
+    and the seed-0 key is untouched.
+
+    What it does to the claims: the interval over seeds mixes the figure's seed (all its users) with smaller-sample
+    seeds, whose values spread more, so the interval is conservative (wider than five full seeds would give). Each
+    seed's value is still an unbiased estimate of the quantity over the test population for the claims that are
+    means over users (the mean cosine at ε = 8, the single − popularity difference), so their mean over seeds is
+    unbiased too; for the claims that are nonlinear in those means (share of ε won, best attack at ε = 0) the smaller
+    samples add noise that can pull a share toward 1/2 or a maximum up a little.
+    """
+    n = params.get("replicate_n_attacked")
+    if n is None:
+        return params
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ParameterError(f"parameter 'replicate_n_attacked' must be an integer >= 1 (or null: the same as "
+                             f"n_attacked), got {n!r}")
+    full = params.get("n_attacked")
+    if full is not None and n > full:
+        raise ParameterError(f"parameter 'replicate_n_attacked' ({n}) must not exceed n_attacked ({full}): the "
+                             f"replicate seeds attack a subsample of what the figure attacks; use null for the same")
+    return {**params, "n_attacked": int(n)}
 
 
 def attack_figure_run(kind: str, metric: str, params: dict) -> pd.DataFrame:

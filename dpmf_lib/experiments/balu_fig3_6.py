@@ -40,12 +40,17 @@ def _mech_params(params: dict, kind: str) -> dict:
 
 
 def utility(kind: str, params: dict, setup: ch3.Setup) -> pd.DataFrame:
-    """k-NN recall from sanitized sketches of all test users, per ε."""
+    """k-NN recall from sanitized sketches of all test users, per ε.
+
+    The noise of user u at ε is seeded by the ε's *value* ([seed, 2, eps_stream(ε), u], as the attacks): a row depends
+    on ε, never on its place in the ε list (#15; it was seeded by the list position). It is the same stream as the
+    attacks', so an attacked user's sketch here is the very release the privacy axis attacked."""
     true_sim = metrics.cosine_matrix(setup.test.indicator())
     rows = []
-    for e_idx, eps in enumerate(params["eps"]):
+    for eps in params["eps"]:
         mech = ch3.make_mechanism(kind, float(eps), params, setup.test.n_items)
-        obs = np.stack([mech.sanitize(setup.test.profile(u), seed=ch3._seed(params["seed"], 2, e_idx, u))
+        stream = ch3.eps_stream(eps)
+        obs = np.stack([mech.sanitize(setup.test.profile(u), seed=ch3._seed(params["seed"], 2, stream, u))
                         for u in range(len(setup.test))])
         est = metrics.blip_similarity(obs, mech.p_eps) if kind == "blip" else metrics.jlt_similarity(obs, mech.sigma)
         rows.append({"mechanism": kind, "eps": float(eps), "utility_recall": metrics.knn_recall(true_sim, est,

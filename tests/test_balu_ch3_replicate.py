@@ -1,0 +1,101 @@
+"""Balu chapter 3 (Figures 3.2–3.5): the replicate runs of the claims attack a seeded subsample of the test users
+(``replicate_n_attacked``) without touching the figure's seed or the result cache keys; the cache's code hash covers
+exactly the row-producing code."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.params import load_params
+
+REPO = Path(__file__).resolve().parents[1]
+FIGS = {"balu_fig3_2": "blip", "balu_fig3_3": "jlt", "balu_fig3_4": "blip", "balu_fig3_5": "jlt"}
+
+
+def test_replicate_params_replaces_only_n_attacked_and_checks_it():
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    p = load_params("balu_fig3_2", "smoke")
+    assert p["replicate_n_attacked"] is None and ch3.replicate_params(p) == p  # null: the figure's own users
+    r = ch3.replicate_params({**p, "replicate_n_attacked": 2})
+    assert r["n_attacked"] == 2 and {k: v for k, v in r.items() if k != "n_attacked"} == \
+        {**{k: v for k, v in p.items() if k != "n_attacked"}, "replicate_n_attacked": 2}
+    assert ch3.replicate_params({**p, "n_attacked": None, "replicate_n_attacked": 30})["n_attacked"] == 30
+    for bad in (0, -1, True, 2.5, "10", p["n_attacked"] + 1):
+        with pytest.raises(ParameterError, match="replicate_n_attacked"):
+            ch3.replicate_params({**p, "replicate_n_attacked": bad})
+
+
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+def test_replicate_keys_are_shared_between_figures_and_leave_seed0_alone(profile):
+    """3.2/3.4 (BLIP) and 3.3/3.5 (JLT) must compute the same cache cells, seed 0 and replicate seeds alike; the new
+    parameter is not in the key, so the seed-0 key is the one it was before."""
+    from dpmf_lib.data.ratings import DataSource
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    src = DataSource("ml-100k", True, "x")
+    keys = {}
+    for name, kind in FIGS.items():
+        p = load_params(name, profile)
+        assert "replicate_n_attacked" not in ch3.RESULT_KEYS
+        without = {k: v for k, v in p.items() if k != "replicate_n_attacked"}
+        assert ch3._result_key(p, src) == ch3._result_key(without, src)  # seed 0: untouched
+        rep = ch3.replicate_params({**p, "seed": 1})
+        keys.setdefault(kind, []).append((ch3._result_key(p, src), ch3._result_key(rep, src), p["attacks"]))
+        if profile == "paper":
+            assert rep["n_attacked"] is not None and rep["n_attacked"] < (p["n_attacked"] or 343)
+            assert p["replicate_n_attacked"] == rep["n_attacked"]
+    for kind, ((k0, r0, a0), (k1, r1, a1)) in keys.items():
+        assert k0 == k1 and r0 == r1 and a0 == a1, kind
+
+
+def test_replicate_run_attacks_the_subsample_and_the_sibling_figure_hits_its_cache(tmp_path, monkeypatch):
+    from dpmf_lib import cache
+    from dpmf_lib.attacks.decoders import ATTACKS
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments import balu_fig3_2, balu_fig3_4
+
+    monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path))
+    monkeypatch.delenv("DPMF_CACHE_DIR", raising=False)
+    monkeypatch.setenv("DPMF_CACHE", "on")
+    over = {"eps": [8, 0], "n_attacked": 4, "replicate_n_attacked": 2, "burn_in": 5, "n_samples": 40, "seed": 1}
+    p2, p4 = load_params("balu_fig3_2", "smoke", over), load_params("balu_fig3_4", "smoke", over)
+    df = balu_fig3_2.replicate_run(p2)
+    assert df["user"].nunique() == 2 and df.attrs["measurements"]
+    rep = ch3.replicate_params(p4)
+    setup = ch3.prepare(rep)
+    key, code = ch3._result_key(rep, setup.source), ch3._code_hash()
+    for eps in (8.0, 0.0):  # Figure 3.4's replicate run is served by the cells 3.2's computed
+        assert cache.in_cache(ch3._eps_rows, "blip", eps, ATTACKS, key, code, rep, setup, ignore=ch3._NOT_IN_KEY)
+    d4 = balu_fig3_4.replicate_run(p4)
+    assert sorted(d4["user"].unique()) == sorted(df["user"].unique())
+    full = balu_fig3_2.run(p2)  # the figure's own run: all n_attacked users
+    assert full["user"].nunique() == 4
+
+
+def test_notebooks_replicate_through_replicate_run():
+    for name in FIGS:
+        nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        assert "nb.replicate(experiment.replicate_run, df)" in code and "nb.replicate(experiment.run" not in code
+        intro = "".join(nb["cells"][0]["source"])
+        assert "replicate_n_attacked" in intro and "conservative" in intro
+
+
+def test_code_hash_covers_the_row_producing_code_only():
+    """Edits of the summaries/claims/plots in _balu_ch3.py keep the attack cache; the functions that make the cached
+    rows live in the hashed module."""
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments import _balu_ch3_rows as rows
+
+    for f in (ch3._eps_rows, ch3.attack_one_eps, ch3.prepare, ch3.make_mechanism, ch3.eps_stream, ch3._seed):
+        assert f.__module__ == rows.__name__, f.__name__
+    assert ch3.Setup is rows.Setup
+    h = hashlib.sha256()
+    lib = REPO / "dpmf_lib"
+    for f in sorted((lib / "attacks").glob("*.py")) + [lib / "experiments" / "_balu_ch3_rows.py"]:
+        h.update(f.read_bytes())
+    assert ch3._code_hash() == h.hexdigest()
