@@ -150,10 +150,12 @@ def _clip(text: str, n: int) -> str:
 
 
 def build(name: str, intro: str, module: str | None = None, *, display: str | None = None,
-          save_call: str | None = None, look_for_md: str | None = None,
+          save_call: str | None = None, look_for_md: str | None = None, claims_cell: str | None = None,
           extra: dict[str, list] | None = None) -> nbformat.NotebookNode:
     """The notebook ``name``. ``display``: the run cell's last line (default: the tidy summary); ``save_call``: the
-    save expression (default ``nb.save(df, fig)``); ``look_for_md``: the note before the result (default
+    save expression (default ``nb.save(df, fig)``); ``claims_cell``: the claims cell's source where the notebook
+    replicates its claims its own way (default: ``nb.replicate(experiment.run, df)``, the standard cell; e.g. the
+    pnbm figures' ``experiment.rerun_selected(df).replicate(nb)``); ``look_for_md``: the note before the result (default
     :func:`look_for`); ``extra``: cells of the notebook's own, placed after the standard cell they followed
     (keys ``intro``, ``parameters``, ``setup``, ``run``, ``plot``, ``claims``, ``save``)."""
     module = module or f"dpmf_lib.experiments.{name}"
@@ -166,7 +168,7 @@ def build(name: str, intro: str, module: str | None = None, *, display: str | No
         ("setup", new_code_cell(SETUP_CELL.format(module=module, name=name))),
         ("run", new_code_cell(RUN_CELL.format(display=display or DEFAULT_DISPLAY))),
         ("plot", new_code_cell(PLOT_CELL)),
-        ("claims", new_code_cell(CLAIMS_CELL)),
+        ("claims", new_code_cell(claims_cell or CLAIMS_CELL)),
         ("save", new_code_cell(SAVE_CELL.format(call=save_call or DEFAULT_SAVE))),
     ]
     cells = []
@@ -197,7 +199,7 @@ def _slot(cell) -> str | None:
         return "run"
     if src == PLOT_CELL:
         return "plot"
-    if "nb.replicate(experiment.run, df)" in src:
+    if re.search(r"^claims = .*replicate\(", src, re.M):  # the standard call or the notebook's own way
         return "claims"
     if re.search(r"^(out = )?nb\.save\(", src, re.M):
         return "save"
@@ -211,7 +213,7 @@ def parts_of(nb: nbformat.NotebookNode) -> dict:
     "what to look for" note and the cells of its own (by the standard cell they follow)."""
     intro = nb.cells[0].source
     module = None
-    display = save_call = look_for_md = None
+    display = save_call = look_for_md = claims_cell = None
     extra: dict[str, list] = {}
     last = "intro"
     for cell in nb.cells[1:]:
@@ -227,6 +229,8 @@ def parts_of(nb: nbformat.NotebookNode) -> dict:
         elif slot == "save":
             m = re.search(r"^(?:out = )?(nb\.save\(.*\))\s*;?\s*$", src, re.M)
             save_call = m.group(1) if m else None
+        elif slot == "claims":
+            claims_cell = None if src == CLAIMS_CELL.strip() else cell.source
         elif slot == "look_for":
             look_for_md = src
             continue
@@ -239,7 +243,7 @@ def parts_of(nb: nbformat.NotebookNode) -> dict:
         if slot != "result":
             last = slot
     return {"intro": intro, "module": module, "display": display, "save_call": save_call,
-            "look_for_md": look_for_md, "extra": extra}
+            "look_for_md": look_for_md, "claims_cell": claims_cell, "extra": extra}
 
 
 def regenerate(name: str) -> Path:
@@ -248,7 +252,7 @@ def regenerate(name: str) -> Path:
     old = nbformat.read(path, as_version=4)
     p = parts_of(old)
     nb = build(name, p["intro"], p["module"], display=p["display"], save_call=p["save_call"],
-               look_for_md=p["look_for_md"], extra=p["extra"])
+               look_for_md=p["look_for_md"], claims_cell=p["claims_cell"], extra=p["extra"])
     nbformat.write(nb, path)
     return path
 

@@ -85,6 +85,21 @@ def test_regeneration_keeps_intro_own_cells_and_look_for_note_and_is_idempotent(
     assert "out = nb.save(df, fig, extra_tables={})" in src[-3] and "xi: float = None" in src[1]
 
 
+
+def test_regeneration_keeps_a_claims_cell_of_the_notebooks_own(tmp_path, monkeypatch):
+    """A notebook that replicates its claims its own way (pnbm: the selected configurations at fresh seeds) keeps
+    that cell, once, where the standard one goes: regenerating must not add the standard ``nb.replicate`` beside it."""
+    from dpmf_lib import scaffold
+
+    monkeypatch.setattr(scaffold, "notebooks_dir", lambda: tmp_path)
+    own = "# my way\nclaims = experiment.rerun_selected(df).replicate(nb)"
+    nbformat.write(scaffold.build("pnbm_fig2", "# Intro", claims_cell=own), tmp_path / "pnbm_fig2.ipynb")
+    new = nbformat.reads(scaffold.regenerate("pnbm_fig2").read_text(), as_version=4)
+    claims = [c.source for c in new.cells if c.cell_type == "code" and "replicate(" in c.source]
+    assert claims == [own]
+    src = [c.source for c in new.cells]
+    assert src.index(own) == src.index(scaffold.PLOT_CELL) + 1
+
 @pytest.mark.slow
 def test_papermill_parameters_by_name_reach_the_run_and_unknown_ones_fail(figures_tmp, tmp_path):
     """`papermill -p seed 1` sets the run's seed (an override run: figures/_runs/, never figures/<name>/); a name that
