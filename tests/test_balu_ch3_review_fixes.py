@@ -105,3 +105,17 @@ def test_fig3_6_utility_sketches_are_the_attacked_releases(fig36_setup, monkeypa
     rows.attack_one_eps("blip", 8.0, {**p, "attacks": ["popularity"]}, setup)
     assert len(seen["attack"]) == len(setup.attacked) and seen["attack"] <= seen["utility"]
     assert len(seen["utility"]) == len(setup.test)
+
+
+def test_exact_marginal_error_mean_over_users_is_nan_when_a_user_lacks_it():
+    """The same at user level: the ε = 0 guard's mean over users must not skip a user whose chain gave no exact-marginal
+    error (pandas' mean skips NaN), or the guard passes on the users that happened to have one."""
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    base = {"dataset": "ml-100k", "mechanism": "blip", "eps": 0.0, "attack": "mcmc_prior", "cos": 0.2, "ap10": 0.1,
+            "c_hat": 10, "c_true": 12, "split_rhat": 1.01, "sweeps": 800, "exact_spearman": 0.9,
+            "seconds_all_attacks": 1.0}
+    df = pd.DataFrame([{**base, "user": 1, "exact_err": 0.01}, {**base, "user": 2, "exact_err": np.nan}])
+    assert math.isnan(ch3.summarize(df)["exact_err_mean"].iloc[0])
+    df.loc[1, "exact_err"] = 0.03
+    assert ch3.summarize(df)["exact_err_mean"].iloc[0] == pytest.approx(0.02)
