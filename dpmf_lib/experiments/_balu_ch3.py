@@ -118,7 +118,9 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9, method="higher"))
                                 if x.notna().any() else np.nan),  # "higher": a real R-hat, inf stays inf
                 sweeps_median=("sweeps", "median"),
-                exact_err_mean=("exact_err", lambda x: float(x.mean(skipna=False))),  # a user without it fails the guard exact_spearman_mean=("exact_spearman", "mean"),
+                # a user without an exact-marginal error makes the mean NaN, which fails the guard
+                exact_err_mean=("exact_err", lambda x: float(x.mean(skipna=False))),
+                exact_spearman_mean=("exact_spearman", "mean"),
                 seconds_per_user=("seconds_all_attacks", "mean")).reset_index()
     if VOID_COL in df:
         flag = df.groupby(["dataset", "mechanism", "eps", "attack"], sort=False)[VOID_COL].first().reset_index()
