@@ -675,10 +675,36 @@ def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     scalar pass, queries four at a time: :func:`_hamming_knn_threshold`), ``small`` (a sorted list of the k best:
     :func:`_hamming_knn_small`), ``hist`` (distance histogram and counting select: :func:`_hamming_knn_hist`). All
     return the same (indices (nq, k) int64, distances (nq, k) int32), each row in increasing (distance, index) order;
-    ``simd``/``shards`` also accept k > len(D) (missing neighbours: index −1, distance 2³¹−1).
+    ``simd``/``shards`` also accept k > len(D) (missing neighbours: index −1, distance 2³¹−1; the public
+    :func:`dpmf_lib.lsh.hamming_knn` refuses k > len(D), so the padding never reaches its callers). Raises
+    ``ParameterError`` on calls that could index out of bounds (word counts, n_bits vs width, k < 1, k > len(D) for
+    the paths that do not pad).
     """
     from numba import get_num_threads
 
+    from ..errors import ParameterError
+
+    # Memory safety (the kernels index per-distance buffers of n_bits + 2 entries and read q[w] for every word of D):
+    # same word count, ≥ 1 word, k ≥ 1 (k = 0 would walk the threshold below 0), and n_bits consistent with the width.
+    # The public :func:`dpmf_lib.lsh.hamming_knn` checks all this with friendlier messages (and the padding bits).
+    if Q.ndim != 2 or D.ndim != 2 or Q.dtype != np.uint64 or D.dtype != np.uint64:
+        raise ParameterError(f"Q and D must be 2-d uint64 packed codes, got {Q.dtype} {Q.shape} and "
+                             f"{D.dtype} {D.shape}")
+    nw = D.shape[1]
+    if Q.shape[1] != nw or nw < 1:
+        raise ParameterError(f"Q has {Q.shape[1]} words per code, D {nw}: both need the same number >= 1")
+    if not 64 * (nw - 1) < n_bits <= 64 * nw:
+        raise ParameterError(f"n_bits={n_bits} does not match {nw} word(s): need {64 * (nw - 1) + 1}..{64 * nw}")
+    if k < 1:
+        raise ParameterError(f"k must be >= 1, got {k}")
+    if method not in ("auto", "simd", "shards") and k > len(D):
+        raise ParameterError(f"method {method!r} needs k <= len(D) = {len(D)} (only simd/shards pad), got k = {k}")
+    # Buffers sized by the full width 64·words, not n_bits: codes whose padding bits are not 0 (distances above
+    # n_bits) are then ranked by their full-width distances, never written out of bounds. The answers are the same
+    # for any size ≥ the largest distance (the threshold starts above every distance either way).
+    n_bits = 64 * nw
+    if method == "hist" and n_bits > 65535:
+        raise ParameterError(f"method 'hist' keeps distances in uint16: codes of at most 65,535 bits, got {n_bits}")
     threads = get_num_threads()
     groups = max(1, min(len(Q), threads))
     if method == "auto":

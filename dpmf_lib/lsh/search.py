@@ -71,7 +71,42 @@ def _as_packed(P, name="codes") -> np.ndarray:
     if P.dtype != np.uint64 or P.ndim != 2:
         raise ParameterError(f"{name} must be packed codes: a (n, words) uint64 array (see pack_codes); got "
                              f"{P.dtype} {P.shape}")
+    if P.shape[1] == 0:
+        raise ParameterError(f"{name} has 0 words per code: packed codes need ceil(L / 64) >= 1 words (see pack_codes)")
     return np.ascontiguousarray(P)
+
+
+def _check_k(k, n: int, what: str = "k") -> int:
+    """k must be an integer (not a bool) in [1, n]."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ParameterError(f"{what} must be an integer in [1, {n}] (database size), got {k!r}; ask for at most as "
+                             f"many neighbours as there are database codes")
+    return int(k)
+
+
+def _check_n_bits(n_bits, Q, D) -> int:
+    """``n_bits`` (the code length L) must agree with the packed width: 64·(words−1) < L ≤ 64·words, and the padding
+    bits above L in the last word must be 0 in every query and database code (else distances exceed L, and the
+    kernels' per-distance buffers, sized L + 2, would be written past their end)."""
+    nw = Q.shape[1]
+    if n_bits is None:
+        return 64 * nw
+    if isinstance(n_bits, (bool, np.bool_)) or not isinstance(n_bits, (int, np.integer)):
+        raise ParameterError(f"n_bits must be the code length L (an integer), got {n_bits!r}")
+    nb = int(n_bits)
+    if not 64 * (nw - 1) < nb <= 64 * nw:
+        raise ParameterError(f"n_bits={nb} does not match codes of {nw} word(s) of 64 bits: need "
+                             f"{64 * (nw - 1) + 1} <= n_bits <= {64 * nw}; pass the L the codes were packed with "
+                             f"(or leave n_bits=None)")
+    r = nb - 64 * (nw - 1)
+    if r < 64:
+        mask = ~np.uint64((1 << r) - 1)
+        for name, P in (("q_packed", Q), ("db_packed", D)):
+            bad = np.flatnonzero(P[:, -1] & mask)
+            if len(bad):
+                raise ParameterError(f"{name} row {int(bad[0])} has bits set above n_bits={nb} (padding bits must be "
+                                     f"0): pass the L the codes were packed with, or pack them with pack_codes")
+    return nb
 
 
 # ----------------------------------------------------------------------------------------------------------- Hamming
@@ -90,14 +125,17 @@ def hamming_reference(q_codes, db_codes) -> np.ndarray:
 
 
 def hamming_knn(q_packed, db_packed, k: int, n_bits: int | None = None):
-    """(indices (nq, k) int64, distances (nq, k) int32) of the k smallest Hamming distances, ties → smaller index."""
+    """(indices (nq, k) int64, distances (nq, k) int32) of the k smallest Hamming distances, ties → smaller index.
+
+    ``k`` in [1, len(db)] (so no padding row −1 is ever returned); ``n_bits``: the code length L the codes were packed
+    with (default 64 · words); it must satisfy 64·(words−1) < L ≤ 64·words with the padding bits above L zero, else
+    :class:`~dpmf_lib.errors.ParameterError`."""
     Q, D = _as_packed(q_packed, "q_packed"), _as_packed(db_packed, "db_packed")
     if Q.shape[1] != D.shape[1]:
         raise ParameterError(f"query codes have {Q.shape[1]} words, database codes {D.shape[1]}: same L needed")
-    if not isinstance(k, (int, np.integer)) or not 1 <= k <= len(D):
-        raise ParameterError(f"k must be an integer in [1, {len(D)}] (database size), got {k!r}")
-    nb = 64 * Q.shape[1] if n_bits is None else int(n_bits)
-    return K.hamming_knn_kernel(Q, D, int(k), nb)
+    k = _check_k(k, len(D))
+    nb = _check_n_bits(n_bits, Q, D)
+    return K.hamming_knn_kernel(Q, D, k, nb)
 
 
 def hamming_knn_reference(q_codes, db_codes, k: int):
@@ -140,12 +178,20 @@ def asym_scores(Y, packed, W, candidates, estimator: str = "cos", norms=None) ->
     P = _as_packed(packed)
     if norms is None:
         norms = recon_norms(P, W) if estimator == "cos" else np.ones(len(P), np.float32)
+    if P.shape[1] != (W.shape[1] + 63) // 64:
+        raise ParameterError(f"packed codes have {P.shape[1]} word(s) but the frame W has L = {W.shape[1]} columns "
+                             f"({(W.shape[1] + 63) // 64} word(s)): pass the codes packed from this frame")
+    norms = np.ascontiguousarray(norms, np.float32)
+    if norms.shape != (len(P),):
+        raise ParameterError(f"norms must hold one value per packed code, shape ({len(P)},), got {norms.shape}")
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     if cand.ndim != 2 or len(cand) != len(Y):
         raise ParameterError(f"candidates must be (n_queries, S) = ({len(Y)}, S), got {cand.shape}")
+    if cand.size and (cand.min() < -1 or cand.max() >= len(P)):
+        raise ParameterError(f"candidates must be database ids in [0, {len(P) - 1}] or -1 (none), got values in "
+                             f"[{cand.min()}, {cand.max()}]")
     C8 = P.view(np.uint8)
-    return K.asym_scores_kernel(np.ascontiguousarray(Y @ W), C8, np.ascontiguousarray(norms, np.float32), cand,
-                                estimator == "cos")
+    return K.asym_scores_kernel(np.ascontiguousarray(Y @ W), C8, norms, cand, estimator == "cos")
 
 
 # ----------------------------------------------------------------------------------------------------------- search
