@@ -243,3 +243,22 @@ def test_asym_scores_refuses_ids_outside_the_database():
         lsh.asym_scores(Y, P, W, ok, norms=np.ones(5, np.float32))
     with pytest.raises(ParameterError, match="word"):
         lsh.asym_scores(Y, P[:, :1], W, ok, norms=np.ones(20, np.float32))
+
+
+def test_block_minimum_equal_to_the_threshold_and_shard_ties():
+    # distances to the query [+,+,+,+] by row: 0, 1 | 1, 1 | 0, 1 (blocks of 2). With k = 2, after block 0 the
+    # threshold is 1 (rows 0, 1); block 1's minimum equals it and is skipped (its rows tie with row 1 but come later);
+    # block 2 holds a 0, which must displace row 1. Shards of 2 rows: every shard's list ties at distance 1, and the
+    # merge must keep index order among equal distances.
+    B = np.array([[1, 1, 1, 1], [1, 1, 1, -1], [1, -1, 1, 1], [-1, 1, 1, 1], [1, 1, 1, 1], [1, 1, -1, 1]], np.int8)
+    Q, D = lsh.pack_codes(B[:1]), lsh.pack_codes(B)
+    for k, want_i, want_d in ((2, [0, 4], [0, 0]), (3, [0, 4, 1], [0, 0, 1]), (5, [0, 4, 1, 2, 3], [0, 0, 1, 1, 1])):
+        i_ref, d_ref = lsh.hamming_knn_reference(B[:1], B, k)
+        assert i_ref.tolist() == [want_i] and d_ref.tolist() == [want_d]
+        for block in (1, 2, 3):
+            i1, d1 = K._hamming_knn_simd(Q, D, k, 4, 1, block)
+            assert i1.tolist() == [want_i] and d1.tolist() == [want_d], (k, block)
+            for shards in (2, 3, 6):
+                i1, d1 = K._hamming_knn_shards(Q, D, k, 4, shards, block)
+                assert i1.tolist() == [want_i] and d1.tolist() == [want_d], (k, block, shards)
+        assert lsh.hamming_knn(Q, D, k, n_bits=4)[0].tolist() == [want_i]
