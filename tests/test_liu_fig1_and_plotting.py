@@ -38,3 +38,33 @@ def test_titles_name_the_data_and_flag_stand_ins():
     t = standin_title("Fig", ["ml-100k", "netflix [synthetic stand-in]"])
     assert "data: ml-100k, netflix [synthetic stand-in]" in t and "not the real data" in t
     assert standin_title("Fig", ["ml-100k"]) == "Fig\ndata: ml-100k"
+
+
+def _fig1_frame():
+    import pandas as pd
+
+    from dpmf_lib.experiments.liu_fig1 import tier_shares
+
+    frames = []
+    for label, real, counts in (("ml-100k", True, np.array([1, 3, 50, 400])),
+                                ("netflix [synthetic stand-in]", False, np.array([137, 140, 900, 5000]))):
+        frames += [count_distribution(counts).assign(table="distribution", dataset=label, real=real),
+                   tier_shares(counts, [1, 2]).assign(table="tiers", dataset=label, real=real)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_standin_floor_is_measured_from_the_plotted_data_and_shown_on_the_figure():
+    """#14 F8: the stand-in has no movie in the caption's "100 ratings or less" region; the figure says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dpmf_lib.experiments.liu_fig1 import plot, standin_floor_notes
+
+    df = _fig1_frame()
+    notes = standin_floor_notes(df)
+    assert [(label, floor) for label, floor, _ in notes] == [("netflix [synthetic stand-in]", 137)]  # real data: none
+    assert "no item below 137 ratings" in notes[0][2] and "real tail goes to 3" in notes[0][2]  # registry: Netflix min 3
+    assert "×0.5" in standin_floor_notes(df, 0.5)[0][2]
+    fig = plot(df, {"standin_scale": 1.0})
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "no item below 137 ratings" in texts and "100 ratings" in texts
