@@ -24,6 +24,8 @@ def test_table5_1_smoke_has_every_method_and_paper_values():
     claims = {m["claim"] for m in df.attrs["measurements"]}
     assert "balu-5.1-mse-qolsh" in claims and "balu-5.1-qolsh-encoding-us" in claims
     assert "balu-5.1-entropy-qolsh" not in claims  # only at n >= 1M
+    assert set(e.MSE_CLAIMS.values()) <= claims  # every MSE claim, frame-averaged (tests/test_balu_table5_1_frames.py)
+    assert df.mse_frames_mean.notna().all() and (df.n_frames == 2).all()
     e.plot(df, p)
 
 
