@@ -82,7 +82,7 @@ def test_notebooks_replicate_through_replicate_run():
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         assert "nb.replicate(experiment.replicate_run, df)" in code and "nb.replicate(experiment.run" not in code
         intro = "".join(nb["cells"][0]["source"])
-        assert "replicate_n_attacked" in intro and "conservative" in intro
+        assert "replicate_n_attacked" in intro and "wider" in intro and "does not depend on how many users" in intro
 
 
 def test_code_hash_covers_the_row_producing_code_only():
@@ -96,6 +96,52 @@ def test_code_hash_covers_the_row_producing_code_only():
     assert ch3.Setup is rows.Setup
     h = hashlib.sha256()
     lib = REPO / "dpmf_lib"
-    for f in sorted((lib / "attacks").glob("*.py")) + [lib / "experiments" / "_balu_ch3_rows.py"]:
-        h.update(f.read_bytes())
+    for f in (sorted((lib / "attacks").glob("*.py")) + [lib / "experiments" / "_balu_ch3_rows.py"]
+              + sorted((lib / "data").glob("*.py")) + sorted((REPO / "data_fetch").glob("*.py"))):
+        h.update(f.read_bytes())  # the data loaders too: a changed loader must not be served old rows
     assert ch3._code_hash() == h.hexdigest()
+
+
+def _user_rows(n_users, rhats, eps=(8.0,), attack="mcmc_prior"):
+    import pandas as pd
+
+    rows = []
+    for e in eps:
+        for u in range(n_users):
+            rows.append({"dataset": "ml-100k", "mechanism": "blip", "eps": e, "attack": attack, "user": u,
+                         "cos": 0.5, "ap10": 0.3, "c_hat": 10, "c_true": 12, "split_rhat": rhats[u % len(rhats)],
+                         "sweeps": 800, "exact_err": float("nan"), "exact_spearman": float("nan"),
+                         "seconds_all_attacks": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_rhat_guard_is_a_share_whose_meaning_does_not_depend_on_the_number_of_users():
+    """The further seeds attack a subsample (6 JLT users): an order statistic such as the 90th percentile (method
+    'higher') is then the maximum, so the guard would fail on the sample size alone. The guard is the share of chains
+    above 1.05 (or missing), pooled over the ε values a claim reads."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from dpmf_lib.data.ratings import DataSource
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    assert ch3.rhat_over_share(pd.Series([1.0, 1.2, np.inf, np.nan])) == 0.75  # above, infinite and missing are bad
+    assert math.isnan(ch3.rhat_over_share(pd.Series([np.nan, np.nan])))       # an attack without chains
+    # 343 users, 3 % of them above 1.05, and 6 users with one above it at another ε: pooled over the two ε values
+    big = ch3.summarize(_user_rows(100, [1.01] * 97 + [1.2] * 3))
+    assert big["rhat_over_share"].iloc[0] == pytest.approx(0.03)
+    assert big["split_rhat_q90"].iloc[0] <= 1.05
+    small = _user_rows(6, [1.01] * 5 + [1.2], eps=(8.0,))
+    small = pd.concat([small, _user_rows(6, [1.01], eps=(5.0, 3.0))], ignore_index=True)
+    s = ch3.summarize(small)
+    src = DataSource(dataset="ml-100k", real=True)
+    params = {"burn_in": 1000, "n_samples": 19000, "min_sweeps": 750, "profile": "paper", "replicate_n_attacked": 6}
+    ms = ch3.attack_measurements(s.assign(attack="mcmc_prior"), "blip", src, params, metric="cos")
+    ms = [m for m in ms if m.guards and ch3.RHAT_GUARD in m.guards]
+    assert ms, "a claim with the convergence guard must be measured"
+    share = {m.claim: m.guards[ch3.RHAT_GUARD] for m in ms}
+    assert share["balu-3.5-blip-eps8-joint-half"] == pytest.approx(1 / 6)   # at ε = 8 only: one user in six
+    assert "balu-3.5-blip-eps8-single-vs-popularity" not in share
+    assert all("subsample of 6 users" in m.note for m in ms)  # the merged claim keeps the first seed's note

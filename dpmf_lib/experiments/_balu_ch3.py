@@ -30,15 +30,19 @@ RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "
 
 
 def _code_hash() -> str:
-    """Hash of the code an attack result depends on: ``dpmf_lib/attacks/*.py`` and
-    :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code); part of the cache key. This module (summaries,
+    """Hash of the code an attack result depends on: ``dpmf_lib/attacks/*.py``,
+    :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code) and the data loaders (``dpmf_lib/data``,
+    ``data_fetch``); part of the cache key. This module (summaries,
     claims, plots, the grid's driver) is deliberately not in it: its edits do not change a cached row."""
     import hashlib
     from pathlib import Path
 
     h = hashlib.sha256()
     rows = Path(_rows.__file__).resolve()
-    for f in sorted((rows.parent.parent / "attacks").glob("*.py")) + [rows]:
+    pkg = rows.parent.parent
+    # the data loaders and stand-in generators too (as Hua's cache): a changed loader must not be served old rows
+    for f in (sorted((pkg / "attacks").glob("*.py")) + [rows] + sorted((pkg / "data").glob("*.py"))
+              + sorted((pkg.parent / "data_fetch").glob("*.py"))):
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -103,6 +107,18 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
     return cache.cached_call(_eps_rows, kind, eps, want, key, code, params, setup, ignore=_NOT_IN_KEY)
 
 
+RHAT_MAX = 1.05  # the usual split-R-hat threshold
+RHAT_GUARD = "chain_rhat_over_share"  # params/claims.yaml: at most 0.10
+
+
+def rhat_over_share(x: pd.Series) -> float:
+    """Share of the users' chains whose split-R̂ exceeds :data:`RHAT_MAX` or is missing/infinite (NaN, not 0, when no
+    user has one: an attack without chains)."""
+    if not x.notna().any():
+        return float("nan")
+    return float(np.mean(~(x.to_numpy(dtype=float) <= RHAT_MAX)))
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Mean / 10 % / 90 % quantiles of the cosine, mAP@R, mean c_hat, and the 90th percentile over users of the MCMC's
     split-R̂ (the convergence guard of the chapter-3 claims), the median updates per slot, and where the likelihood is
@@ -117,6 +133,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 c_hat_mean=("c_hat", "mean"), c_true_mean=("c_true", "mean"), n_users=("user", "nunique"),
                 split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9, method="higher"))
                                 if x.notna().any() else np.nan),  # "higher": a real R-hat, inf stays inf
+                rhat_over_share=("split_rhat", rhat_over_share),
                 sweeps_median=("sweeps", "median"),
                 # a user without an exact-marginal error makes the mean NaN, which fails the guard
                 exact_err_mean=("exact_err", lambda x: float(x.mean(skipna=False))),
@@ -190,23 +207,33 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     note = subsample_note(params) or "paper settings"
     out = []
 
+    k = params.get("replicate_n_attacked")
+    if k:  # the merged claim keeps this (the first seed's) note: say what the further seeds did
+        note += f"; the claim's further seeds attack a seeded subsample of {k} users each (replicate_n_attacked)"
+
     def add(claim, value, extra="", rhat=None, exact_err=None):
         if value is not None and np.isfinite(value):
-            guards = {} if rhat is None else {"chain_split_rhat": rhat}
+            guards = {} if rhat is None else {RHAT_GUARD: rhat}
             if exact_err is not None:
                 guards["exact_marginal_err"] = exact_err
             out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
                                    note=(note + ("; " + extra if extra else "")), guards=guards or None))
 
     def rhat(attacks_, eps=None):
-        """Worst 90th-percentile split-R̂ of the MCMC attacks among ``attacks_`` (at ``eps``, or over all ε)."""
-        if "split_rhat_q90" not in summary:
+        """The convergence guard: for each MCMC attack among ``attacks_``, the share of its chains (attacked users,
+        pooled over the ε values the claim reads: ``eps``, or all) whose split-R̂ exceeds :data:`RHAT_MAX` or is
+        missing; the worst attack's share. Unlike an order statistic ("the 90th percentile"), whose rank moves with
+        the number of users (the maximum of 6 users, the 35th largest of 343), its meaning does not depend on how many
+        users a seed attacks — the claims' further seeds attack a subsample."""
+        if "rhat_over_share" not in summary:
             return float("nan")
         s = summary[summary["attack"].isin([a for a in attacks_ if a.startswith("mcmc")])]
         if eps is not None:
             s = s[s["eps"] == eps]
-        v = s["split_rhat_q90"]
-        return float(v.max()) if v.notna().any() else float("nan")
+        if not len(s) or s["rhat_over_share"].isna().any():
+            return float("nan")
+        pooled = s.assign(bad=s["rhat_over_share"] * s["n_users"]).groupby("attack")[["bad", "n_users"]].sum()
+        return float((pooled["bad"] / pooled["n_users"]).max())
 
     eps_all = sorted(summary["eps"].unique())
     attacks = set(summary["attack"])
@@ -267,7 +294,7 @@ def replicate_params(params: dict) -> dict:
     and the seed-0 key is untouched.
 
     What it does to the claims: the interval over seeds mixes the figure's seed (all its users) with smaller-sample
-    seeds, whose values spread more, so the interval is conservative (wider than five full seeds would give). Each
+    seeds, whose values spread more, so the interval is wider than five full seeds would give. Each
     seed's value is still an unbiased estimate of the quantity over the test population for the claims that are
     means over users (the mean cosine at ε = 8, the single − popularity difference), so their mean over seeds is
     unbiased too; for the claims that are nonlinear in those means (share of ε won, best attack at ε = 0) the smaller

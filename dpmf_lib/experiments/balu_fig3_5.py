@@ -25,7 +25,7 @@ def replicate_run(params: dict) -> pd.DataFrame:
     """What ``nb.replicate`` re-runs at the further seeds: :func:`run` with ``n_attacked`` replaced by
     ``replicate_n_attacked`` (a seeded subsample of the test users; null: the same users as the figure). The figure's
     seed keeps its full setting. See :func:`dpmf_lib.experiments._balu_ch3.replicate_params`: the interval over seeds
-    is conservative (wider), the mean over seeds unbiased for the claims that are means over users."""
+    is wider than five full seeds would give, the mean over seeds unbiased for the claims that are means over users."""
     return ch3.attack_figure_run(KIND, METRIC, ch3.replicate_params(params))
 
 
