@@ -30,11 +30,15 @@ def test_restrict_items_keeps_all_ratings_of_chosen_items():
 
 def test_movielens_notebooks_run_at_smoke():
     import dpmf_lib.experiments.extra_hua_message_sizes as msg
+    import dpmf_lib.experiments.hua_common as hc
     import dpmf_lib.experiments.hua_fig4 as fig4
 
     p = load_params("hua_fig4", "smoke")
     df = fig4.run(p)
-    assert set(df.panel) == {"a", "b"} and (df.dataset == "ml-100k").all()
+    assert (df.dataset == "ml-100k").all()
+    # panel (c): the labelled W-scaled variant (not covered by Theorem 1) when the params ask for it, never in (a)/(b)
+    assert set(df.panel) == ({"a", "b", "c"} if p["w_scaled_variant"] else {"a", "b"})
+    assert set(df[df.panel == "c"].noise) <= {hc.W_LABEL, "none"} and hc.W_LABEL not in set(df[df.panel != "c"].noise)
     assert np.all(np.diff(df[df.curve == df.curve.iloc[0]].cdf.to_numpy()) >= 0)  # a CDF
     fig4.plot(df, p)
     p = load_params("extra_hua_message_sizes", "smoke")
