@@ -16,6 +16,7 @@ from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
+from . import _balu_ch4_runs
 from ._balu_ch4_plot import mean_se
 
 FIGURE = "Figure 4.1"
@@ -23,12 +24,15 @@ FIGURE = "Figure 4.1"
 CLAIM_K = "balu-4.1.5.3-k4-beats-k1-ml-1m"  # the claim is about MovieLens 1M; measured on whatever runs
 
 
-def sweep(params: dict) -> tuple[pd.DataFrame, object]:
+def sweep(params: dict, *, cached: bool = True) -> tuple[pd.DataFrame, object]:
+    """One row per (k, d, γ, split). ``cached``: the training runs go through the result cache
+    (:mod:`dpmf_lib.experiments._balu_ch4_runs`): Figure 4.6 sweeps 4.1's k = 4 cells on the same splits and reads
+    the runs they share from it. Figure 4.2 (other data: nothing to share) passes False."""
     r = load(params)
     splits = make_splits(r, params)
     configs = [{"method": "feature_hashing" if k == 1 else "count_sketch", "k": int(k), "d": int(d), "gamma": float(g)}
                for k in params["ks"] for d in params["d_grid"] for g in params["gamma_grid"]]
-    df = run_configs(configs, splits, params)
+    df = (_balu_ch4_runs.run_configs(configs, splits, params, r) if cached else run_configs(configs, splits, params))
     df["dataset"] = r.source.label
     df["real"] = r.source.real
     return df, r
@@ -43,8 +47,8 @@ def k_gain(df: pd.DataFrame) -> float:
     return float((m[1] - m[other]).mean())
 
 
-def run(params: dict, claim: str = CLAIM_K) -> pd.DataFrame:
-    df, r = sweep(params)
+def run(params: dict, claim: str = CLAIM_K, *, cached: bool = True) -> pd.DataFrame:
+    df, r = sweep(params, cached=cached)
     deg = degenerate_cells(df, ["k", "d", "gamma"])
     both = deg.groupby(["d", "gamma"]).any()  # a (d, gamma) cell is compared only when neither k is degenerate
     live = both[~both].index

@@ -1,0 +1,101 @@
+"""Balu chapter 4: training runs that two notebooks share are trained once (dpmf_lib/experiments/_balu_ch4_runs.py).
+
+Figure 4.8 plots the runs of Figure 4.7; Figure 4.6 sweeps Figure 4.1's k = 4 cells with a λ grid that contains 4.1's.
+The cached path must give the frame of the uncached one (dpmf_lib.sketch.runs.run_configs) bit for bit, and the
+second figure must train only what the first did not.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dpmf_lib.params import load_params
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPMF_CACHE", "on")
+    monkeypatch.setenv("DPMF_SWEEP_BACKEND", "sequential")  # the call counter lives in this process
+    from dpmf_lib.experiments import _balu_ch4_runs
+
+    _balu_ch4_runs.TRAINED["n"] = 0
+    return _balu_ch4_runs
+
+
+# a small search (two stages, two splits) on a 6,000-rating subset of ML-100K: seconds
+SMALL = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "refine": 0.25, "n_jobs": 1,
+         "d_grid": [2, 8], "gamma_grid": [1, 4], "eta_grid": [0.01, 0.03]}
+
+
+def test_cached_runs_equal_uncached_runs(fresh_cache, monkeypatch):
+    """With the search on (stage 1 and 2, refits on the second split): the cached driver's frame is the uncached
+    driver's, on a cold and on a warm cache, and a warm cache trains nothing."""
+    from dpmf_lib.experiments import balu_fig4_1
+
+    p = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1]})
+    plain, _ = balu_fig4_1.sweep(p, cached=False)
+    cold, _ = balu_fig4_1.sweep(p)
+    n_cold = fresh_cache.TRAINED["n"]
+    warm, _ = balu_fig4_1.sweep(p)
+    assert n_cold > 0 and fresh_cache.TRAINED["n"] == n_cold  # the warm run trained nothing
+    pd.testing.assert_frame_equal(plain, cold, check_exact=True)
+    pd.testing.assert_frame_equal(plain, warm, check_exact=True)
+    assert plain.to_csv(index=False) == warm.to_csv(index=False)
+    monkeypatch.setenv("DPMF_CACHE", "off")
+    pd.testing.assert_frame_equal(plain, balu_fig4_1.sweep(p)[0], check_exact=True)
+
+
+def test_fig4_6_reads_fig4_1s_k4_runs_from_the_cache(fresh_cache, monkeypatch):
+    """4.6's λ grid contains 4.1's: 4.6 trains only its extra stage-1 λs (and, where its winner differs, the new
+    stage 2 and refits); its frame equals a run with the cache off."""
+    from dpmf_lib.experiments import balu_fig4_1, balu_fig4_6
+
+    p1 = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1]})
+    p6 = load_params("balu_fig4_6", "smoke", {**SMALL, "lam_grid": [0.001, 0.01, 0.1]})
+    d1 = balu_fig4_1.run(p1)
+    before = fresh_cache.TRAINED["n"]
+    d6 = balu_fig4_6.run(p6)
+    trained6 = fresh_cache.TRAINED["n"] - before
+    cells = len(p6["d_grid"]) * len(p6["gamma_grid"])
+    stage1_new = cells * len(p6["eta_grid"]) * 1  # λ = 0.001 is 4.6's only extra stage-1 value
+    # where 4.6's winner is 4.1's (same (eta, lam) chosen), nothing else is trained for that cell
+    k4 = d1[d1.k == 4].set_index(["d", "gamma", "split"])
+    same = (d6.set_index(["d", "gamma", "split"])[["eta", "lam"]] == k4[["eta", "lam"]]).all(axis=1)
+    same_cells = same.groupby(["d", "gamma"]).all()
+    assert same_cells.any()  # the test exercises sharing beyond stage 1
+    upper = stage1_new + int((~same_cells).sum()) * (9 + p6["n_splits"] - 1)
+    assert stage1_new <= trained6 <= upper
+    if same_cells.all():
+        assert trained6 == stage1_new
+    n_runs = int(d6[d6.split == 0].n_search_evals.sum()) + cells * (p6["n_splits"] - 1)  # 4.6's runs in all
+    assert trained6 < n_runs  # without the cache 4.6 trains all of them
+    monkeypatch.setenv("DPMF_CACHE", "off")  # the frame served partly from 4.1's runs is a fresh run's
+    pd.testing.assert_frame_equal(d6, balu_fig4_6.run(p6), check_exact=True)
+
+
+def test_fig4_8_trains_nothing_after_fig4_7(fresh_cache):
+    from dpmf_lib.experiments import balu_fig4_7, balu_fig4_8
+
+    over = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "eta_grid": [0.01, 0.03],
+            "lam_grid": [0.03], "refine": 0, "d_grid": [4], "n_jobs": 1}
+    d7 = balu_fig4_7.run(load_params("balu_fig4_7", "smoke", over))
+    n7 = fresh_cache.TRAINED["n"]
+    d8 = balu_fig4_8.run(load_params("balu_fig4_8", "smoke", over))
+    assert n7 > 0 and fresh_cache.TRAINED["n"] == n7
+    pd.testing.assert_frame_equal(d7, d8, check_exact=True)
+    assert d7.attrs["measurements"] == d8.attrs["measurements"]
+
+
+def test_key_separates_what_changes_the_numbers(fresh_cache):
+    """Another seed, split parameter or dataset size is another entry (never served the first's runs)."""
+    from dpmf_lib.sketch.runs import load
+
+    p = load_params("balu_fig4_7", "smoke", {"max_ratings": 6000})
+    k = fresh_cache.data_key(load(p), p)
+    for over in ({"seed": 1}, {"max_ratings": 5000}, {"min_freq": 5}, {"fractions": [0.7, 0.15, 0.15]}):
+        q = {**p, **over}
+        assert fresh_cache.data_key(load(q), q) != k, over
+    assert len(fresh_cache.code_hash()) == 64
