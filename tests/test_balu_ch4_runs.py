@@ -40,7 +40,7 @@ def test_cached_runs_equal_uncached_runs(fresh_cache, monkeypatch):
     cold, _ = balu_fig4_1.sweep(p)
     n_cold = fresh_cache.TRAINED["n"]
     warm, _ = balu_fig4_1.sweep(p)
-    assert n_cold > 0 and fresh_cache.TRAINED["n"] == n_cold  # the warm run trained nothing
+    assert n_cold > 0 and fresh_cache.TRAINED["n"] == n_cold  # the warm run trained none of the cached (k = 4) runs
     pd.testing.assert_frame_equal(plain, cold, check_exact=True)
     pd.testing.assert_frame_equal(plain, warm, check_exact=True)
     assert plain.to_csv(index=False) == warm.to_csv(index=False)
@@ -99,3 +99,11 @@ def test_key_separates_what_changes_the_numbers(fresh_cache):
         q = {**p, **over}
         assert fresh_cache.data_key(load(q), q) != k, over
     assert len(fresh_cache.code_hash()) == 64
+
+
+def test_fig4_1_shares_exactly_fig4_6s_ks():
+    """4.1 caches only the cells 4.6 also sweeps (its k = 1 cells are nobody else's)."""
+    from dpmf_lib.experiments import balu_fig4_1
+
+    for profile in ("smoke", "ci", "paper", "paper-ml1m"):
+        assert tuple(load_params("balu_fig4_6", profile)["ks"]) == balu_fig4_1.SHARED_K, profile

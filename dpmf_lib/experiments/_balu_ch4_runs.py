@@ -82,8 +82,10 @@ def cached_fit(run: dict, split: dict, data) -> dict:
     return cache.cached_call(_fit, run, split, code_hash(), data, ignore=("data",))
 
 
-def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple, dkey: dict) -> list[dict]:
-    """:func:`dpmf_lib.sketch.runs._evaluate` with every training run through :func:`cached_fit`."""
+def _evaluate(item: tuple, splits: list, sp: dict, with_kld: bool, track: tuple, dkey: dict) -> list[dict]:
+    """:func:`dpmf_lib.sketch.runs._evaluate` of ``item = (config, shared)``, with every training run through
+    :func:`cached_fit` when ``shared`` (else trained directly: nothing else would read its entries)."""
+    config, shared = item
     sp = {**sp, **{k: v for k, v in config.items() if k in SEARCH_KEYS}}
     model_kw = dict(d=int(config["d"]), gamma=float(config.get("gamma", 1.0)), k=config.get("k"),
                     clip=as_clip(config.get("clip")), epochs=int(sp["epochs"]), init_scale=float(sp["init_scale"]),
@@ -94,8 +96,8 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
         split = {**dkey, "split_seed": int(data.info["split_seed"])}
 
         def ev(eta, lam, data=data, seed=seed, split=split):
-            return cached_fit({"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}, split,
-                              data)
+            run = {"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}
+            return cached_fit(run, split, data) if shared else fit_eval(data=data, **run)
 
         if sp["search"] and (chosen is None or sp["search_each_split"]):
             best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
@@ -119,14 +121,18 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
 
 
 def run_configs(configs: list[dict], splits: list, params: dict, r, *, with_kld: bool = False,
-                track: tuple[str, ...] = ()) -> pd.DataFrame:
+                track: tuple[str, ...] = (), shared: list[bool] | None = None) -> pd.DataFrame:
     """:func:`dpmf_lib.sketch.runs.run_configs` (one row per (configuration, split), configurations in parallel with
     ``params['n_jobs']`` workers) with the training runs through the result cache; ``r``: the ratings the splits
-    were made from (for the key)."""
+    were made from (for the key). ``shared[i]`` False: configuration ``i`` is trained without the cache (no other
+    notebook runs it; default: every configuration is shared)."""
     sp = {k: params[k] for k in SEARCH_KEYS}
     if sp["search"] and not sp["eta_grid"]:
         raise ParameterError("eta_grid must list at least one learning rate when search is true")
-    out = grid_map(_evaluate, {"config": list(configs)},
+    shared = [True] * len(configs) if shared is None else [bool(x) for x in shared]
+    if len(shared) != len(configs):
+        raise ParameterError(f"shared must have one flag per configuration ({len(configs)}), got {len(shared)}")
+    out = grid_map(_evaluate, {"item": list(zip(configs, shared))},
                    fixed={"splits": splits, "sp": sp, "with_kld": with_kld, "track": tuple(track),
                           "dkey": data_key(r, params)},
                    n_jobs=int(params.get("n_jobs", 1)))

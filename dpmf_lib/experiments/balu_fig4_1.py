@@ -22,17 +22,20 @@ from ._balu_ch4_plot import mean_se
 FIGURE = "Figure 4.1"
 
 CLAIM_K = "balu-4.1.5.3-k4-beats-k1-ml-1m"  # the claim is about MovieLens 1M; measured on whatever runs
+SHARED_K = (4,)  # Figure 4.6's ks (params/balu_fig4_6.yaml, every profile): only these cells go through the cache
 
 
 def sweep(params: dict, *, cached: bool = True) -> tuple[pd.DataFrame, object]:
-    """One row per (k, d, γ, split). ``cached``: the training runs go through the result cache
-    (:mod:`dpmf_lib.experiments._balu_ch4_runs`): Figure 4.6 sweeps 4.1's k = 4 cells on the same splits and reads
-    the runs they share from it. Figure 4.2 (other data: nothing to share) passes False."""
+    """One row per (k, d, γ, split). ``cached``: the training runs of the k ∈ ``SHARED_K`` cells go through the result
+    cache (:mod:`dpmf_lib.experiments._balu_ch4_runs`): Figure 4.6 sweeps 4.1's k = 4 cells on the same splits and
+    reads the runs they share from it (the k = 1 cells are nobody else's: trained directly). Figure 4.2 (other data:
+    nothing to share) passes False."""
     r = load(params)
     splits = make_splits(r, params)
     configs = [{"method": "feature_hashing" if k == 1 else "count_sketch", "k": int(k), "d": int(d), "gamma": float(g)}
                for k in params["ks"] for d in params["d_grid"] for g in params["gamma_grid"]]
-    df = (_balu_ch4_runs.run_configs(configs, splits, params, r) if cached else run_configs(configs, splits, params))
+    df = (_balu_ch4_runs.run_configs(configs, splits, params, r, shared=[c["k"] in SHARED_K for c in configs])
+          if cached else run_configs(configs, splits, params))
     df["dataset"] = r.source.label
     df["real"] = r.source.real
     return df, r
