@@ -21,8 +21,8 @@ seed, standin_scale, max_ratings, fractions, min_freq, the split's seed) and a h
 ``fit_eval`` returned, so a row served from the cache is bit-identical to a fresh one; ``$DPMF_CACHE=off`` turns it
 off (tests/test_balu_ch4_runs.py checks that the two agree with :func:`dpmf_lib.sketch.runs.run_configs`).
 
-:func:`run_configs` is :func:`dpmf_lib.sketch.runs.run_configs` with ``_evaluate``'s training call routed through
-the cache; the row logic is the same (and tested to give the same frame).
+:func:`run_configs` is :func:`dpmf_lib.sketch.runs.run_configs` with a trainer that routes each training call through
+the cache (:class:`CachedTrainer`): one row logic, tested to give the same frame.
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ import pandas as pd
 from .. import cache
 from ..errors import ParameterError
 from ..sketch import runs as _runs
-from ..sketch.protocol import fit_eval, line_search
-from ..sketch.runs import SEARCH_KEYS, as_clip, bias_only_rmse, search_flags
-from ..sweep import grid_map
+from ..sketch.protocol import fit_eval
 
 
 @lru_cache(maxsize=1)
@@ -82,42 +80,15 @@ def cached_fit(run: dict, split: dict, data) -> dict:
     return cache.cached_call(_fit, run, split, code_hash(), data, ignore=("data",))
 
 
-def _evaluate(item: tuple, splits: list, sp: dict, with_kld: bool, track: tuple, dkey: dict) -> list[dict]:
-    """:func:`dpmf_lib.sketch.runs._evaluate` of ``item = (config, shared)``, with every training run through
-    :func:`cached_fit` when ``shared`` (else trained directly: nothing else would read its entries)."""
-    config, shared = item
-    sp = {**sp, **{k: v for k, v in config.items() if k in SEARCH_KEYS}}
-    model_kw = dict(d=int(config["d"]), gamma=float(config.get("gamma", 1.0)), k=config.get("k"),
-                    clip=as_clip(config.get("clip")), epochs=int(sp["epochs"]), init_scale=float(sp["init_scale"]),
-                    with_kld=with_kld, track=tuple(track))
-    rows, chosen, flags = [], None, {}
-    for s, data in enumerate(splits):
-        seed = data.info["split_seed"] * 7919 + 17
-        split = {**dkey, "split_seed": int(data.info["split_seed"])}
+class CachedTrainer:
+    """A trainer for :func:`dpmf_lib.sketch.runs.run_configs` that routes each run through :func:`cached_fit`,
+    keyed by the run and its split (``dkey`` + the split's seed). A class, not a closure: loky pickles it."""
 
-        def ev(eta, lam, data=data, seed=seed, split=split):
-            run = {"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}
-            return cached_fit(run, split, data) if shared else fit_eval(data=data, **run)
+    def __init__(self, dkey: dict):
+        self.dkey = dkey
 
-        if sp["search"] and (chosen is None or sp["search_each_split"]):
-            best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
-            chosen = (best["eta"], best["lam"])
-            n_evals = len(trace)
-            flags = search_flags(best, trace, refined=bool(float(sp["refine"])))
-        else:
-            if chosen is None:
-                chosen = (float(sp["eta"]), float(sp["lam"]))
-            best, n_evals = ev(*chosen), 1
-            flags = flags or {"search_refined": False, "eta_on_edge": False, "lam_on_edge": False}
-        row = {k: v for k, v in config.items() if k not in SEARCH_KEYS}
-        row.update({k: v for k, v in best.items() if k != "history" or track})
-        row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
-        b_val, b_test = bias_only_rmse(data)
-        row.update(bias_only_val_rmse=b_val, bias_only_test_rmse=b_test,
-                   degenerate=bool(abs(best["val_rmse"] - b_val) <= _runs.DEGENERATE_TOL),
-                   worse_than_bias_only=bool(best["val_rmse"] > b_val + _runs.DEGENERATE_TOL), **flags)
-        rows.append(row)
-    return rows
+    def __call__(self, run: dict, data, split_seed: int) -> dict:
+        return cached_fit(run, {**self.dkey, "split_seed": int(split_seed)}, data)
 
 
 def run_configs(configs: list[dict], splits: list, params: dict, r, *, with_kld: bool = False,
@@ -126,16 +97,9 @@ def run_configs(configs: list[dict], splits: list, params: dict, r, *, with_kld:
     ``params['n_jobs']`` workers) with the training runs through the result cache; ``r``: the ratings the splits
     were made from (for the key). ``shared[i]`` False: configuration ``i`` is trained without the cache (no other
     notebook runs it; default: every configuration is shared)."""
-    sp = {k: params[k] for k in SEARCH_KEYS}
-    if sp["search"] and not sp["eta_grid"]:
-        raise ParameterError("eta_grid must list at least one learning rate when search is true")
     shared = [True] * len(configs) if shared is None else [bool(x) for x in shared]
     if len(shared) != len(configs):
         raise ParameterError(f"shared must have one flag per configuration ({len(configs)}), got {len(shared)}")
-    out = grid_map(_evaluate, {"item": list(zip(configs, shared))},
-                   fixed={"splits": splits, "sp": sp, "with_kld": with_kld, "track": tuple(track),
-                          "dkey": data_key(r, params)},
-                   n_jobs=int(params.get("n_jobs", 1)))
-    return pd.DataFrame([r for rows in out for r in rows])
-
-
+    trainer = CachedTrainer(data_key(r, params))
+    return _runs.run_configs(configs, splits, params, with_kld=with_kld, track=track,
+                             trainers=[trainer if s else None for s in shared])

@@ -63,7 +63,15 @@ def make_splits(r, params: dict) -> list:
                           min_freq=params.get("min_freq", 10)) for s in range(n)]
 
 
-def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple) -> list[dict]:
+def train_direct(run: dict, data, split_seed: int) -> dict:
+    """One training run, ``fit_eval(data=data, **run)``: the default trainer of :func:`run_configs` (a trainer may
+    route the same call through a cache, keyed by ``run`` and the split, e.g.
+    :mod:`dpmf_lib.experiments._balu_ch4_runs`)."""
+    return fit_eval(data=data, **run)
+
+
+def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple, train=None) -> list[dict]:
+    train = train or train_direct
     sp = {**sp, **{k: v for k, v in config.items() if k in SEARCH_KEYS}}
     model_kw = dict(d=int(config["d"]), gamma=float(config.get("gamma", 1.0)), k=config.get("k"),
                     clip=as_clip(config.get("clip")), epochs=int(sp["epochs"]), init_scale=float(sp["init_scale"]),
@@ -73,7 +81,8 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
         seed = data.info["split_seed"] * 7919 + 17
 
         def ev(eta, lam, data=data, seed=seed):
-            return fit_eval(config["method"], data, eta=eta, lam=lam, seed=seed, **model_kw)
+            run = {"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}
+            return train(run, data, int(data.info["split_seed"]))
 
         if sp["search"] and (chosen is None or sp["search_each_split"]):
             best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
@@ -138,17 +147,23 @@ def search_note(df: pd.DataFrame) -> str:
     return ";\n".join(parts)
 
 
-def _call(config, splits, sp, with_kld, track):
-    return _evaluate(config, splits, sp, with_kld, track)
+def _call(item, splits, sp, with_kld, track):
+    config, train = item
+    return _evaluate(config, splits, sp, with_kld, track, train)
 
 
 def run_configs(configs: list[dict], splits: list, params: dict, *, with_kld: bool = False,
-                track: tuple[str, ...] = ()) -> pd.DataFrame:
-    """One row per (configuration, split); configurations run in parallel with ``params['n_jobs']`` workers."""
+                track: tuple[str, ...] = (), trainers: list | None = None) -> pd.DataFrame:
+    """One row per (configuration, split); configurations run in parallel with ``params['n_jobs']`` workers.
+    ``trainers[i]``: how configuration ``i``'s training runs are done (``None``: :func:`train_direct`; a picklable
+    ``(run, data, split_seed) -> dict`` with the same result, e.g. through the result cache)."""
     sp = {k: params[k] for k in SEARCH_KEYS}
     if sp["search"] and not sp["eta_grid"]:
         raise ParameterError("eta_grid must list at least one learning rate when search is true")
-    out = grid_map(_call, {"config": list(configs)},
+    trainers = [None] * len(configs) if trainers is None else list(trainers)
+    if len(trainers) != len(configs):
+        raise ParameterError(f"trainers must have one entry per configuration ({len(configs)}), got {len(trainers)}")
+    out = grid_map(_call, {"item": list(zip(configs, trainers))},
                    fixed={"splits": splits, "sp": sp, "with_kld": with_kld, "track": tuple(track)},
                    n_jobs=int(params.get("n_jobs", 1)))
     return pd.DataFrame([r for rows in out for r in rows])
