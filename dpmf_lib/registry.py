@@ -28,6 +28,8 @@ class Entry:
     issue: int | None
     quantitative: bool = True
     conference: str | None = None
+    # notebooks whose cached runs this one reads (result cache): the runner starts it after them when both run
+    reads_cache_of: tuple[str, ...] = ()
 
     @property
     def notebook(self) -> Path:
@@ -70,7 +72,13 @@ def load_registry(path: Path | None = None) -> tuple[dict, list[Entry]]:
         if row.get("paper") not in papers:
             raise ParameterError(f"{where}: paper '{row.get('paper')}' is not listed under `papers:`")
         seen.add(row["name"])
-        entries.append(Entry(**{**row, "number": None if row.get("number") is None else str(row["number"])}))
+        entries.append(Entry(**{**row, "number": None if row.get("number") is None else str(row["number"]),
+                                "reads_cache_of": tuple(row.get("reads_cache_of") or ())}))
+    names = {e.name for e in entries}
+    for e in entries:
+        unknown = [n for n in e.reads_cache_of if n not in names]
+        if unknown:
+            raise ParameterError(f"{path}, item {e.name}: reads_cache_of names unknown notebook(s) {unknown}")
     return papers, entries
 
 

@@ -381,6 +381,15 @@ def forwarded_env(extra: dict | None = None) -> dict:
     return env
 
 
+def cache_readers_last(todo: list[tuple[str, str]], entries) -> list[tuple[str, str]]:
+    """``todo`` with the notebooks that read another's cached runs (registry ``reads_cache_of``), when that one runs
+    too, moved to the end (order otherwise kept): with ``--jobs 2`` Figure 4.8 would otherwise start beside 4.7 and
+    train all of 4.7's runs again instead of reading them."""
+    names = {n for n, _ in todo}
+    reads = {e.name: e.reads_cache_of for e in entries}
+    return sorted(todo, key=lambda t: any(p in names for p in reads.get(t[0], ())))
+
+
 def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict,
              timeout_s: float | None = None, sets: dict[str, dict] | None = None):
     from tqdm.auto import tqdm
@@ -493,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         (skipped if current else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
+    todo = cache_readers_last(todo, chosen)
     if args.snapshot and args.profile != "paper":
         print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
         return 2

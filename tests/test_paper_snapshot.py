@@ -247,3 +247,19 @@ def test_runner_accepts_named_paper_profiles_only_where_defined(capsys):
     assert reproduce.main(["--profile", "paper-nosuch", "--only", "balu_fig3_1"]) == 2
     out = capsys.readouterr()
     assert "no paper-nosuch profile" in out.out and "defines the profile" in out.err
+
+
+def test_notebooks_that_read_anothers_cache_start_after_it():
+    """With --jobs 2 a notebook that reads another's cached runs (registry reads_cache_of) must not start beside it:
+    the runner moves it to the end when both run, and keeps the order otherwise."""
+    from dpmf_lib.registry import load_registry
+    from dpmf_lib.reproduce import cache_readers_last
+
+    _, entries = load_registry()
+    by = {e.name: e for e in entries}
+    assert by["balu_fig4_8"].reads_cache_of == ("balu_fig4_7",)
+    todo = [(n, "h") for n in ("balu_fig4_7", "balu_fig4_8", "balu_fig4_1", "balu_fig4_6", "hua_fig1")]
+    got = [n for n, _ in cache_readers_last(todo, entries)]
+    assert got == ["balu_fig4_7", "balu_fig4_1", "hua_fig1", "balu_fig4_8", "balu_fig4_6"]
+    alone = [("balu_fig4_8", "h"), ("hua_fig1", "h")]  # its producer is not running: nothing to wait for
+    assert cache_readers_last(alone, entries) == alone
