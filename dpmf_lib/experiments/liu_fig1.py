@@ -148,7 +148,7 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(ncols=2, width=5.2, height=4.0)
+    fig, axes = figure(ncols=2, width=5.2, height=4.8)
     ax, ax2 = axes[0]
     dist = df[df.table == "distribution"]
     colors = {}
@@ -161,23 +161,25 @@ def plot(df: pd.DataFrame, params: dict):
     for label, floor, note in standin_floor_notes(df, params.get("standin_scale", 1.0)):
         ax.axvline(floor, color=colors.get(label, "0.3"), ls="--", lw=0.8)
         notes.append("dashed: " + note)
-    ax.text(0.02, 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=6, color="0.2", va="bottom", ha="left",
-            bbox=dict(facecolor="white", edgecolor="none", alpha=0.5, pad=1))
+    # below the axes: inside, the notes covered the ML-100K curve's low counts
+    ax.text(0.0, -0.24, "\n".join(notes), transform=ax.transAxes, fontsize=6.5, color="0.2", va="top", ha="left")
     ax.set_xlabel("number of ratings of an item")
     ax.set_ylabel("number of items (10 log bins per decade)")
     ax.set_title("Items by number of ratings")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left")  # the upper right holds the stand-ins' peaks
     tiers = df[df.table == "tiers"]
     pivot = tiers.pivot_table(index="dataset", columns="tier", values="share", sort=False)
     pivot = pivot[[c for c in tiers.tier.drop_duplicates()]]
     pivot.plot.barh(stacked=True, ax=ax2, width=0.6)
     for i, (_, row) in enumerate(pivot.iterrows()):
-        ax2.text(row.iloc[0] / 2, i, f"{row.iloc[0]:.0%}", va="center", ha="center", fontsize=8, color="white")
+        if row.iloc[0] >= 0.05:  # a label wider than its bar would be unreadable
+            ax2.text(row.iloc[0] / 2, i, f"{row.iloc[0]:.0%}", va="center", ha="center", fontsize=8, color="white")
     ax2.set_xlabel("share of all ratings")
     ax2.set_ylabel("")
     ax2.set_xlim(0, 1)
     ax2.set_title("Popularity tiers (section 5.2; paper: top 500 = 44% on Netflix)")
-    ax2.legend(fontsize=8, loc="lower right")
+    ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=3, frameon=False)  # off the bars
     fig.suptitle(standin_title("Liu et al. 2015, Figure 1", df.dataset.unique()), fontsize=10)
     fig.tight_layout()
+    fig.subplots_adjust(bottom=0.33)  # room for the notes and the tier legend under the axes
     return fig
