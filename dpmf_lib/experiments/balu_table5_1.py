@@ -21,7 +21,10 @@ independently drawn frames on the same first ``n_spread`` vectors — the thesis
 (the Gaussian-projection one most) varies from frame to frame. The frames are paired: frame k is drawn from the k-th
 child of ``SeedSequence([seed, 99])``, the Gaussian projections (LSH) and the tight frame (all other methods, one
 frame shared by them as in the thesis) from that same child, so per-frame differences between methods are paired
-differences. The per-frame values are in :func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a
+differences. (Both are drawn from a fresh generator on that child, so frame k's Gaussian projections and its tight
+frame start from the same normal draws: each is correctly distributed, but within a frame they are not independent.
+No claim compares LSH with the tight-frame methods frame by frame beyond the best-tractable gap, where LSH is never
+the minimum.) The per-frame values are in :func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a
 checksum of the frame, MSE). The MSE claims and the "best tractable" gap (the mean over frames of the per-frame gap)
 read these frame averages; the ``mse`` column is the one frame (``SeedSequence(seed)``) on all encoded vectors that
 the entropy and time columns use. The frames encode with ``antisparse_solver`` too: with ``lp`` that is one LP per
