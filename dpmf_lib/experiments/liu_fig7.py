@@ -32,6 +32,8 @@ continued. The spread of the local-ridge RMSE across chains is ``test_rmse_chain
 block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood and fixed priors; every (u_i, b_i)
 and (v_j, b_j) drawn from its Gaussian conditional, no step size) is drawn as a reference line: where a converged
 chain lands (``gibbs``). A claim is judged only where the chains' split-R̂ ≤ 1.05 (guard ``chain_split_rhat``).
+The non-private SGLD run that fixes Λ is seeded in a namespace of its own (:func:`~dpmf_lib.privacy.posterior_sampling.
+prior_run_seed`), apart from every private chain's seeds.
 
 Choices the paper leaves open (all also in the module docstring of ``posterior_sampling``): λ_r = 2 so that ε = 4B is
 exactly the non-private posterior exp(−F); biases (the paper omits them) with b_0 fixed at the rating-scale midpoint;
@@ -83,13 +85,16 @@ def tau_for(ds: str, params: dict) -> int:
 
 
 def nonprivate_sgld(train, test, params: dict):
-    """The non-private SGLD run (Gibbs-sampled Λ) whose final Λ_u, Λ_v the private sampler holds fixed."""
+    """The non-private SGLD run (Gibbs-sampled Λ) whose final Λ_u, Λ_v the private sampler holds fixed.
+
+    Seeded :func:`~dpmf_lib.privacy.posterior_sampling.prior_run_seed` of ``params["seed"]``, a namespace of its own:
+    with ``params["seed"]`` itself it replayed the noise of the private chain 0's burn-in (seeded ``seed`` too)."""
     from ..mf import sample_sgld
 
     sl = params["sgld"]
     return sample_sgld(train, d=params["d"], epochs=sl["rounds"], eta0=sl["eta_n"] / train.n_ratings,
                        gamma=sl["gamma"], lambda_r=params["lambda_r"], burn_in=sl["burn_in"], test=test,
-                       seed=params["seed"], n_threads=params["n_threads"])
+                       seed=ps.prior_run_seed(params["seed"]), n_threads=params["n_threads"])
 
 
 def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:

@@ -428,12 +428,18 @@ class PrivateRelease:
     # released); ``step_nN``: the step η0·N that ran (constant after burn-in)
     n_chains: int = 1
     released_chain: int = 0
-    redraw: str = "continue"
+    # how the redraws of lines 5–6 were made (one of REDRAWS): keyword-only and without a default, so a release can
+    # not misreport it (a default of "continue" once contradicted sample_private's default "fresh")
+    redraw: str = field(kw_only=True)
     rhat: float = float("nan")
     ess: float = float("nan")
     trace: pd.DataFrame | None = None
     chain_models: list = field(default_factory=list)
     step_nN: float = float("nan")
+
+    def __post_init__(self):
+        if self.redraw not in REDRAWS:
+            raise ParameterError(f"redraw must be one of {REDRAWS} (how the redraws were made), got {self.redraw!r}")
 
     def local_model(self, ratings):
         """The MFModel users obtain locally: (u_i, b_i) by eq. (5) on ``ratings``, with the released V, b_j, b_0."""
@@ -550,6 +556,10 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                            "v_norm2": [float(np.mean(np.square(v, dtype=np.float64))) for v in r.samples_V]})
         tr["sample_rmse"] = kept.test_rmse.to_numpy() if "test_rmse" in kept else np.nan
         traces.append(tr)
+        # the kept V (and U) draws are read only for the trace above; after it, every caller reads a chain's final
+        # model, history and layout (``chain_models``, the released sample, "continue" redraws), never the draws.
+        # Drop them so that the runs hold one V per chain instead of rounds/thin of them (memory at paper scale)
+        r.samples_V, r.samples_U = [], []
         return r, hst
 
     runs = [chain(k) for k in range(int(n_chains))]
@@ -685,6 +695,13 @@ def phase_seed(chain: int) -> int:
     burn-in noise (chain 0's seed is the run's seed itself), so the "independent" redraw and the R̂ over the two
     chains shared noise. A chain stays a function of its own seed alone."""
     return int(np.random.SeedSequence([int(chain), 0x5A3E]).generate_state(1, np.uint64)[0] >> np.uint64(2))
+
+
+def prior_run_seed(seed: int) -> int:
+    """The seed of the non-private SGLD run whose Λ the private chains of a run seeded ``seed`` hold fixed (Section
+    6.6; ``liu_fig7.nonprivate_sgld``). A namespace of its own: seeding that run with ``seed`` itself gave it chain 0's
+    burn-in noise stream (``chain_seed(seed, 0) == seed``), so the priors and the first private chain shared noise."""
+    return int(np.random.SeedSequence([int(seed), 0x7A1B]).generate_state(1, np.uint64)[0] >> np.uint64(2))
 
 
 def split_rhat_chains(x) -> float:
