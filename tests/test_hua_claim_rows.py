@@ -87,3 +87,28 @@ def test_fig6_claims_run_gives_the_claims_row_of_the_full_run_and_runs_nothing_e
     private = fast[fast.noise != "none"]
     assert set(private.eps) == {1.0} and set(private.iterations) == {int(p["iterations_fixed"])}
     assert "c" not in set(fast.panel) and "c" in set(full.panel)
+
+
+@pytest.mark.parametrize("how", ["params", "env-off"])
+def test_fig6_claims_run_computes_the_claim_curve_once_without_the_cache(monkeypatch, how):
+    """claims_run sets panel (a) to the claim's ε and iterations, i.e. the very run of panel (b): it must be computed
+    once even when the result cache cannot merge the two (``cache: false``, ``$DPMF_CACHE=off`` or ``refresh``)."""
+    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.params import load_params
+
+    real, calls = hc._compute, []
+
+    def spy(scenario, dkey, eps, checkpoints, *rest):
+        calls.append((scenario, eps, tuple(checkpoints)))
+        return real(scenario, dkey, eps, checkpoints, *rest)
+
+    monkeypatch.setattr(hc, "_compute", spy)
+    p = {**load_params("hua_fig6", "smoke"), "claim_eps": 1.0}
+    if how == "params":
+        p["cache"] = False
+    else:
+        monkeypatch.setenv("DPMF_CACHE", "off")
+    hua_fig6.claims_run(p)
+    claim = ("s3", 1.0, (int(p["iterations_fixed"]),))
+    assert calls.count(claim) == 1, calls
+    assert len(calls) == len(set(calls)) == 3  # the claim's run, the baseline, S3 without noise

@@ -1,8 +1,8 @@
 """Shared machinery of the Hua, Xia, Zhong (2015) notebooks (hua_fig1 ... hua_fig10, extra_hua_message_sizes).
 
 Every scenario run goes through :func:`scenario_run`, cached on disk with joblib (key: scenario, data set, eps,
-checkpoints, seed, the model configuration and a hash of the ``dpmf_lib.objpert``, ``dpmf_lib.data`` and
-``data_fetch`` sources), so the figures that show
+checkpoints, seed, the model configuration and a hash of the ``dpmf_lib.objpert``, ``dpmf_lib.data``,
+``dpmf_lib.privacy.common`` and ``data_fetch`` sources and of :func:`load_data`), so the figures that show
 the same runs (Figures 1-6 and the mean-increase Figures 7-8, the baseline of every figure) compute them once. The
 cache is the workbook's one result cache (:mod:`dpmf_lib.cache`: ``$DPMF_CACHE_DIR`` or ``figures/.cache``,
 ``$DPMF_CACHE=on|refresh|off``); ``cache: false`` in the parameters turns it off for a notebook. A cached run also stores its data source, so a notebook whose runs are all cached never loads the data.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import math
 from pathlib import Path
 
@@ -52,15 +53,33 @@ def eps_holds(run: dict) -> bool:
     return priv.get("epsilon_effective") is not None
 
 
-def _code_version() -> str:
-    """Hash of the code a cached run depends on: the simulations and the data loaders/stand-in generators (a changed
-    stand-in must not be served from the cache; real data is identified by its dataset id and checksummed on load)."""
-    h = hashlib.sha256()
+#: what the cached computation (:func:`_compute`) runs besides its own code, which joblib hashes itself: the
+#: simulations, the data loaders / stand-in generators, and the package modules they import that change numbers
+#: (``privacy/common.py``: the seed policy of ``resolve_seed``); ``errors.py`` and ``paths.py`` change no number.
+#: Package-relative directories (every ``*.py`` in them) and files; ``data_fetch`` lives beside the package.
+_CODE_DIRS = ("objpert", "data")
+_CODE_FILES = ("privacy/common.py",)
+
+
+def _code_files() -> list[Path]:
+    """The source files :func:`_code_version` hashes (see ``_CODE_DIRS``)."""
     pkg = Path(__file__).resolve().parent.parent
-    for root in (pkg / "objpert", pkg / "data", pkg.parent / "data_fetch"):
-        for f in sorted(root.glob("*.py")):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    files = [f for d in _CODE_DIRS for f in sorted((pkg / d).glob("*.py"))]
+    files += [pkg / f for f in _CODE_FILES] + sorted((pkg.parent / "data_fetch").glob("*.py"))
+    return files
+
+
+def _code_version() -> str:
+    """Hash of the code a cached run depends on beyond :func:`_compute`'s own (which joblib checks): the simulations,
+    the data loaders/stand-in generators and what they import (:func:`_code_files`; a changed stand-in must not be
+    served from the cache; real data is identified by its dataset id and checksummed on load), and the source of
+    :func:`load_data`, the loader ``_compute`` calls from this module."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent.parent
+    for f in _code_files():
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(f.read_bytes())
+    h.update(inspect.getsource(load_data).encode())
     return h.hexdigest()[:16]
 
 
@@ -172,12 +191,23 @@ def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
     sources[base["source"]["label"]] = base["source"]
     bT = int(params["baseline_iterations"])
     bsum = base["results"][bT]
-    a = scenario_run(params, scenario, ds, params["eps_fixed"], params["iterations"], s3=s3)
+    done = {}
+
+    def once(eps, checkpoints) -> dict:
+        """A private run of ``scenario``, computed once per call even where panels (a) and (b) ask for the same one
+        (``hua_fig6.claims_run`` sets both to the claim's ε and iterations): the result cache would otherwise be the
+        only thing that merges them, and it does not under ``$DPMF_CACHE=refresh|off`` or ``cache: false``."""
+        key = (float(eps), tuple(sorted({int(t) for t in checkpoints})))
+        if key not in done:
+            done[key] = scenario_run(params, scenario, ds, eps, checkpoints, s3=s3)
+        return done[key]
+
+    a = once(params["eps_fixed"], params["iterations"])
     for T, s in a["results"].items():
         parts.append(cdf_rows(s, panel="a", scenario=scenario, eps=float(params["eps_fixed"]), iterations=T,
                               curve=f"{T} iterations"))
     for e in params["eps_values"]:
-        b = scenario_run(params, scenario, ds, e, [params["iterations_fixed"]], s3=s3)
+        b = once(e, [params["iterations_fixed"]])
         s = b["results"][int(params["iterations_fixed"])]
         parts.append(cdf_rows(s, panel="b", scenario=scenario, eps=float(e), iterations=int(params["iterations_fixed"]),
                               curve=f"ε = {e:g}"))
