@@ -153,3 +153,32 @@ def test_selected_point_reads_a_frame_back_from_its_csv(full, tmp_path):
     back.attrs = df.attrs
     got = MODULES[name].rerun_selected(back)(dict(p)).attrs["measurements"]
     assert [m["value"] for m in got] == [m["value"] for m in df.attrs["measurements"]]
+
+
+@pytest.mark.parametrize("name,takes_epsilons", [("pnbm_fig1", True), ("pnbm_fig3", False)])
+def test_fig1_and_fig3_run_through_the_shared_full_run(monkeypatch, name, takes_epsilons):
+    """pnbm_fig1.run and pnbm_fig3.run were two copies of one body: both go through _pnbm_common.full_run with the
+    figure's own specs, finish and measurements (their outputs are checked by the tests above; the refactoring left a
+    smoke run's CSV byte-identical)."""
+    from dpmf_lib.experiments import _pnbm_common
+
+    mod, seen = MODULES[name], []
+    monkeypatch.setattr(mod, "full_run", lambda params, specs, finish, measure, **kw: seen.append(
+        (params, specs, finish, measure, kw)) or "frame", raising=True)
+    p = load_params(name, "smoke", OVERRIDES[name])
+    assert mod.run(p) == "frame"
+    assert seen == [(p, mod.specs, mod.finish, mod.measurements, {"epsilons": True} if takes_epsilons else {})]
+    assert mod.full_run is not _pnbm_common.full_run  # (the spy) ...
+    monkeypatch.undo()
+    assert mod.full_run is _pnbm_common.full_run  # ... stood in for the shared body
+
+
+def test_full_run_checks_epsilons_first_where_the_figure_takes_them(monkeypatch):
+    from dpmf_lib.experiments import _pnbm_common
+
+    monkeypatch.setattr(runs, "available", lambda ds: pytest.fail("data touched before the parameters were checked"))
+    p = load_params("pnbm_fig1", "smoke", {**OVERRIDES["pnbm_fig1"], "epsilons": [0.0]})
+    with pytest.raises(ParameterError, match="epsilon"):
+        pnbm_fig1.run(p)
+    with pytest.raises(ParameterError, match="epsilon"):
+        _pnbm_common.full_run(p, pnbm_fig1.specs, pnbm_fig1.finish, pnbm_fig1.measurements, epsilons=True)

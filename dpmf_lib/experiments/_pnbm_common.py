@@ -1,5 +1,5 @@
-"""What the three PNBM figures (``pnbm_fig1..3``) share: their grids as :class:`GridSpec` lists, the full grid run,
-and the cheaper run that replicates their claims over seeds (:class:`SelectedRerun`).
+"""What the three PNBM figures (``pnbm_fig1..3``) share: their grids as :class:`GridSpec` lists, the full grid run
+(:func:`full_run`; ``pnbm_fig2`` adds its chain traces to it), and the cheaper run that replicates their claims over seeds (:class:`SelectedRerun`).
 
 **The replicate run (issues #16, #20).** The claims of the PNBM figures are judged at the ``paper`` profile over 5
 seeds (:meth:`dpmf_lib.outputs.NotebookRun.replicate`). Re-running the whole grid search at every further seed
@@ -31,7 +31,7 @@ import pandas as pd
 from ..errors import ParameterError
 from ..nbm import runs
 from ..outputs import attach
-from ..params import require_datasets
+from ..params import require_datasets, require_epsilons
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,21 @@ def run_specs(ds: str, specs: list[GridSpec], p: dict) -> list[pd.DataFrame]:
     """Every grid point of every spec on ``ds`` (the full run): one frame per spec."""
     return [runs.run_grid(s.method, ds, p["folds"], s.epsilons, s.grid, s.fixed, p["seed"], p["n_jobs"],
                           halving_keep=s.halving_keep) for s in specs]
+
+
+def full_run(params: dict, specs, finish, measure, *, epsilons: bool = False) -> pd.DataFrame:
+    """A figure's full run: every grid point of ``specs(ds, p)`` on every available dataset, best-of-grid selection
+    (:func:`dpmf_lib.nbm.runs.select_best`), the figure's ``finish(agg, p, notes)`` and its ``measure(agg, p,
+    datasets)`` attached with the datasets' sources. ``epsilons``: the figure takes ``epsilons`` (checked by
+    :func:`~dpmf_lib.params.require_epsilons` right after the datasets, before anything is loaded or trained)."""
+    require_datasets(params)  # first: before any data is loaded or model trained
+    if epsilons:
+        require_epsilons(params)
+    p = params
+    datasets, notes = runs.available(p["datasets"])
+    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
+    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+    return attach(agg, sources=[runs._dataset(ds).source for ds in datasets], measurements=measure(agg, p, datasets))
 
 
 def _same_epsilon(a, b) -> bool:

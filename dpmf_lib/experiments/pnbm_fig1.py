@@ -35,10 +35,8 @@ import pandas as pd
 from ..claims import Measurement
 from ..data.ratings import DataSource
 from ..nbm import runs
-from ..outputs import attach
-from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
-from ._pnbm_common import GridSpec, SelectedRerun, run_specs
+from ._pnbm_common import GridSpec, SelectedRerun, full_run
 
 CLAIM_PNBM_KNN = "pnbm-5.2-dpsgd-pnbm-beats-knn-eps1"
 CLAIM_MF_KNN = "pnbm-5.2-dpsgd-mf-beats-knn-eps20"
@@ -137,13 +135,9 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
 
 
 def run(params: dict) -> pd.DataFrame:
-    require_datasets(params)  # first: before any data is loaded or model trained
-    require_epsilons(params)
-    p = params
-    datasets, notes = runs.available(p["datasets"])
-    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
-    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
-    return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
+    """Every grid of :func:`specs`, best-of-grid per (method, ε), the claims by :func:`measurements`
+    (:func:`~dpmf_lib.experiments._pnbm_common.full_run`)."""
+    return full_run(params, specs, finish, measurements, epsilons=True)
 
 
 def rerun_selected(df: pd.DataFrame) -> SelectedRerun:

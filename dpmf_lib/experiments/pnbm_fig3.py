@@ -22,11 +22,9 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..nbm import runs
-from ..outputs import attach
-from ..params import require_datasets
 from ..plotting import figure, standin_title
-from ._pnbm_common import GridSpec, SelectedRerun, run_specs
-from .pnbm_fig1 import pnbm_fixed, pnbm_grid, sources_of
+from ._pnbm_common import GridSpec, SelectedRerun, full_run
+from .pnbm_fig1 import pnbm_fixed, pnbm_grid
 from .pnbm_fig2 import dpps_fixed, dpps_grid
 
 CLAIM_DPPS_DPSGD = "pnbm-5.2-dpps-beats-dpsgd-rating-level-x1"
@@ -67,12 +65,9 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
 
 
 def run(params: dict) -> pd.DataFrame:
-    require_datasets(params)  # first: before any data is loaded or model trained
-    p = params
-    datasets, notes = runs.available(p["datasets"])
-    frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
-    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
-    return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
+    """Both grids of :func:`specs`, best-of-grid per (method, x), the claim by :func:`measurements`
+    (:func:`~dpmf_lib.experiments._pnbm_common.full_run`)."""
+    return full_run(params, specs, finish, measurements)
 
 
 def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
