@@ -160,3 +160,43 @@ def test_an_unmeasurable_statistic_leaves_the_chains_unvouched_for():
     rows[7]["sample_rmse"] = float("inf")  # one statistic cannot be diagnosed: the other must not vouch alone
     bad = ps.chain_diagnostics(pd.DataFrame(rows))
     assert np.isnan(bad["rhat"]) and np.isnan(bad["ess"])
+
+
+# --- the exact block-Gibbs sampler as Algorithm 1's sampler (issue #14: a better-mixing sampler of the same target)
+
+
+def test_gibbs_release_is_the_final_state_of_an_exact_gibbs_chain():
+    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2)
+    rel = ps.sample_private(pre, 4 * pre.B, **kw, rounds=40, burn_in=20, n_chains=2, seed=5, sampler="gibbs",
+                            max_resamples=0)
+    assert rel.sampler == "gibbs" and rel.n_chains == 2 and rel.released_chain == 0
+    ref = ps.gibbs_reference(pre, 4 * pre.B, **kw, sweeps=60, burn_in=20, n_chains=2, seed=5)
+    for got, want in zip(rel.chain_models, ref["models"]):
+        np.testing.assert_array_equal(got.V, want.V)
+        np.testing.assert_array_equal(got.bi, want.bi)
+    np.testing.assert_array_equal(rel.V, ref["models"][0].V)
+    assert rel.ess == pytest.approx(ref["ess"]) and rel.rhat == pytest.approx(ref["rhat"])
+    assert len(rel.trace) == 2 * 40 and set(rel.history.phase) == {"burn_in", "sampling"}
+
+
+def test_gibbs_release_depends_on_epsilon_through_the_likelihood_only():
+    # at a tiny ε the target is (almost) the prior: the released V's per-dimension variance is ≈ 1/Λ_v
+    pre = ps.preprocess(_tiny(4, 30, 200), tau=10, kappa=1.0, rho=1.0, seed=0)
+    rel = ps.sample_private(pre, 1e-6, Lambda_u=2.0, Lambda_v=4.0, lam_bias=1.0, d=3, rounds=2, burn_in=1,
+                            seed=1, sampler="gibbs", check_range=False)
+    v = rel.V.astype(np.float64).ravel()
+    assert abs(v.var() - 0.25) < 0.25 * 0.25  # 600 draws: sd of the sample variance ≈ 6 %
+
+
+def test_gibbs_sampler_refuses_what_it_cannot_sample():
+    from dpmf_lib.errors import ParameterError
+
+    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=2, seed=0, sampler="gibbs")
+    with pytest.raises(ParameterError, match="clip_loss"):
+        ps.sample_private(pre, 1.0, clip_loss=True, **kw)
+    with pytest.raises(ParameterError, match="redraw"):
+        ps.sample_private(pre, 1.0, redraw="continue", **kw)
+    with pytest.raises(ParameterError, match="sampler"):
+        ps.sample_private(pre, 1.0, **{**kw, "sampler": "hmc"})
