@@ -123,3 +123,16 @@ def test_fast_equals_reference_for_a_run_beyond_the_packed_key():
     for il in (8, 1):
         kw = dict(block_users=2, tiers=(1,), interleave=il, seed=2)
         assert_same_layout(tiered_layout(r, **kw), tiered_layout_reference(r, **kw))
+
+
+def test_layout_helpers_equal_numpy():
+    """The numba histogram and run offsets of the fast layout (#19) equal np.bincount / np.searchsorted."""
+    from dpmf_lib.mf._layout_kernels import _sorted_ptr, item_counts
+
+    rng = np.random.default_rng(4)
+    items = rng.integers(0, 37, 1000).astype(np.int32)
+    for chunks in (1, 3):
+        np.testing.assert_array_equal(item_counts(items, 40, chunks), np.bincount(items, minlength=40))
+    users = np.sort(rng.integers(0, 50, 300)).astype(np.int32)  # some users without ratings, incl. the last ones
+    np.testing.assert_array_equal(_sorted_ptr(users, 60), np.searchsorted(users, np.arange(61)))
+    np.testing.assert_array_equal(_sorted_ptr(users[:0], 3), [0, 0, 0, 0])

@@ -117,7 +117,12 @@ def _check_tiered_args(r, block_users, tiers, interleave):
 
 
 def _item_ranking(r, tiers):
-    counts = r.item_counts()
+    import numba
+
+    from ._layout_kernels import item_counts
+
+    items = np.ascontiguousarray(r.items, dtype=np.int32)
+    counts = item_counts(items, int(r.n_items), max(1, min(numba.get_num_threads(), len(items) // 65536 + 1)))
     perm = np.argsort(-counts, kind="stable").astype(np.int32)  # internal -> original
     rank = np.empty(r.n_items, dtype=np.int32)
     rank[perm] = np.arange(r.n_items, dtype=np.int32)
