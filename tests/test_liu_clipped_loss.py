@@ -116,5 +116,21 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
     assert np.allclose(ours.epsilon_effective, ours.epsilon) and (ours.n_resamples == 0).all()
     liu_fig7.plot(df, p)
-    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False}))
-    assert not (off.method == liu_fig7.OURS).any()
+    # the exact-Gibbs series (issue #14): every ε of the grid, its 4B chains are the reference line's, the claim reads it
+    gib = df[df.method == liu_fig7.GIBBS_DP]
+    assert sorted(gib.epsilon) == sorted(paper.epsilon) and (gib.sampler == "gibbs").all()
+    ref = df[df.method == liu_fig7.GIBBS].iloc[0]
+    g4b = gib[gib.epsilon == gib.epsilon.max()].iloc[0]
+    assert ref.rhat == g4b.rhat and ref.ess == g4b.ess
+    (m,) = df.attrs["measurements"]
+    tau = float(p["tau"]["ml-100k"])
+    assert "exact Gibbs chains" in m["note"]
+    assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
+    assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
+    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
+        "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
+    assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()
+    (m_off,) = off.attrs["measurements"]
+    sg = off[off.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "the paper's SGLD chains" in m_off["note"]
+    assert m_off["value"] == sg[sg.epsilon == tau].test_rmse.iloc[0] - sg[sg.epsilon == sg.epsilon.max()].test_rmse.iloc[0]

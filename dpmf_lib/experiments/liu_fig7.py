@@ -32,6 +32,16 @@ continued. The spread of the local-ridge RMSE across chains is ``test_rmse_chain
 block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood and fixed priors; every (u_i, b_i)
 and (v_j, b_j) drawn from its Gaussian conditional, no step size) is drawn as a reference line: where a converged
 chain lands (``gibbs``). A claim is judged only where the chains' split-R̂ ≤ 1.05 (guard ``chain_split_rhat``).
+
+A better-mixing sampler (issue #14, ours). At the paper's SGLD settings the chains mix slowly (ML-100K, ε = 4B:
+ESS ≈ 40 from 2 × 600 constant-step rounds; an exact scale move U·c, V/c did not help, so the slow direction is not
+the scale of V). Theorem 1 is about an exact sample of the target, so any exact sampler of it releases under the same
+ε. With ``gibbs.private_series`` the same exact block Gibbs is Algorithm 1's sampler for every ε at the first ρ, on
+``gibbs.datasets`` ("DPMF, exact Gibbs sampler (ours)": ``gibbs.burn_in`` sweeps, then the rest of ``gibbs.sweeps``
+as draws, ``gibbs.n_chains`` chains, the same range loop and redraws). Its ε = 4B point is the reference line's
+chains themselves (same seeds). Where this series runs, the claim ``liu-6.7-rating-dp-small-accuracy-loss`` reads it
+(same target, chains that mix) and its note gives the paper's SGLD chains' R̂ / ESS beside; elsewhere it reads the
+SGLD series.
 The non-private SGLD run that fixes Λ is seeded in a namespace of its own (:func:`~dpmf_lib.privacy.posterior_sampling.
 prior_run_seed`), apart from every private chain's seeds.
 
@@ -62,6 +72,7 @@ RATING_DP_CLAIM = "liu-6.7-rating-dp-small-accuracy-loss"
 OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
 ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i (issue #14)
 GIBBS = "exact block Gibbs, ε = 4B (reference)"  # the non-private target sampled exactly (issue #14)
+GIBBS_DP = "DPMF, exact Gibbs sampler (ours)"  # Algorithm 1 with exact block Gibbs as its sampler (issue #14)
 RHAT_MAX = 1.05  # a chain counts as converged when its split-R̂ is at most this (the claim guard's threshold)
 
 
@@ -128,20 +139,27 @@ def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
 
 
 def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
-                  clip_loss: bool = False, ds: str | None = None) -> tuple[dict, object, pd.DataFrame]:
-    """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant); returns (row, release,
-    per-user accounting)."""
+                  clip_loss: bool = False, ds: str | None = None,
+                  sampler: str = "sgld") -> tuple[dict, object, pd.DataFrame]:
+    """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant; ``sampler="gibbs"``: exact
+    block Gibbs with the ``gibbs`` section's chain lengths); returns (row, release, per-user accounting)."""
     pv = params["private"]
     t0 = time.perf_counter()
+    if sampler == "gibbs":
+        gp = params["gibbs"]
+        chain = dict(rounds=int(gp["sweeps"]) - int(gp["burn_in"]), burn_in=int(gp["burn_in"]),
+                     n_chains=gp["n_chains"], thin=1, redraw="fresh")
+    else:
+        chain = dict(rounds=per_dataset(pv["rounds"], ds, "private.rounds"),
+                     burn_in=per_dataset(pv.get("burn_in", 0), ds, "private.burn_in"),
+                     n_chains=pv.get("n_chains", 1), thin=pv.get("thin", 1), redraw=pv.get("redraw", "fresh"))
     rel = ps.sample_private(pre, epsilon, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=params["d"],
-                            lambda_r=params["lambda_r"], lam_bias=priors["lam_bias"],
-                            rounds=per_dataset(pv["rounds"], ds, "private.rounds"),
-                            burn_in=per_dataset(pv.get("burn_in", 0), ds, "private.burn_in"),
-                            n_chains=pv.get("n_chains", 1), thin=pv.get("thin", 1), redraw=pv.get("redraw", "fresh"),
+                            lambda_r=params["lambda_r"], lam_bias=priors["lam_bias"], **chain,
                             eta_n=pv.get("eta_n", params["sgld"]["eta_n"]), eta_n_max=pv["eta_n_max"],
                             gamma=params["sgld"]["gamma"],
                             max_resamples=pv["max_resamples"], resample_rounds=pv["resample_rounds"],
-                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss, test=test)
+                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss, test=test,
+                            sampler=sampler)
     local = rel.local_model(train)
     chain_rmse = [local_rmse(m.V, m.bi, m.b0, rel, train, test) for m in rel.chain_models]
     lo, hi = pre.pred_range
@@ -150,7 +168,8 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
                   for m in rel.chain_models]
     acc = ps.privacy_accounting(pre, epsilon, rel.sampled_model)
     summ = ps.privacy_summary(pre, epsilon, acc)
-    row = {"method": OURS if clip_loss else "DPMF (Algorithm 1, local ridge)", "epsilon": float(epsilon), "epsilon_rating": epsilon / pre.tau,
+    method = OURS if clip_loss else GIBBS_DP if sampler == "gibbs" else "DPMF (Algorithm 1, local ridge)"
+    row = {"method": method, "sampler": sampler, "epsilon": float(epsilon), "epsilon_rating": epsilon / pre.tau,
            "test_rmse": local.rmse(test), "test_rmse_sampled_model": rel.sampled_model.rmse(test),
            "likelihood_scale": rel.likelihood_scale, "constraint_satisfied": rel.constraint_satisfied,
            "n_resamples": rel.n_resamples, "violations_first": rel.violations[0] if rel.violations else np.nan,
@@ -187,16 +206,21 @@ def local_rmse(V, bi, b0, rel, train, test) -> float:
     return MFModel(U, V, bu, bi, float(b0)).rmse(test)
 
 
-def gibbs_rows(ds: str, pre, priors, train, test, params: dict) -> list[dict]:
-    """The exact block-Gibbs reference at ε = 4B (the non-private posterior of the private pipeline; issue #14)."""
+def gibbs_rows(ds: str, pre, priors, train, test, params: dict, release=None) -> list[dict]:
+    """The exact block-Gibbs reference at ε = 4B (the non-private posterior of the private pipeline; issue #14).
+    ``release``: the Gibbs series' ε = 4B release, whose chains are the reference's (same seeds), reused."""
     gp = params["gibbs"]
     if ds not in gp["datasets"]:
         return []
     t0 = time.perf_counter()
-    g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
-                           lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
-                           sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"], seed=params["seed"],
-                           test=test)
+    if release is not None:
+        g = {"models": release.chain_models[:int(gp["n_chains"])], "n_chains": int(gp["n_chains"]),
+             "rhat": release.rhat, "ess": release.ess}
+    else:
+        g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
+                               lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
+                               sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                               seed=params["seed"], test=test)
 
     class _Prior:  # the ridge uses the sampler's prior, as for a private release
         Lambda_u, lam_bias, lambda_r = priors["Lambda_u"], priors["lam_bias"], params["lambda_r"]
@@ -275,10 +299,26 @@ def run(params: dict) -> pd.DataFrame:
                     rows.append({**base, **row, "method": ALT_WEIGHTS, "weights_from": other, "rho": float(rho),
                                  "B": pre_alt.B, "B_weights": pre_alt.B_weights, "n_trimmed": pre_alt.n_trimmed})
             if rho == params["rho"][0]:
+                gibbs_pts, rel_4b = {}, None
+                if params["gibbs"].get("private_series") and ds in params["gibbs"]["datasets"]:
+                    for eps in epsilon_grid(params, pre.B):  # Algorithm 1 with exact Gibbs (ours), same seeds
+                        row, rel, _ = private_point(pre, eps, priors, train, test, params, ds=ds, sampler="gibbs")
+                        gibbs_pts[eps] = row
+                        rel_4b = rel if eps == 4.0 * pre.B else rel_4b
+                        rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
+                                     "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
+                                     "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
+                                     "Lambda_v_mean": float(np.mean(priors["Lambda_v"])),
+                                     "sweeps": params["gibbs"]["sweeps"]})
                 rows += [{**base, **row, "rho": float(rho), "B": pre.B}
-                         for row in gibbs_rows(ds, pre, priors, train, test, params)]
+                         for row in gibbs_rows(ds, pre, priors, train, test, params, release=rel_4b)]
                 if float(tau) in pts:
-                    a, b = pts[float(tau)], pts[4.0 * pre.B]
+                    sg_a, sg_b = pts[float(tau)], pts[4.0 * pre.B]
+                    a, b = (gibbs_pts[float(tau)], gibbs_pts[4.0 * pre.B]) if gibbs_pts else (sg_a, sg_b)
+                    sampler_note = (f"exact Gibbs chains (ours; the paper's SGLD chains: split-R-hat "
+                                    f"{sg_a['rhat']:.3f} / {sg_b['rhat']:.3f}, ESS {sg_a['ess']:.0f} / "
+                                    f"{sg_b['ess']:.0f}, difference {sg_a['test_rmse'] - sg_b['test_rmse']:.4f})"
+                                    if gibbs_pts else "the paper's SGLD chains")
                     # both points must be vouched for: an unmeasurable R̂ (NaN) or ESS fails the guard
                     rh = max(a["rhat"], b["rhat"]) if np.isfinite([a["rhat"], b["rhat"]]).all() else float("inf")
                     es = min(a["ess"], b["ess"]) if np.isfinite([a["ess"], b["ess"]]).all() else 0.0
@@ -287,7 +327,8 @@ def run(params: dict) -> pd.DataFrame:
                         RATING_DP_CLAIM, a["test_rmse"] - b["test_rmse"], label, real,
                         note=f"RMSE(eps_user = tau = {tau}, i.e. rating-level eps = 1) − RMSE(eps = 4B = "
                              f"{4 * pre.B:g}); {a['test_rmse']:.4f} vs {b['test_rmse']:.4f}; rho={rho}; "
-                             f"split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}; ESS {a['ess']:.0f} / {b['ess']:.0f}; "
+                             f"{sampler_note}: split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}; ESS {a['ess']:.0f} / "
+                             f"{b['ess']:.0f}; "
                              f"range constraint {met} after ≤ {params['private'].get('max_resamples')} redraw(s)",
                         guards={"chain_split_rhat": rh, "chain_ess": es}))
     df = pd.DataFrame(rows)
@@ -301,7 +342,8 @@ def plot(df: pd.DataFrame, params: dict):
         g = df[df.dataset == label]
         ours = g[g.method == OURS].sort_values("epsilon")
         alt = g[g.method == ALT_WEIGHTS].sort_values("epsilon")
-        priv = g[g.method.str.startswith("DPMF") & ~g.method.isin([OURS, ALT_WEIGHTS])]
+        gib = g[g.method == GIBBS_DP].sort_values("epsilon")
+        priv = g[g.method.str.startswith("DPMF") & ~g.method.isin([OURS, ALT_WEIGHTS, GIBBS_DP])]
         for rho, h in priv.groupby("rho"):
             h = h.sort_values("epsilon")
             ax.semilogx(h.epsilon, h.test_rmse, "o-", label=f"DPMF, local ridge (ρ={rho:g})")
@@ -316,6 +358,9 @@ def plot(df: pd.DataFrame, params: dict):
         if len(ours):
             ax.semilogx(ours.epsilon, ours.test_rmse, "^--", color="C5", ms=5,
                         label=f"{OURS}, ρ={ours.rho.iloc[0]:g}: no range loop needed")
+        if len(gib):
+            ax.semilogx(gib.epsilon, gib.test_rmse, "D-", color="C7", ms=4, lw=1.0,
+                        label=f"{GIBBS_DP}, ρ={gib.rho.iloc[0]:g} (ESS ≥ {gib.ess.min():.0f})")
         if len(alt):
             ax.semilogx(alt.epsilon, alt.test_rmse, "s:", color="C6", ms=4,
                         label=f"ρ={alt.rho.iloc[0]:g}, w_i from trimmed m_i (other reading of Section 6.6)")
