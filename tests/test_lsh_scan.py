@@ -262,3 +262,29 @@ def test_block_minimum_equal_to_the_threshold_and_shard_ties():
                 i1, d1 = K._hamming_knn_shards(Q, D, k, 4, shards, block)
                 assert i1.tolist() == [want_i] and d1.tolist() == [want_d], (k, block, shards)
         assert lsh.hamming_knn(Q, D, k, n_bits=4)[0].tolist() == [want_i]
+
+
+def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
+    # #15/#19 (shared selection helpers): 4-bit codes put thousands of rows at the threshold distance, so every
+    # path's candidate list is compacted many times (cap = 2k + 64) and the first rows at the threshold must win; seven
+    # queries give the threshold kernel one group of four and a remainder of three; k = n and k = n − 1 included
+    rng = np.random.default_rng(19)
+    A, B = _signs(rng, 7, 4), _signs(rng, 3000, 4)
+    PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
+    for k in (1, 10, 100, 333, 2999, 3000):
+        for method in ("auto", "simd", "shards", "threshold", "small", "hist"):
+            if method == "small" and k > 333:
+                continue  # the sorted list is quadratic in k
+            _check(PA, PB, A, B, k, 4, *K.hamming_knn_kernel(PA, PB, k, 4, method))
+        for block in (1, 7):  # block edges between tied rows, groups of 1 and 2 queries
+            for groups in (1, 4):
+                _check(PA, PB, A, B, k, 64, *K._hamming_knn_threshold(PA, PB, k, 64, groups, block))
+    # 256-bit codes (the unrolled four-queries path of the threshold kernel) with exact duplicates at the threshold
+    A, B = _signs(rng, 6, 256), _signs(rng, 700, 256)
+    B[50:90] = A[2]
+    B[400:420] = A[2]
+    PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
+    for k in (30, 40, 45, 60, 700):
+        for method in ("simd", "shards", "threshold", "hist"):
+            _check(PA, PB, A, B, k, 256, *K.hamming_knn_kernel(PA, PB, k, 256, method))
+        _check(PA, PB, A, B, k, 256, *K._hamming_knn_threshold(PA, PB, k, 256, 2, 3))

@@ -22,9 +22,15 @@ independently drawn frames on the same first ``n_spread`` vectors — the thesis
 child of ``SeedSequence([seed, 99])``, the Gaussian projections (LSH) and the tight frame (all other methods, one
 frame shared by them as in the thesis) from that same child, so per-frame differences between methods are paired
 differences. (Both are drawn from a fresh generator on that child, so frame k's Gaussian projections and its tight
-frame start from the same normal draws: each is correctly distributed, but within a frame they are not independent.
-No claim compares LSH with the tight-frame methods frame by frame beyond the best-tractable gap, where LSH is never
-the minimum.) The per-frame values are in :func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a
+frame start from the same d·L standard normal draws — the Gaussian matrix normalised by columns, the tight frame the
+QR factor of the same numbers in (L, d) order: each is correctly distributed, but within a frame they are not
+independent. Why that is fine here: every number this table reports is a mean over frames *of one method* (or a
+difference between tight-frame methods, which share one frame on purpose, as in the thesis); no claim compares LSH
+against the tight frames — the best-tractable gap is taken between tight-frame methods, LSH is never its minimum —
+so the dependence between the two frames of a pair enters no reported mean, only a frame-by-frame LSH-vs-frame
+difference, which nothing reads. To make them independent one would draw them from two children of child k
+(``ss.spawn(2)``: Gaussian projections from the first, the tight frame from the second) in :func:`per_frame_mse`;
+that changes every per-frame value, and the outputs, so it is not done.) The per-frame values are in :func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a
 checksum of the frame, MSE). The MSE claims and the "best tractable" gap (the mean over frames of the per-frame gap)
 read these frame averages; the ``mse`` column is the one frame (``SeedSequence(seed)``) on all encoded vectors that
 the entropy and time columns use. The frames encode with ``antisparse_solver`` too: with ``lp`` that is one LP per

@@ -262,6 +262,145 @@ def hamming_matrix_kernel(Q, D):
     return out
 
 
+# ----------------------------------------------------------------------------------- shared pieces of the k-NN kernels
+# One copy of each rule (#15/#19 review: the candidate-list set-up, compaction, counting-sort read-out and padding
+# were written out once per kernel): used by the threshold, simd, shards and small paths. All are tiny and
+# ``inline="always"`` (numba inlines them into the caller's IR), so the compiled loops are the ones the kernels had
+# written out (outputs identical, bench ratios unchanged). The histogram path (:func:`_hamming_knn_hist`) keeps its
+# own loops: it is off the default path and a like-for-like timing of it could not be taken on a loaded machine.
+#
+# The selection rule of every path: the k smallest (distance, index) pairs. With t the k-th smallest distance (the
+# *threshold*) that is every row at distance < t, then the first ``k − count(d < t)`` rows, in index order, at
+# distance t; rows are read off in (distance, index) order by a stable counting sort on distance.
+
+# _dist4/_dist_words give the raw uint64 sum of popcounts (what the kernels had inline); _dist casts to int64.
+@njit(cache=True, inline="always")
+def _dist4(q0, q1, q2, q3, D, i):
+    """Distance (uint64) of a 256-bit code (words q0..q3, hoisted by the caller) to row i of D, unrolled."""
+    return (popcount64(q0 ^ D[i, 0]) + popcount64(q1 ^ D[i, 1]) + popcount64(q2 ^ D[i, 2])
+            + popcount64(q3 ^ D[i, 3]))
+
+
+@njit(cache=True, inline="always")
+def _dist_words(q, D, i, nw):
+    """Distance (uint64) of packed code q to row i of D, any number of words."""
+    v = np.uint64(0)
+    for w in range(nw):
+        v += popcount64(q[w] ^ D[i, w])
+    return v
+
+
+@njit(cache=True, inline="always")
+def _dist(q, D, i, nw):
+    """Distance (int64) of q to row i of D; 256-bit codes unrolled (the loop-invariant branch is hoisted by LLVM)."""
+    if nw == 4:
+        return np.int64(_dist4(q[0], q[1], q[2], q[3], D, i))
+    return np.int64(_dist_words(q, D, i, nw))
+
+
+@njit(cache=True, inline="always")
+def _words4(q, nw):
+    """The first four words of q (0 past its end), to hoist out of a row loop that uses :func:`_dist4` when nw == 4."""
+    return (q[0], q[1] if nw > 1 else np.uint64(0), q[2] if nw > 2 else np.uint64(0),
+            q[3] if nw > 3 else np.uint64(0))
+
+
+@njit(cache=True, inline="always")
+def _keep(v, t, need_t):
+    """The selection rule for the next row in index order, at distance v, under threshold t with ``need_t`` places left
+    at distance t: (kept, places left at t afterwards)."""
+    if v < t:
+        return True, need_t
+    if v == t and need_t > 0:
+        return True, need_t - 1
+    return False, need_t
+
+
+@njit(cache=True, inline="always")
+def _bucket_starts(counts, nb):
+    """Exclusive prefix sums of ``counts[:nb]``: the output slot where the rows at each distance start."""
+    pos = np.empty(nb, np.int64)
+    acc = 0
+    for v in range(nb):
+        pos[v] = acc
+        acc += counts[v]
+    return pos
+
+
+@njit(cache=True, inline="always")
+def _place(pos, v, i, k, out_i, out_d):
+    """One step of the stable counting sort: row i at distance v into the next slot of its bucket, if among the k."""
+    p = pos[v]
+    pos[v] = p + 1
+    if p < k:
+        out_i[p] = i
+        out_d[p] = v
+
+
+@njit(cache=True, inline="always")
+def _pad(out_i, out_d):
+    """Every slot empty: index −1, distance 2³¹−1 (what stays when fewer than k rows were scanned)."""
+    for s in range(out_i.shape[0]):
+        out_i[s] = -1
+        out_d[s] = 2147483647
+
+
+@njit(cache=True, inline="always")
+def _emit_sorted(cand_i, cand_d, size, hist, k, out_i, out_d):
+    """The first k of ``size`` candidates (in index order; ``hist`` = their distance histogram) by (distance, index),
+    by stable counting sort."""
+    pos = _bucket_starts(hist, hist.shape[0])
+    for j in range(size):
+        _place(pos, cand_d[j], cand_i[j], k, out_i, out_d)
+
+
+@njit(cache=True, inline="always")
+def _new_candidates(m, k, n_bits):
+    """Candidate lists of m queries for the one-pass scans: (cap, cand_i (m, cap), cand_d (m, cap), hist (m, n_bits+2),
+    size (m,), thr (m,) = n_bits + 1, lt (m,) = count of candidates at distance < thr)."""
+    cap = 2 * k + 64
+    return (cap, np.empty((m, cap), np.int64), np.empty((m, cap), np.int64), np.zeros((m, n_bits + 2), np.int64),
+            np.zeros(m, np.int64), np.full(m, n_bits + 1, np.int64), np.zeros(m, np.int64))
+
+
+@njit(cache=True)
+def _compact(cand_i, cand_d, size, hist, thr, lt, k):
+    """Keep the candidates with distance < thr and the first ``k - lt`` (in index order) at distance thr
+    (:func:`_keep`); rebuild the histogram. Returns the new size (≤ k)."""
+    need_t = k - lt
+    w = 0
+    for j in range(size):
+        v = cand_d[j]
+        keep, need_t = _keep(v, thr, need_t)
+        hist[v] -= 1
+        if keep:
+            cand_i[w] = cand_i[j]
+            cand_d[w] = v
+            w += 1
+    for j in range(w):
+        hist[cand_d[j]] += 1
+    return w
+
+
+@njit(cache=True, inline="always")
+def _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap):
+    """Append row i at distance v < t to query x's candidates; return the lowered threshold."""
+    if size[x] == cap:
+        size[x] = _compact(cand_i[x], cand_d[x], size[x], hist[x], t, lt[x], k)
+    s = size[x]
+    cand_i[x, s] = i
+    cand_d[x, s] = v
+    size[x] = s + 1
+    hist[x, v] += 1
+    c = lt[x] + 1
+    while c >= k:  # lower the threshold while ≥ k candidates lie below it
+        t -= 1
+        c -= hist[x, t]
+    lt[x] = c
+    return t
+
+
+# ------------------------------------------------------------------------------------------------- k-NN: older paths
 @njit(cache=True)
 def _hamming_row(q, D, buf, hist):
     n, nw = D.shape
@@ -341,19 +480,9 @@ def _knn_small_block(q, D, lo, hi, k, idx, dist):
     # every row is rejected by one comparison
     nw = D.shape[1]
     worst = dist[k - 1]
-    q0 = q[0]
-    q1 = q[1] if nw > 1 else np.uint64(0)
-    q2 = q[2] if nw > 2 else np.uint64(0)
-    q3 = q[3] if nw > 3 else np.uint64(0)
+    q0, q1, q2, q3 = _words4(q, nw)
     for i in range(lo, hi):
-        if nw == 4:  # 256-bit codes unrolled (the loop-invariant branch is hoisted by LLVM)
-            v = (popcount64(q0 ^ D[i, 0]) + popcount64(q1 ^ D[i, 1]) + popcount64(q2 ^ D[i, 2])
-                 + popcount64(q3 ^ D[i, 3]))
-        else:
-            v = np.uint64(0)
-            for w in range(nw):
-                v += popcount64(q[w] ^ D[i, w])
-        dv = np.int32(v)
+        dv = np.int32(_dist4(q0, q1, q2, q3, D, i) if nw == 4 else _dist_words(q, D, i, nw))
         if dv < worst:
             pos = k - 1
             while pos > 0 and dist[pos - 1] > dv:
@@ -379,65 +508,12 @@ def _hamming_knn_small(Q, D, k, n_groups, block):
         a0 = g * per
         a1 = min(nq, a0 + per)
         for a in range(a0, a1):
-            for s in range(k):
-                dist[a, s] = 1 << 30
-                idx[a, s] = -1
+            _pad(idx[a], dist[a])
         for lo in range(0, n, block):
             hi = min(n, lo + block)
             for a in range(a0, a1):
                 _knn_small_block(Q[a], D, lo, hi, k, idx[a], dist[a])
     return idx, dist
-
-
-@njit(cache=True, inline="always")
-def _dist(q, D, i, nw):
-    if nw == 4:  # 256-bit codes unrolled (the loop-invariant branch is hoisted by LLVM)
-        return np.int64(popcount64(q[0] ^ D[i, 0]) + popcount64(q[1] ^ D[i, 1]) + popcount64(q[2] ^ D[i, 2])
-                        + popcount64(q[3] ^ D[i, 3]))
-    v = np.uint64(0)
-    for w in range(nw):
-        v += popcount64(q[w] ^ D[i, w])
-    return np.int64(v)
-
-
-@njit(cache=True)
-def _compact(cand_i, cand_d, size, hist, thr, lt, k):
-    """Keep the candidates with distance < thr and the first ``k - lt`` (in index order) at distance thr; rebuild the
-    histogram. Returns the new size (≤ k)."""
-    need_t = k - lt
-    w = 0
-    for j in range(size):
-        v = cand_d[j]
-        keep = v < thr
-        if v == thr and need_t > 0:
-            keep = True
-            need_t -= 1
-        hist[v] -= 1
-        if keep:
-            cand_i[w] = cand_i[j]
-            cand_d[w] = v
-            w += 1
-    for j in range(w):
-        hist[cand_d[j]] += 1
-    return w
-
-
-@njit(cache=True, inline="always")
-def _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap):
-    """Append row i at distance v < t to query x's candidates; return the lowered threshold."""
-    if size[x] == cap:
-        size[x] = _compact(cand_i[x], cand_d[x], size[x], hist[x], t, lt[x], k)
-    s = size[x]
-    cand_i[x, s] = i
-    cand_d[x, s] = v
-    size[x] = s + 1
-    hist[x, v] += 1
-    c = lt[x] + 1
-    while c >= k:  # lower the threshold while ≥ k candidates lie below it
-        t -= 1
-        c -= hist[x, t]
-    lt[x] = c
-    return t
 
 
 @njit(cache=True, parallel=True)
@@ -453,18 +529,12 @@ def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
     n = D.shape[0]
     idx = np.empty((nq, k), np.int64)
     dist = np.empty((nq, k), np.int32)
-    cap = 2 * k + 64
     per = (nq + n_groups - 1) // n_groups
     for g in prange(n_groups):
         a0 = g * per
         a1 = min(nq, a0 + per)
         m = max(0, a1 - a0)
-        cand_i = np.empty((m, cap), np.int64)
-        cand_d = np.empty((m, cap), np.int64)
-        hist = np.zeros((m, n_bits + 2), np.int64)
-        size = np.zeros(m, np.int64)
-        thr = np.full(m, n_bits + 1, np.int64)
-        lt = np.zeros(m, np.int64)  # candidates at distance < thr
+        cap, cand_i, cand_d, hist, size, thr, lt = _new_candidates(m, k, n_bits)
         m4 = m - m % 4 if nw == 4 else 0
         for lo in range(0, n, block):
             hi = min(n, lo + block)
@@ -503,20 +573,7 @@ def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
                         t = _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap)
                 thr[x] = t
         for x in range(m):
-            a = a0 + x
-            h = hist[x]
-            pos = np.empty(n_bits + 2, np.int64)
-            acc = 0
-            for v in range(n_bits + 2):
-                pos[v] = acc
-                acc += h[v]
-            for j in range(size[x]):
-                v = cand_d[x, j]
-                p = pos[v]
-                pos[v] = p + 1
-                if p < k:
-                    idx[a, p] = cand_i[x, j]
-                    dist[a, p] = v
+            _emit_sorted(cand_i[x], cand_d[x], size[x], hist[x], k, idx[a0 + x], dist[a0 + x])
     return idx, dist
 
 
@@ -545,6 +602,7 @@ def _block_distances(q, T, nb, nw, buf):
     return m
 
 
+
 @njit(cache=True)
 def _scan_rows(Q, a0, a1, D, r0, r1, k, n_bits, block, out_i, out_d):
     """Queries a0..a1-1 against database rows r0..r1-1 (global indices), one pass: the k smallest (distance, index)
@@ -560,13 +618,7 @@ def _scan_rows(Q, a0, a1, D, r0, r1, k, n_bits, block, out_i, out_d):
     :func:`_hamming_knn_threshold` and the stable-argsort reference."""
     nw = D.shape[1]
     m = a1 - a0
-    cap = 2 * k + 64
-    cand_i = np.empty((m, cap), np.int64)
-    cand_d = np.empty((m, cap), np.int64)
-    hist = np.zeros((m, n_bits + 2), np.int64)
-    size = np.zeros(m, np.int64)
-    thr = np.full(m, n_bits + 1, np.int64)
-    lt = np.zeros(m, np.int64)
+    cap, cand_i, cand_d, hist, size, thr, lt = _new_candidates(m, k, n_bits)
     T = np.empty((nw, block), np.uint64)
     buf = np.empty(block, np.int32)
     for lo in range(r0, r1, block):
@@ -584,22 +636,8 @@ def _scan_rows(Q, a0, a1, D, r0, r1, k, n_bits, block, out_i, out_d):
                         t = _accept(x, lo + i, v, t, cand_i, cand_d, size, hist, lt, k, cap)
                 thr[x] = t
     for x in range(m):
-        h = hist[x]
-        pos = np.empty(n_bits + 2, np.int64)
-        acc = 0
-        for v in range(n_bits + 2):
-            pos[v] = acc
-            acc += h[v]
-        for s in range(k):
-            out_i[x, s] = -1
-            out_d[x, s] = 2147483647
-        for j in range(size[x]):
-            v = cand_d[x, j]
-            p = pos[v]
-            pos[v] = p + 1
-            if p < k:
-                out_i[x, p] = cand_i[x, j]
-                out_d[x, p] = v
+        _pad(out_i[x], out_d[x])
+        _emit_sorted(cand_i[x], cand_d[x], size[x], hist[x], k, out_i[x], out_d[x])
 
 
 @njit(cache=True, parallel=True)
@@ -641,23 +679,12 @@ def _hamming_knn_shards(Q, D, k, n_bits, n_shards, block):
             for j in range(k):
                 if pi[s, a, j] >= 0:
                     cnt[pd[s, a, j]] += 1
-        pos = np.empty(n_bits + 2, np.int64)
-        acc = 0
-        for v in range(n_bits + 2):
-            pos[v] = acc
-            acc += cnt[v]
-        for j in range(k):
-            idx[a, j] = -1
-            dist[a, j] = 2147483647
+        pos = _bucket_starts(cnt, n_bits + 2)
+        _pad(idx[a], dist[a])
         for s in range(n_shards):
             for j in range(k):
                 if pi[s, a, j] >= 0:
-                    v = pd[s, a, j]
-                    p = pos[v]
-                    pos[v] = p + 1
-                    if p < k:
-                        idx[a, p] = pi[s, a, j]
-                        dist[a, p] = v
+                    _place(pos, pd[s, a, j], pi[s, a, j], k, idx[a], dist[a])
     return idx, dist
 
 
