@@ -127,6 +127,16 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     assert "exact Gibbs chains" in m["note"]
     assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
     assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
+    # every point is a sweep task, a function of its arguments alone: re-running one reproduces its row
+    from dpmf_lib.experiments.liu_fig7 import load, nonprivate, point_tasks, run_point
+
+    _, train, test = load("ml-100k", p)
+    _, priors, _ = nonprivate(train, test, p)
+    tasks = point_tasks(p, lambda rho, wf: ref.B if wf == p["weights_from"] else 0.0)
+    (t,) = [t for t in tasks if t["series"] == "gibbs" and t["epsilon"] == tau]
+    again = run_point(t, "ml-100k", train, test, priors, p)["row"]
+    want = gib[gib.epsilon == tau].iloc[0]
+    assert again["test_rmse"] == want.test_rmse and again["ess"] == want.ess and again["rhat"] == want.rhat
     off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
         "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
     assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()

@@ -255,8 +255,54 @@ def epsilon_grid(params: dict, B: float) -> list[float]:
     return eps + [4.0 * B]
 
 
+def point_tasks(params: dict, B_of) -> list[dict]:
+    """The figure's private points in the order their rows appear: per ρ the paper's series over the ε grid; at the
+    first ρ also the clipped-loss series, the other reading of m_i and the exact-Gibbs series (each where enabled).
+    ``B_of(rho, weights_from)`` gives B, which fixes the ε grid's 4B end."""
+    tasks = []
+    for rho in params["rho"]:
+        series = [("paper", "sgld", False, params["weights_from"])]
+        if rho == params["rho"][0]:
+            if params["clipped_loss"]:
+                series.append(("clipped", "sgld", True, params["weights_from"]))
+            if params["weights_alt"]:
+                series.append(("alt", "sgld", False, [w for w in ps.WEIGHTS_FROM if w != params["weights_from"]][0]))
+            if params["gibbs"].get("private_series"):
+                series.append(("gibbs", "gibbs", False, params["weights_from"]))
+        for name, sampler, clip, wf in series:
+            tasks += [{"series": name, "rho": float(rho), "sampler": sampler, "clip_loss": clip, "weights_from": wf,
+                       "epsilon": eps} for eps in epsilon_grid(params, B_of(rho, wf))]
+    return tasks
+
+
+def run_point(task: dict, ds: str, train, test, priors: dict, params: dict) -> dict:
+    """One private point (a sweep task: a function of its arguments alone, so it runs on any backend and its result
+    does not depend on which worker ran it or in what order). Returns the CSV row and, for the exact-Gibbs series at
+    ε = 4B, the reference line's row computed from the same chains."""
+    pre = ps.preprocess(train, tau=tau_for(ds, params), kappa=params["kappa"], rho=task["rho"], seed=params["seed"],
+                        weights_from=task["weights_from"])
+    row, rel, _ = private_point(pre, task["epsilon"], priors, train, test, params, clip_loss=task["clip_loss"], ds=ds,
+                                sampler=task["sampler"])
+    out = {"series": task["series"], "row": row, "B": pre.B, "B_weights": pre.B_weights, "n_trimmed": pre.n_trimmed,
+           "reference": []}
+    if task["series"] == "alt":
+        row.update(method=ALT_WEIGHTS, weights_from=task["weights_from"])
+    if task["series"] == "gibbs":
+        row["sweeps"] = params["gibbs"]["sweeps"]
+        if task["epsilon"] == 4.0 * pre.B:
+            out["reference"] = gibbs_rows(ds, pre, priors, train, test, params, release=rel)
+    return out
+
+
 def run(params: dict) -> pd.DataFrame:
-    """One row per (dataset, method, ρ, ε); baselines carry ε = NaN."""
+    """One row per (dataset, method, ρ, ε); baselines carry ε = NaN.
+
+    The private points of a dataset run as tasks of :func:`dpmf_lib.sweep.grid_map` (``n_jobs``: null →
+    ``$DPMF_SWEEP_JOBS``, default 1, i.e. in-process; ``DPMF_SWEEP_BACKEND=dask`` puts them on a cluster), after the
+    non-private run that fixes their priors. Every point is seeded by ``seed`` alone, so the rows do not depend on the
+    backend or ``n_jobs`` (the ``seconds`` columns aside)."""
+    from ..sweep import grid_map
+
     require_datasets(params)  # first: before any data is loaded or model trained
     require_epsilons(params, tokens=("4B",))
     ps.check_privacy_params(kappa=params["kappa"])
@@ -272,65 +318,55 @@ def run(params: dict) -> pd.DataFrame:
                     n_test=test.n_ratings, tau=tau, kappa=float(params["kappa"]))
         np_rows, priors, _ = nonprivate(train, test, params)
         rows += [{**base, **row, "rho": np.nan, "epsilon": np.nan} for row in np_rows]
+
+        def B_of(rho, wf):
+            return ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
+                                 weights_from=wf).B
+
+        tasks = point_tasks(params, B_of)
+        if ds not in params["gibbs"]["datasets"]:
+            tasks = [t for t in tasks if t["series"] != "gibbs"]
+        done = grid_map(run_point, {"task": tasks}, n_jobs=params.get("n_jobs"),
+                        fixed={"ds": ds, "train": train, "test": test, "priors": priors, "params": params})
+        pts = {}  # (series, ε) → row, first ρ; the paper's series at every ρ under ("paper", ρ, ε)
+        prior_cols = {"lam_bias": priors["lam_bias"], "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
+                      "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))}
         for rho in params["rho"]:
-            pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
-                                weights_from=params["weights_from"])
-            pts = {}
-            for eps in epsilon_grid(params, pre.B):
-                row, _, _ = private_point(pre, eps, priors, train, test, params, ds=ds)
-                pts[eps] = row
-                rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
-                             "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
-                             "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
-                             "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
-            if rho == params["rho"][0] and params["clipped_loss"]:  # ours, after the paper's series (same seeds)
-                for eps in epsilon_grid(params, pre.B):
-                    row, _, _ = private_point(pre, eps, priors, train, test, params, clip_loss=True, ds=ds)
-                    rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
-                                 "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
-                                 "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
-                                 "Lambda_v_mean": float(np.mean(priors["Lambda_v"]))})
-            if rho == params["rho"][0] and params["weights_alt"]:  # the other reading of m_i, same seeds
-                other = [w for w in ps.WEIGHTS_FROM if w != params["weights_from"]][0]
-                pre_alt = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
-                                        weights_from=other)
-                for eps in epsilon_grid(params, pre_alt.B):
-                    row, _, _ = private_point(pre_alt, eps, priors, train, test, params, ds=ds)
-                    rows.append({**base, **row, "method": ALT_WEIGHTS, "weights_from": other, "rho": float(rho),
-                                 "B": pre_alt.B, "B_weights": pre_alt.B_weights, "n_trimmed": pre_alt.n_trimmed})
-            if rho == params["rho"][0]:
-                gibbs_pts, rel_4b = {}, None
-                if params["gibbs"].get("private_series") and ds in params["gibbs"]["datasets"]:
-                    for eps in epsilon_grid(params, pre.B):  # Algorithm 1 with exact Gibbs (ours), same seeds
-                        row, rel, _ = private_point(pre, eps, priors, train, test, params, ds=ds, sampler="gibbs")
-                        gibbs_pts[eps] = row
-                        rel_4b = rel if eps == 4.0 * pre.B else rel_4b
-                        rows.append({**base, **row, "rho": float(rho), "B": pre.B, "B_weights": pre.B_weights,
-                                     "n_trimmed": pre.n_trimmed, "lam_bias": priors["lam_bias"],
-                                     "Lambda_u_mean": float(np.mean(priors["Lambda_u"])),
-                                     "Lambda_v_mean": float(np.mean(priors["Lambda_v"])),
-                                     "sweeps": params["gibbs"]["sweeps"]})
-                rows += [{**base, **row, "rho": float(rho), "B": pre.B}
-                         for row in gibbs_rows(ds, pre, priors, train, test, params, release=rel_4b)]
-                if float(tau) in pts:
-                    sg_a, sg_b = pts[float(tau)], pts[4.0 * pre.B]
-                    a, b = (gibbs_pts[float(tau)], gibbs_pts[4.0 * pre.B]) if gibbs_pts else (sg_a, sg_b)
-                    sampler_note = (f"exact Gibbs chains (ours; the paper's SGLD chains: split-R-hat "
-                                    f"{sg_a['rhat']:.3f} / {sg_b['rhat']:.3f}, ESS {sg_a['ess']:.0f} / "
-                                    f"{sg_b['ess']:.0f}, difference {sg_a['test_rmse'] - sg_b['test_rmse']:.4f})"
-                                    if gibbs_pts else "the paper's SGLD chains")
-                    # both points must be vouched for: an unmeasurable R̂ (NaN) or ESS fails the guard
-                    rh = max(a["rhat"], b["rhat"]) if np.isfinite([a["rhat"], b["rhat"]]).all() else float("inf")
-                    es = min(a["ess"], b["ess"]) if np.isfinite([a["ess"], b["ess"]]).all() else 0.0
-                    met = "/".join("met" if p["constraint_satisfied"] else "NOT met (ε does not hold)" for p in (a, b))
-                    measurements.append(Measurement(
-                        RATING_DP_CLAIM, a["test_rmse"] - b["test_rmse"], label, real,
-                        note=f"RMSE(eps_user = tau = {tau}, i.e. rating-level eps = 1) − RMSE(eps = 4B = "
-                             f"{4 * pre.B:g}); {a['test_rmse']:.4f} vs {b['test_rmse']:.4f}; rho={rho}; "
-                             f"{sampler_note}: split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}; ESS {a['ess']:.0f} / "
-                             f"{b['ess']:.0f}; "
-                             f"range constraint {met} after ≤ {params['private'].get('max_resamples')} redraw(s)",
-                        guards={"chain_split_rhat": rh, "chain_ess": es}))
+            mine = [(t, o) for t, o in zip(tasks, done) if t["rho"] == float(rho)]
+            for t, o in mine:
+                extra = {} if t["series"] == "alt" else prior_cols
+                rows.append({**base, **o["row"], "rho": float(rho), "B": o["B"], "B_weights": o["B_weights"],
+                             "n_trimmed": o["n_trimmed"], **extra})
+                pts[(t["series"], t["epsilon"])] = o["row"]
+            if rho != params["rho"][0]:
+                continue
+            ref = [x for _, o in mine for x in o["reference"]]
+            B = next(o["B"] for t, o in mine if t["series"] == "paper")
+            if not ref:  # no exact-Gibbs series here: the reference line on its own chains
+                pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
+                                    weights_from=params["weights_from"])
+                ref = gibbs_rows(ds, pre, priors, train, test, params)
+            rows += [{**base, **row, "rho": float(rho), "B": B} for row in ref]
+            if ("paper", float(tau)) in pts:
+                sg_a, sg_b = pts[("paper", float(tau))], pts[("paper", 4.0 * B)]
+                gibbs = ("gibbs", float(tau)) in pts
+                a, b = (pts[("gibbs", float(tau))], pts[("gibbs", 4.0 * B)]) if gibbs else (sg_a, sg_b)
+                sampler_note = (f"exact Gibbs chains (ours; the paper's SGLD chains: split-R-hat "
+                                f"{sg_a['rhat']:.3f} / {sg_b['rhat']:.3f}, ESS {sg_a['ess']:.0f} / "
+                                f"{sg_b['ess']:.0f}, difference {sg_a['test_rmse'] - sg_b['test_rmse']:.4f})"
+                                if gibbs else "the paper's SGLD chains")
+                # both points must be vouched for: an unmeasurable R̂ (NaN) or ESS fails the guard
+                rh = max(a["rhat"], b["rhat"]) if np.isfinite([a["rhat"], b["rhat"]]).all() else float("inf")
+                es = min(a["ess"], b["ess"]) if np.isfinite([a["ess"], b["ess"]]).all() else 0.0
+                met = "/".join("met" if q["constraint_satisfied"] else "NOT met (ε does not hold)" for q in (a, b))
+                measurements.append(Measurement(
+                    RATING_DP_CLAIM, a["test_rmse"] - b["test_rmse"], label, real,
+                    note=f"RMSE(eps_user = tau = {tau}, i.e. rating-level eps = 1) − RMSE(eps = 4B = "
+                         f"{4 * B:g}); {a['test_rmse']:.4f} vs {b['test_rmse']:.4f}; rho={rho}; "
+                         f"{sampler_note}: split-R-hat {a['rhat']:.3f} / {b['rhat']:.3f}; ESS {a['ess']:.0f} / "
+                         f"{b['ess']:.0f}; "
+                         f"range constraint {met} after ≤ {params['private'].get('max_resamples')} redraw(s)",
+                    guards={"chain_split_rhat": rh, "chain_ess": es}))
     df = pd.DataFrame(rows)
     return attach(df, sources=sources, measurements=measurements)
 

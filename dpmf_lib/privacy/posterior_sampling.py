@@ -563,9 +563,12 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     def chain(k):
         sk = chain_seed(seed, k)
         if sampler == "gibbs":
-            g = gibbs_chain(pre, eps, Lambda_u=Lambda_u, Lambda_v=Lambda_v, lam_bias=lam_bias, d=d,
-                            sweeps=int(burn_in) + int(rounds), burn_in=int(burn_in), thin=int(thin), seed=sk,
-                            test=test, chain=k)
+            from ..mf.csgd import num_threads
+
+            with num_threads(n_threads):  # the Gibbs blocks are numba-parallel over rows
+                g = gibbs_chain(pre, eps, Lambda_u=Lambda_u, Lambda_v=Lambda_v, lam_bias=lam_bias, d=d,
+                                sweeps=int(burn_in) + int(rounds), burn_in=int(burn_in), thin=int(thin), seed=sk,
+                                test=test, chain=k)
             traces.append(g.trace)
             hst = g.history.assign(chain=k)
             return g, hst
