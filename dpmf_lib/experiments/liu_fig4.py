@@ -45,7 +45,24 @@ def v_spread(samples_V, rated: np.ndarray) -> float:
     return float(stack.std(axis=0, ddof=1).mean())
 
 
+def table_point(zeta: float, repeat: int, table_size: int, train, test, params: dict) -> dict:
+    """One fast-SGLD run (a sweep task: a function of its arguments alone): table size ``table_size`` (0: fresh
+    normal draws), temperature ``zeta``, seed ``seed·1000 + repeat``."""
+    p = {**params, "seed": params["seed"] * 1000 + repeat, "sgld_zeta": zeta}
+    kw = {"noise": "normal"} if table_size == 0 else {"noise": "table", "noise_table_size": int(table_size)}
+    h, res = run_sgld(train, test, params["d"], params["epochs"], p, threads=params["threads"], keep_every=1,
+                      return_result=True, **kw)
+    last = h.iloc[-1]
+    return {"test_rmse_avg": float(last["test_rmse_avg"]), "test_rmse": float(last["test_rmse"]),
+            "v_spread": v_spread(res.samples_V, train.item_counts() > 0)}
+
+
 def run(params: dict) -> pd.DataFrame:
+    """Per dataset, the (ζ, seed, table size) runs go through :func:`dpmf_lib.sweep.grid_map` (``n_jobs``: null →
+    ``$DPMF_SWEEP_JOBS``, default 1; the dask backend puts them on a cluster); each is seeded by its own arguments, so
+    the rows do not depend on the backend."""
+    from ..sweep import grid_map, grid_points
+
     require_datasets(params)  # first: before any data is loaded or model trained
     rows, sources, meas = [], [], []
     zetas = [float(z) for z in params["zetas"]]
@@ -53,19 +70,14 @@ def run(params: dict) -> pd.DataFrame:
         train, test = load_split(ds, params)
         label = train.source.label
         sources.append(train.source)
-        rated = train.item_counts() > 0
+        grid = {"zeta": zetas, "repeat": list(range(params["repeats"])),
+                "table_size": [0] + [int(x) for x in params["table_sizes"]]}
+        done = grid_map(table_point, grid, n_jobs=params.get("n_jobs"),
+                        fixed={"train": train, "test": test, "params": params})
+        for pt, out in zip(grid_points(grid), done):
+            rows.append({"dataset": label, "real": train.source.real, "zeta": pt["zeta"],
+                         "table_size": pt["table_size"], "repeat": pt["repeat"], **out})
         for zeta in zetas:
-            for rep in range(params["repeats"]):
-                p = {**params, "seed": params["seed"] * 1000 + rep, "sgld_zeta": zeta}
-                for size in [0] + list(params["table_sizes"]):
-                    kw = {"noise": "normal"} if size == 0 else {"noise": "table", "noise_table_size": int(size)}
-                    h, res = run_sgld(train, test, params["d"], params["epochs"], p, threads=params["threads"],
-                                      keep_every=1, return_result=True, **kw)
-                    last = h.iloc[-1]
-                    rows.append({"dataset": label, "real": train.source.real, "zeta": zeta, "table_size": int(size),
-                                 "repeat": rep, "test_rmse_avg": float(last["test_rmse_avg"]),
-                                 "test_rmse": float(last["test_rmse"]),
-                                 "v_spread": v_spread(res.samples_V, rated)})
             df = pd.DataFrame(rows)
             g = df[(df.dataset == label) & (df.zeta == zeta)].groupby("table_size").test_rmse_avg.mean()
             big = [s for s in g.index if s >= 10_000]

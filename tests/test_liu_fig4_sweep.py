@@ -1,0 +1,21 @@
+"""Liu Figure 4's runs are sweep tasks (issue #20): the rows depend on each run's own seed, not on the backend."""
+
+import pandas as pd
+
+from dpmf_lib.experiments import liu_fig4
+from dpmf_lib.params import load_params
+
+
+def test_rows_do_not_depend_on_how_many_workers_ran_them():
+    p = load_params("liu_fig4", "smoke", {"threads": 1, "max_ratings": 5000, "table_sizes": [10]})
+    one = liu_fig4.run({**p, "n_jobs": 1})
+    two = liu_fig4.run({**p, "n_jobs": 2})
+    pd.testing.assert_frame_equal(one, two)
+    assert one.attrs["measurements"] == two.attrs["measurements"]
+    # and each row is its task's own result
+    assert len(one) == 2 and list(one.table_size) == [0, 10]
+    from dpmf_lib.experiments._liu_mf import load_split
+
+    train, test = load_split("ml-100k", p)
+    again = liu_fig4.table_point(1.0, 0, 10, train, test, p)
+    assert again["test_rmse_avg"] == one.test_rmse_avg.iloc[1]
