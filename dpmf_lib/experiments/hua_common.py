@@ -6,6 +6,14 @@ checkpoints, seed, the model configuration and a hash of the ``dpmf_lib.objpert`
 the same runs (Figures 1-6 and the mean-increase Figures 7-8, the baseline of every figure) compute them once. The
 cache is the workbook's one result cache (:mod:`dpmf_lib.cache`: ``$DPMF_CACHE_DIR`` or ``figures/.cache``,
 ``$DPMF_CACHE=on|refresh|off``); ``cache: false`` in the parameters turns it off for a notebook. A cached run also stores its data source, so a notebook whose runs are all cached never loads the data.
+
+The runs of a figure are independent of one another (each seeded by its own settings), so a figure first lists the
+distinct runs it needs (a :class:`RunPlan`), computes them as tasks of :func:`dpmf_lib.sweep.grid_map`
+(:func:`run_task`, a function of its arguments alone; ``n_jobs``: null → ``$DPMF_SWEEP_JOBS``, default 1, i.e.
+in-process; ``$DPMF_SWEEP_BACKEND=dask`` puts them on a cluster) and then assembles its rows from the results, in
+the same order as before: the CSV does not depend on the backend or on ``n_jobs``. A run asked for twice (panels (a)
+and (b) of ``hua_fig6.claims_run``, a probability in both panels of Figures 9-10) is computed once, whatever the
+cache.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import functools
 import hashlib
 import inspect
 import math
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +164,78 @@ def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *,
     return cache.cached_call(_compute, *args, enabled=params.get("cache", True))
 
 
+# ---- the runs of a figure as sweep tasks ----------------------------------------------------------------------------
+def _env_of_caller() -> dict:
+    return {k: v for k, v in os.environ.items() if k.startswith("DPMF_")}
+
+
+@contextmanager
+def _dpmf_env(env: dict):
+    """Run with exactly the caller's ``DPMF_*`` variables (cache directory and mode, data and figures directories): a
+    reused loky worker (or a dask worker) keeps the environment it was started with, not the notebook's. In the
+    caller's own process this changes nothing."""
+    mine = _env_of_caller()
+    if mine == env:
+        yield
+        return
+    for k in mine:
+        if k not in env:
+            del os.environ[k]
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k in env:
+            os.environ.pop(k, None)
+        os.environ.update(mine)
+
+
+def run_key(params: dict, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None,
+            noise_scale: str = "theorem1", seed: int | None = None) -> tuple:
+    """What identifies a run within one figure (the arguments of :func:`scenario_run`, normalised as it does)."""
+    return (scenario, dataset, None if eps is None else float(eps), tuple(sorted({int(t) for t in checkpoints})),
+            None if s3 is None else tuple(sorted(s3.items())), noise_scale,
+            int(params["seed"] if seed is None else seed))
+
+
+def run_task(spec: dict, params: dict, env: dict) -> dict:
+    """One run of a figure (a sweep task: a function of its arguments alone, through the result cache of
+    :func:`scenario_run`): ``spec`` holds :func:`scenario_run`'s arguments, ``env`` the caller's ``DPMF_*``
+    variables (so a worker uses the caller's cache directory and ``$DPMF_CACHE``)."""
+    with _dpmf_env(env):
+        return scenario_run(params, spec["scenario"], spec["dataset"], spec["eps"], spec["checkpoints"],
+                            s3=spec["s3"], noise_scale=spec["noise_scale"], seed=spec["seed"])
+
+
+class RunPlan:
+    """The distinct runs a figure needs: :meth:`add` them (it returns the run's key), :meth:`compute` them all at once
+    as sweep tasks, then read the results by key (what :meth:`compute` returned, also kept in ``results``)."""
+
+    def __init__(self, params: dict):
+        self.params = params
+        self.specs: dict[tuple, dict] = {}
+        self.results: dict[tuple, dict] = {}
+
+    def add(self, scenario: str, dataset: str, eps, checkpoints, *, s3: dict | None = None,
+            noise_scale: str = "theorem1", seed: int | None = None) -> tuple:
+        key = run_key(self.params, scenario, dataset, eps, checkpoints, s3=s3, noise_scale=noise_scale, seed=seed)
+        self.specs.setdefault(key, {"scenario": scenario, "dataset": dataset, "eps": eps,
+                                    "checkpoints": list(checkpoints), "s3": s3, "noise_scale": noise_scale,
+                                    "seed": seed})
+        return key
+
+    def compute(self) -> dict[tuple, dict]:
+        """``{key: scenario_run(...)}`` through :func:`dpmf_lib.sweep.grid_map` (``params["n_jobs"]``); the longest
+        runs (most rounds) are handed out first. The results do not depend on the order or the worker."""
+        from ..sweep import grid_map
+
+        keys = sorted(self.specs, key=lambda k: -max(k[3], default=0))  # stable: equal lengths keep their order
+        done = grid_map(run_task, {"spec": [self.specs[k] for k in keys]}, n_jobs=self.params.get("n_jobs"),
+                        fixed={"params": self.params, "env": _env_of_caller()})
+        self.results = dict(zip(keys, done))
+        return self.results
+
+
 def s3_options(params: dict, **override) -> dict:
     o = {"p_join": float(params["p_join"]), "p_leave": float(params["p_leave"]),
          "max_online": int(params["max_online"]), "item_weight": params.get("s3_item_weight", "all_raters")}
@@ -181,46 +263,55 @@ def cdf_rows(summary: dict, **cols) -> pd.DataFrame:
                          "mean_abs_error": summary["mean"], "median_abs_error": summary["median"]})
 
 
-def cdf_experiment(params: dict, scenario: str) -> tuple[pd.DataFrame, dict]:
-    """Panel (a): eps fixed, iterations vary; panel (b): iterations fixed, eps varies; plus the baseline curve."""
-    check(params)
+def cdf_runs(params: dict, scenario: str, plan: RunPlan) -> dict:
+    """Add the runs of a CDF figure to ``plan``; returns their keys (what :func:`cdf_experiment` reads). A run that panels (a)
+    and (b) both ask for (``hua_fig6.claims_run`` sets both to the claim's ε and iterations) is one run: the plan
+    merges it, whatever ``$DPMF_CACHE`` or ``cache: false``."""
     ds = params["dataset"]
     s3 = s3_options(params) if scenario == "s3" else None
+    T = int(params["iterations_fixed"])
+    keys = {"base": plan.add("mf", ds, None, [int(params["baseline_iterations"])]),
+            "a": plan.add(scenario, ds, params["eps_fixed"], params["iterations"], s3=s3),
+            "b": [plan.add(scenario, ds, e, [T], s3=s3) for e in params["eps_values"]]}
+    if w_scaled_for(params, scenario):
+        keys["c"] = [plan.add(scenario, ds, e, [T], s3=s3, noise_scale="w_scaled") for e in params["eps_values"]]
+    if scenario == "s3":
+        keys["s3-nonprivate"] = plan.add("s3", ds, None, [T], s3=s3)
+    return keys
+
+
+def cdf_experiment(params: dict, scenario: str, plan: RunPlan | None = None) -> tuple[pd.DataFrame, dict]:
+    """Panel (a): eps fixed, iterations vary; panel (b): iterations fixed, eps varies; plus the baseline curve.
+
+    The runs are computed at once as sweep tasks (:class:`RunPlan`); ``plan``: a plan that already holds other runs
+    the caller needs (``hua_fig2``'s claim run), computed with these (read them from ``plan.results``)."""
+    check(params)
+    plan = RunPlan(params) if plan is None else plan
+    keys = cdf_runs(params, scenario, plan)
+    runs = plan.compute()
     parts, sources = [], {}
-    base = baseline(params, ds)
+    base = runs[keys["base"]]
     sources[base["source"]["label"]] = base["source"]
     bT = int(params["baseline_iterations"])
     bsum = base["results"][bT]
-    done = {}
-
-    def once(eps, checkpoints) -> dict:
-        """A private run of ``scenario``, computed once per call even where panels (a) and (b) ask for the same one
-        (``hua_fig6.claims_run`` sets both to the claim's ε and iterations): the result cache would otherwise be the
-        only thing that merges them, and it does not under ``$DPMF_CACHE=refresh|off`` or ``cache: false``."""
-        key = (float(eps), tuple(sorted({int(t) for t in checkpoints})))
-        if key not in done:
-            done[key] = scenario_run(params, scenario, ds, eps, checkpoints, s3=s3)
-        return done[key]
-
-    a = once(params["eps_fixed"], params["iterations"])
+    a = runs[keys["a"]]
     for T, s in a["results"].items():
         parts.append(cdf_rows(s, panel="a", scenario=scenario, eps=float(params["eps_fixed"]), iterations=T,
                               curve=f"{T} iterations"))
-    for e in params["eps_values"]:
-        b = once(e, [params["iterations_fixed"]])
-        s = b["results"][int(params["iterations_fixed"])]
+    for e, k in zip(params["eps_values"], keys["b"]):
+        s = runs[k]["results"][int(params["iterations_fixed"])]
         parts.append(cdf_rows(s, panel="b", scenario=scenario, eps=float(e), iterations=int(params["iterations_fixed"]),
                               curve=f"ε = {e:g}"))
     if w_scaled_for(params, scenario):  # panel (c): the labelled variant, eta / W (not covered by Theorem 1)
         T = int(params["iterations_fixed"])
-        for e in params["eps_values"]:
-            w = scenario_run(params, scenario, ds, e, [T], s3=s3, noise_scale="w_scaled")
+        for e, k in zip(params["eps_values"], keys["c"]):
+            w = runs[k]
             assert not eps_holds(w), "the W-scaled variant must not carry an effective eps"
             parts.append(cdf_rows(w["results"][T], panel="c", scenario=f"{scenario}-w_scaled", eps=float(e),
                                   iterations=T, curve=f"ε = {e:g} (stated; does not hold)"))
     if scenario == "s3":  # the dynamic protocol without noise: separates the effect of dynamics from that of noise
         T = int(params["iterations_fixed"])
-        n = scenario_run(params, "s3", ds, None, [T], s3=s3)
+        n = runs[keys["s3-nonprivate"]]
         parts.append(cdf_rows(n["results"][T], panel="b", scenario="s3-nonprivate", eps=math.inf, iterations=T,
                               curve=f"S3 without noise (ε = ∞, {T} it.)"))
     for panel in ("a", "b") + (("c",) if w_scaled_for(params, scenario) else ()):
@@ -274,11 +365,13 @@ def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
 
 # ---- Figures 7-8: mean increase over the baseline ------------------------------------------------------------------
 def increase_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
+    """Every (scenario, noise scale, ε) run of Figures 7-8 is a sweep task (:class:`RunPlan`), the baseline with
+    them."""
     check(params)
     ds = params["dataset"]
-    base = baseline(params, ds)
-    bmean = base["results"][int(params["baseline_iterations"])]["mean"]
-    rows = []
+    plan = RunPlan(params)
+    kbase = plan.add("mf", ds, None, [int(params["baseline_iterations"])])
+    todo = []
     for scen, its, eps_list, panel in (("s1", params["iterations_s12"], params["eps_s12"], "a"),
                                        ("s2", params["iterations_s12"], params["eps_s12"], "a"),
                                        ("s3", params["iterations_s3"], params["eps_s3"], "b")):
@@ -286,15 +379,21 @@ def increase_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
         scales = ("theorem1", "w_scaled") if w_scaled_for(params, scen) else ("theorem1",)
         for ns in scales:
             for e in eps_list:
-                run = scenario_run(params, scen, ds, e, [its], s3=s3, noise_scale=ns)
-                s = run["results"][int(its)]
-                priv = getattr(run["results"], "privacy", {}) or {}
-                rows.append({"panel": panel, "scenario": scen, "noise": NOISE_LABEL[ns], "eps": float(e),
-                             "iterations": int(its), "epsilon_effective": priv.get("epsilon_effective"),
-                             "mean_abs_error": s["mean"], "median_abs_error": s["median"],
-                             "baseline_mean_abs_error": bmean, "mean_increase": s["mean"] - bmean})
-                if ns == "w_scaled":
-                    assert not eps_holds(run), "the W-scaled variant must not carry an effective eps"
+                todo.append((scen, its, panel, ns, e, plan.add(scen, ds, e, [its], s3=s3, noise_scale=ns)))
+    runs = plan.compute()
+    base = runs[kbase]
+    bmean = base["results"][int(params["baseline_iterations"])]["mean"]
+    rows = []
+    for scen, its, panel, ns, e, k in todo:
+        run = runs[k]
+        s = run["results"][int(its)]
+        priv = getattr(run["results"], "privacy", {}) or {}
+        rows.append({"panel": panel, "scenario": scen, "noise": NOISE_LABEL[ns], "eps": float(e),
+                     "iterations": int(its), "epsilon_effective": priv.get("epsilon_effective"),
+                     "mean_abs_error": s["mean"], "median_abs_error": s["median"],
+                     "baseline_mean_abs_error": bmean, "mean_increase": s["mean"] - bmean})
+        if ns == "w_scaled":
+            assert not eps_holds(run), "the W-scaled variant must not carry an effective eps"
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", base["source"]["label"])
     return df, {base["source"]["label"]: base["source"]}
@@ -364,27 +463,34 @@ def figure_seeds(params: dict) -> list[int]:
 
 def joinleave_experiment(params: dict) -> tuple[pd.DataFrame, dict]:
     """One row per (panel, probability, seed) over :func:`figure_seeds`; the baseline of each seed is its own
-    non-private MF (same initialisation)."""
+    non-private MF (same initialisation). Every run of every seed is a sweep task (:class:`RunPlan`)."""
     check(params)
     ds = params["dataset"]
     its = int(params["iterations_s3"])
     bT = int(params["baseline_iterations"])
-    rows, sources = [], {}
+    plan = RunPlan(params)
+    todo = []
     for seed in figure_seeds(params):
-        base = scenario_run(params, "mf", ds, None, [bT], seed=seed)
-        sources[base["source"]["label"]] = base["source"]
-        bmean = base["results"][bT]["mean"]
+        kbase = plan.add("mf", ds, None, [bT], seed=seed)
         for panel, var, values, fixed in (("a", "p_join", params["p_join_values"], {"p_leave": params["p_leave"]}),
                                           ("b", "p_leave", params["p_leave_values"], {"p_join": params["p_join"]})):
             for v in values:
                 s3 = s3_options(params, **fixed, **{var: float(v)})
-                run = scenario_run(params, "s3", ds, params["eps_fixed"], [its], s3=s3, seed=seed)
-                s = run["results"][its]
-                rows.append({"panel": panel, "varied": var, "probability": float(v), "p_join": s3["p_join"],
-                             "p_leave": s3["p_leave"], "eps": float(params["eps_fixed"]), "iterations": its,
-                             "seed": seed, "mean_abs_error": s["mean"], "baseline_mean_abs_error": bmean,
-                             "mean_increase": s["mean"] - bmean, "online_mean": run["online_mean"],
-                             "participants_mean": run["participants_mean"]})
+                todo.append((seed, kbase, panel, var, v, s3,
+                             plan.add("s3", ds, params["eps_fixed"], [its], s3=s3, seed=seed)))
+    runs = plan.compute()
+    rows, sources = [], {}
+    for seed, kbase, panel, var, v, s3, k in todo:
+        base = runs[kbase]
+        sources[base["source"]["label"]] = base["source"]
+        bmean = base["results"][bT]["mean"]
+        run = runs[k]
+        s = run["results"][its]
+        rows.append({"panel": panel, "varied": var, "probability": float(v), "p_join": s3["p_join"],
+                     "p_leave": s3["p_leave"], "eps": float(params["eps_fixed"]), "iterations": its,
+                     "seed": seed, "mean_abs_error": s["mean"], "baseline_mean_abs_error": bmean,
+                     "mean_increase": s["mean"] - bmean, "online_mean": run["online_mean"],
+                     "participants_mean": run["participants_mean"]})
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", base["source"]["label"])
     return df, sources
