@@ -266,8 +266,8 @@ def test_block_minimum_equal_to_the_threshold_and_shard_ties():
 
 def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
     # #15/#19 (shared selection helpers): 4-bit codes put thousands of rows at the threshold distance, so every
-    # path's candidate list is compacted many times (cap = 2k + 64) and the first rows at the threshold must win; seven
-    # queries give the threshold kernel one group of four and a remainder of three; k = n and k = n − 1 included
+    # path's candidate list is compacted many times (cap = 2k + 64) and the first rows at the threshold must win;
+    # k = n and k = n − 1 included. (1-word codes never take the unrolled four-query loop: the 256-bit part does.)
     rng = np.random.default_rng(19)
     A, B = _signs(rng, 7, 4), _signs(rng, 3000, 4)
     PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
@@ -279,8 +279,9 @@ def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
         for block in (1, 7):  # block edges between tied rows, groups of 1 and 2 queries
             for groups in (1, 4):
                 _check(PA, PB, A, B, k, 64, *K._hamming_knn_threshold(PA, PB, k, 64, groups, block))
-    # 256-bit codes (the unrolled four-queries path of the threshold kernel) with exact duplicates at the threshold
-    A, B = _signs(rng, 6, 256), _signs(rng, 700, 256)
+    # 256-bit codes (4 words: the unrolled four-query loop of the threshold kernel) with exact duplicates at the
+    # threshold; 11 queries in 1 group = two passes of four and a remainder of three, on any thread count
+    A, B = _signs(rng, 11, 256), _signs(rng, 700, 256)
     B[50:90] = A[2]
     B[400:420] = A[2]
     PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
@@ -288,3 +289,4 @@ def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
         for method in ("simd", "shards", "threshold", "hist"):
             _check(PA, PB, A, B, k, 256, *K.hamming_knn_kernel(PA, PB, k, 256, method))
         _check(PA, PB, A, B, k, 256, *K._hamming_knn_threshold(PA, PB, k, 256, 2, 3))
+        _check(PA, PB, A, B, k, 256, *K._hamming_knn_threshold(PA, PB, k, 256, 1, 3))

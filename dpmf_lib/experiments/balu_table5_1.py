@@ -30,8 +30,8 @@ against the tight frames — the best-tractable gap is taken between tight-frame
 so the dependence between the two frames of a pair enters no reported mean, only a frame-by-frame LSH-vs-frame
 difference, which nothing reads. To make them independent one would draw them from two children of child k
 (``ss.spawn(2)``: Gaussian projections from the first, the tight frame from the second) in :func:`per_frame_mse`;
-that changes every per-frame value, and the outputs, so it is not done.) The per-frame values are in :func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a
-checksum of the frame, MSE). The MSE claims and the "best tractable" gap (the mean over frames of the per-frame gap)
+that changes every per-frame value, and the outputs, so it is not done.) The per-frame values are in
+:func:`frames_table` (``<name>_frames.csv``: method, frame, its seed, a checksum of the frame, MSE). The MSE claims and the "best tractable" gap (the mean over frames of the per-frame gap)
 read these frame averages; the ``mse`` column is the one frame (``SeedSequence(seed)``) on all encoded vectors that
 the entropy and time columns use. The frames encode with ``antisparse_solver`` too: with ``lp`` that is one LP per
 vector per frame (~2 ms each: ~400 s for 10 frames of 20,000 vectors).

@@ -602,7 +602,6 @@ def _block_distances(q, T, nb, nw, buf):
     return m
 
 
-
 @njit(cache=True)
 def _scan_rows(Q, a0, a1, D, r0, r1, k, n_bits, block, out_i, out_d):
     """Queries a0..a1-1 against database rows r0..r1-1 (global indices), one pass: the k smallest (distance, index)
