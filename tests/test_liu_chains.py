@@ -200,3 +200,33 @@ def test_gibbs_sampler_refuses_what_it_cannot_sample():
         ps.sample_private(pre, 1.0, redraw="continue", **kw)
     with pytest.raises(ParameterError, match="sampler"):
         ps.sample_private(pre, 1.0, **{**kw, "sampler": "hmc"})
+
+
+def test_gibbs_blocks_sample_the_sgld_paths_target(monkeypatch):
+    # the review's mutations (likelihood ε/(4B) instead of ε/(2B), Λ_v on the U block, b_0 from the data, weights
+    # dropped) all passed a test that compared sample_private(gibbs) with gibbs_reference, which share gibbs_chain:
+    # check what the blocks are given against the SGLD path's own definition of the target
+    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=3.0, seed=0)
+    assert len(np.unique(pre.rating_weights)) > 1  # the weights are not all 1, so dropping them shows
+    calls, real = [], ps._gibbs_side_kernel
+
+    def spy(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b):
+        calls.append((indptr.copy(), wts.copy(), b0, reg.copy(), lik, X.shape[0]))
+        return real(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b)
+
+    monkeypatch.setattr(ps, "_gibbs_side_kernel", spy)
+    eps, lu, lv, lb, lam_r = 0.7 * pre.B, np.array([2.0, 3.0]), np.array([5.0, 7.0]), 0.5, 2.0
+    rel = ps.sample_private(pre, eps, Lambda_u=lu, Lambda_v=lv, lam_bias=lb, d=2, lambda_r=lam_r, rounds=2,
+                            burn_in=1, seed=1, sampler="gibbs", check_range=False)
+    t = pre.train
+    assert len(calls) == 2 * 3  # (users block, items block) per sweep, 3 sweeps
+    for k, (indptr, wts, b0, reg, lik, n_other) in enumerate(calls):
+        users_block = k % 2 == 0
+        assert lik == pytest.approx(rel.likelihood_scale * lam_r) and lik == pytest.approx(eps / (2 * pre.B))
+        assert b0 == 0.5 * (pre.rating_scale[0] + pre.rating_scale[1]) == rel.b0
+        np.testing.assert_allclose(reg, np.r_[lu if users_block else lv, lb])
+        assert n_other == (t.n_items if users_block else t.n_users)
+        rows = t.users if users_block else t.items
+        want = pre.rating_weights[np.argsort(rows, kind="stable")]
+        np.testing.assert_array_equal(wts, want.astype(np.float64))
+    assert np.isnan(rel.step_nN)

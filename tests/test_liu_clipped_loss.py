@@ -137,6 +137,17 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     again = run_point(t, "ml-100k", train, test, priors, p)["row"]
     want = gib[gib.epsilon == tau].iloc[0]
     assert again["test_rmse"] == want.test_rmse and again["ess"] == want.ess and again["rhat"] == want.rhat
+    # not circular (run() calls run_point too): the task is Algorithm 1 at the run's own seed
+    from dpmf_lib.privacy import posterior_sampling as pss
+
+    pre = pss.preprocess(train, tau=int(tau), kappa=p["kappa"], rho=p["rho"][0], seed=p["seed"],
+                        weights_from=p["weights_from"])
+    gp = p["gibbs"]
+    direct = pss.sample_private(pre, tau, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=p["d"],
+                               lambda_r=p["lambda_r"], lam_bias=priors["lam_bias"], sampler="gibbs",
+                               rounds=gp["sweeps"] - gp["burn_in"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                               max_resamples=p["private"]["max_resamples"], seed=p["seed"], test=test)
+    assert again["ess"] == direct.ess and again["test_rmse"] == direct.local_model(train).rmse(test)
     off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
         "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
     assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()

@@ -19,3 +19,15 @@ def test_rows_do_not_depend_on_how_many_workers_ran_them():
     train, test = load_split("ml-100k", p)
     again = liu_fig4.table_point(1.0, 0, 10, train, test, p)
     assert again["test_rmse_avg"] == one.test_rmse_avg.iloc[1]
+
+
+def test_a_task_is_the_sgld_run_at_its_own_seed():
+    # not circular (run() calls table_point too): the run is fast SGLD at seed·1000 + repeat with the table size
+    from dpmf_lib.experiments._liu_mf import load_split, run_sgld
+
+    p = load_params("liu_fig4", "smoke", {"threads": 1, "max_ratings": 5000})
+    train, test = load_split("ml-100k", p)
+    got = liu_fig4.table_point(1.0, 1, 10, train, test, p)
+    h = run_sgld(train, test, p["d"], p["epochs"], {**p, "seed": p["seed"] * 1000 + 1, "sgld_zeta": 1.0},
+                 threads=1, noise="table", noise_table_size=10)
+    assert got["test_rmse_avg"] == float(h.iloc[-1]["test_rmse_avg"])

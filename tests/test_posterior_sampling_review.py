@@ -32,11 +32,20 @@ def test_a_release_must_say_how_its_redraws_were_made():
     # the dataclass once defaulted to "continue" while sample_private defaults to "fresh": a release built without the
     # field misreported its redraws. Now it is a required keyword, checked against REDRAWS.
     with pytest.raises(TypeError, match="redraw"):
-        ps.PrivateRelease(*_release_args())
+        ps.PrivateRelease(*_release_args(), sampler="sgld")
     with pytest.raises(ParameterError, match="redraw"):
-        ps.PrivateRelease(*_release_args(), redraw="again")
+        ps.PrivateRelease(*_release_args(), redraw="again", sampler="sgld")
     for r in ps.REDRAWS:
-        assert ps.PrivateRelease(*_release_args(), redraw=r).redraw == r
+        assert ps.PrivateRelease(*_release_args(), redraw=r, sampler="sgld").redraw == r
+
+
+def test_a_release_must_say_which_sampler_ran():
+    with pytest.raises(TypeError, match="sampler"):
+        ps.PrivateRelease(*_release_args(), redraw="fresh")
+    with pytest.raises(ParameterError, match="sampler"):
+        ps.PrivateRelease(*_release_args(), redraw="fresh", sampler="hmc")
+    for s in ps.SAMPLERS:
+        assert ps.PrivateRelease(*_release_args(), redraw="fresh", sampler=s).sampler == s
 
 
 def test_sample_private_reports_the_redraw_that_ran():

@@ -213,9 +213,10 @@ def gibbs_rows(ds: str, pre, priors, train, test, params: dict, release=None) ->
     if ds not in gp["datasets"]:
         return []
     t0 = time.perf_counter()
-    if release is not None:
-        g = {"models": release.chain_models[:int(gp["n_chains"])], "n_chains": int(gp["n_chains"]),
-             "rhat": release.rhat, "ess": release.ess}
+    if release is not None:  # its first n_chains chains (a redraw may have run more): the reference's own
+        n = int(gp["n_chains"])
+        g = {"models": release.chain_models[:n], "n_chains": n,
+             **ps.chain_diagnostics(release.trace[release.trace.chain < n])}
     else:
         g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
                                lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],

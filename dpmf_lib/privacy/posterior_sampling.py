@@ -442,7 +442,8 @@ class PrivateRelease:
     # how the redraws of lines 5–6 were made (one of REDRAWS): keyword-only and without a default, so a release can
     # not misreport it (a default of "continue" once contradicted sample_private's default "fresh")
     redraw: str = field(kw_only=True)
-    sampler: str = field(kw_only=True, default="sgld")  # one of SAMPLERS: which sampler of the target ran
+    # which sampler of the target ran (one of SAMPLERS): keyword-only without a default, like ``redraw``
+    sampler: str = field(kw_only=True)
     rhat: float = float("nan")
     ess: float = float("nan")
     trace: pd.DataFrame | None = None
@@ -657,7 +658,8 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                           seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats), loss_clipped=bool(clip_loss),
                           n_chains=len(runs), released_chain=released, redraw=redraw, sampler=sampler,
                           rhat=diag["rhat"],
-                          ess=diag["ess"], trace=trace, chain_models=[r.model for r, _ in runs], step_nN=float(h))
+                          ess=diag["ess"], trace=trace, chain_models=[r.model for r, _ in runs],
+                          step_nN=float(h) if sampler == "sgld" else float("nan"))  # Gibbs has no step
 
 
 def fixed_priors(sgld_result) -> dict:
@@ -934,7 +936,7 @@ def gibbs_chain(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, lam_bi
 
     eps = check_epsilon(epsilon)
     t = pre.train
-    lik = float(eps / (2.0 * pre.B))  # s λ_r with s = ε / (2 B λ_r)
+    lik = likelihood_scale(eps, pre.B, 1.0)  # s λ_r = ε / (2B): the SGLD path's exponent ε/(4B) Σ w (r − r̂)², any λ_r
     Lu = np.broadcast_to(np.asarray(Lambda_u, np.float64), (d,))
     Lv = np.broadcast_to(np.asarray(Lambda_v, np.float64), (d,))
     reg_u = np.concatenate([Lu, [float(lam_bias)]])
