@@ -136,3 +136,34 @@ def test_layout_helpers_equal_numpy():
     users = np.sort(rng.integers(0, 50, 300)).astype(np.int32)  # some users without ratings, incl. the last ones
     np.testing.assert_array_equal(_sorted_ptr(users, 60), np.searchsorted(users, np.arange(61)))
     np.testing.assert_array_equal(_sorted_ptr(users[:0], 3), [0, 0, 0, 0])
+
+
+def test_layout_kernels_stay_in_bounds(tmp_path):
+    """#19 review: an 8-byte overflow of a per-batch buffer left every output unchanged, so the equality tests passed;
+    NUMBA_BOUNDSCHECK=1 (a fresh compile in a subprocess) turns any out-of-bounds access into an IndexError. Edge
+    cases: short last batches, users and whole blocks without ratings, single-user blocks, one tier, empty tiers."""
+    import os
+    import subprocess
+    import sys
+
+    script = r'''
+import numpy as np
+from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.mf.layout import tiered_layout, tiered_layout_reference
+rng = np.random.default_rng(0)
+def R(u, i, nu, ni):
+    return Ratings(np.asarray(u, np.int32), np.asarray(i, np.int32), np.ones(len(u), np.float32), nu, ni, (1.0, 5.0),
+                   DataSource("toy", False, note="t"))
+cases = [R([0, 0, 1], [0, 1, 1], 2, 2), R(rng.integers(0, 37, 400), rng.integers(0, 50, 400), 45, 80)]
+u = rng.integers(0, 20, 300); cases.append(R(u[u % 3 != 0], rng.integers(0, 30, 300)[u % 3 != 0], 29, 30))
+for r in cases:
+    for bu, tiers, il in [(10, (1000,), 8), (1, (5,), 8), (7, (5, 10), 8), (9, (1, 2, 3), 3), (3, (2, 60), 1000),
+                          (12, (5, 10), 1)]:
+        a = tiered_layout(r, block_users=bu, tiers=tiers, interleave=il, seed=1)
+        b = tiered_layout_reference(r, block_users=bu, tiers=tiers, interleave=il, seed=1)
+        assert np.array_equal(a.order, b.order)
+print("ok")
+'''
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -142,3 +142,16 @@ def test_no_bias_mode_keeps_biases_zero():
     res = sample_sgld(r, d=4, epochs=2, biases=False, n_threads=1, noise_table_size=1024, tiers=(5, 10), block_users=7)
     assert res.model.b0 == 0.0 and not res.model.bu.any() and not res.model.bi.any()
     assert np.isfinite(res.model.U).all()
+
+
+def test_default_noise_table_grows_with_d():
+    # review of #19: a fixed 2^16 table holds only 32 non-overlapping segments at d = 2048 (Liu Fig 2); the default
+    # keeps ≥ 512 segments of d + 1 numbers (the paper's 10,000 numbers at d = 16 are ≈ 590)
+    from dpmf_lib.mf.sgld import default_table_size
+
+    assert default_table_size(16) == 1 << 16 and default_table_size(127) == 1 << 16
+    assert default_table_size(128) == 1 << 17 and default_table_size(512) == 1 << 19
+    assert default_table_size(2048) == 1 << 21
+    for d in (1, 16, 100, 128, 300, 512, 1000, 2048, 4096):
+        size = default_table_size(d)
+        assert size & (size - 1) == 0 and size // (d + 1) >= 512 and (size == 1 << 16 or size // 2 < 512 * (d + 1))

@@ -94,8 +94,13 @@ def _p(pos, ident, x):
 
 @njit(cache=True, inline="always")
 def _tier_of(j, bounds):
+    # no `t < n and j >= bounds[t]` condition: numba's parallel-loop optimiser hoisted bounds[0] out of it, an
+    # out-of-bounds read (value unused) on the empty bounds of a single tier that NUMBA_BOUNDSCHECK=1 reports
+    n = bounds.shape[0]
     t = 0
-    while t < bounds.shape[0] and j >= bounds[t]:
+    while t < n:
+        if j < bounds[t]:
+            break
         t += 1
     return t
 

@@ -32,20 +32,20 @@ the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 Speed (#19, d = 128, 1 thread, this machine): the fused table step (:func:`_sgld_range_table`) compiles to packed
 AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratings ahead and the next update's table
 segments. It still does about twice C-SGD's vector work per update (two passes that each read four rows and write two,
-against C-SGD's two reads and one write-back, plus the Λ rows) and reads two random 0.5 KB table segments from a 4 MB
-table; measured in one process: SGLD ~0.4x C-SGD with everything in L1 and a 16 KB table, ~0.35x on the benchmark's
-data with a 2^20-entry table, ~0.45x with 2^16 entries.
+against C-SGD's two reads and one write-back, plus the Λ rows) and reads two random table segments of d + 2 numbers
+per update; measured in one process: SGLD ~0.4x C-SGD with everything in L1 and a 16 KB table, ~0.35x on the
+benchmark's data with a 2^20-entry table, ~0.45x with 2^17 entries.
 
-**Default table: 2^16 = 65,536 standard normals (256 KB), since #19; it was 2^20 (4 MB) before**, so every fast-mode
-SGLD result drawn with the default changed (not in distribution — see the paper's evidence below — but in bytes:
-other draws). Why this size: the paper's fast SGLD reads contiguous segments of a pre-generated Gaussian table at
-random offsets (Section 5.4: "a few MB of data suffice") and its Figure 4 finds results "essentially
-indistinguishable" from fresh normals "once we have more than 10,000 numbers" (our ``liu_fig4`` re-measures this with
-explicit sizes, which mean what they say and are unaffected by the default). 2^16 is 6.5x the paper's threshold and
-fits this machine's 1 MB L2 beside the factor rows, while a 4 MB table sits in L3 and its two random 0.5 KB segments
-per update (d = 128) compete with the out-of-L3 user rows: measured 1.0-1.3x faster SGLD at d = 128 (``mf``
-benchmark, same process). The cost is fewer distinct noise segments (65,536 starting offsets); pass a larger
-``noise_table_size`` (e.g. ``1 << 20``, the old default) where that matters.
+**Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
+≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
+about the paper's own threshold in segments (its Figure 4 finds results "essentially indistinguishable" from fresh
+normals "once we have more than 10,000 numbers", at d = 16: ≈ 590 segments). Overlapping segments are shifted copies
+of the same numbers (noise correlated across vectors), so the size has to grow with d: 2^16 at d ≤ 127 (256 KB,
+fits this machine's 1 MB L2 beside the factor rows), 2^17 at d = 128, 2^19 at d = 512, 2^21 at d = 2048 (where a
+fixed 2^16 would hold only 32 segments, and one update's u and v segments would overlap 6 % of the time). A smaller
+table is faster at large d (1.0-1.3x at d = 128: its random segments compete less with the out-of-L3 user rows), so
+the size is a trade; every fast-mode result drawn with the default changed bytes (other draws) when it was
+introduced. An explicit ``noise_table_size`` means what it says (``liu_fig4`` studies it).
 
 For Liu Algorithm 1 (DP posterior sampling, density ∝ exp(−ε/(4B) F)): pass ``likelihood_scale``, per-rating ``weights``
 w_i, and ``fixed_lambda``; the returned ``SGLDResult.samples_V`` holds the V samples to release.
@@ -290,11 +290,18 @@ def _as_lambda(x, d, name):
     return np.ascontiguousarray(a)
 
 
+def default_table_size(d: int) -> int:
+    """The fast sampler's default Gaussian-table size at dimension ``d``: the smallest power of two ≥ 512 (d + 1),
+    at least 2^16 (see the module docstring: ≥ 512 non-overlapping segments, as the paper's 10,000 numbers at d = 16)."""
+    need = 512 * (int(d) + 1)
+    return max(1 << 16, 1 << (need - 1).bit_length())
+
+
 def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = None, gamma: float = 0.6,
                 zeta: float = 1.0, lambda_r: float = 1.0, alpha: float = 1.0, beta: float = 100.0,
                 lambda_init: float = 1.0, fixed_lambda=None, lam_bias: float = 1.0, likelihood_scale: float = 1.0,
                 weights: np.ndarray | None = None, mode: str = "fast", noise: str | None = None,
-                schedule: str | None = None, noise_table_size: int = 1 << 16, order: str = "tiered",
+                schedule: str | None = None, noise_table_size: int | None = None, order: str = "tiered",
                 block_users: int = 1000, tiers=(500, 4000), prefetch_stride: int = 8, n_threads: int | None = None,
                 seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0, model: MFModel | None = None,
                 init_scale: float | None = None, layout: Layout | None = None, freeze_items: bool = False,
@@ -302,7 +309,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 time_budget: float | None = None, clip_prediction=None) -> SGLDResult:
     """Run SGLD for ``epochs`` rounds; returns the last sample, per-round history and kept V samples.
 
-    ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
+    ``noise_table_size``: entries of the Gaussian lookup table in fast mode; ``None`` → :func:`default_table_size`
+    (grows with ``d``). ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
     is the same ηN). ``mode``: "fast" (lookup table + lazy noise) or "exact" (fresh normals + eager noise);
     ``noise`` / ``schedule`` override either part. ``weights``: per-rating w_r aligned with ``train``.
     ``fixed_lambda``: ``(Λ_u, Λ_v)`` scalars or length-d vectors, disables the Gibbs step.
@@ -373,6 +381,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     if schedule == "lazy":
         gap_u, gap_v, fl_u, fl_v = lay.lazy_counters()
     use_table = noise == "table"
+    if noise_table_size is None:
+        noise_table_size = default_table_size(d)
     table = GaussianTable.create(int(noise_table_size), seed=seed) if use_table else None
     ext = table.extended(d + 2) if use_table else np.zeros(1, np.float32)
     size = table.size if use_table else 1

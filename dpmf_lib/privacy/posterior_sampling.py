@@ -629,7 +629,12 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     model = res.model
     history = pd.concat(hist, ignore_index=True)
     satisfied = bool(check_range and viol and viol[-1] == 0)
-    caveats = ["SGLD runs a finite chain: ε holds for the targeted posterior, not for the law of this sample",
+    first = "SGLD runs a finite chain: ε holds for the targeted posterior, not for the law of this sample"
+    if sampler == "sgld" and mode == "fast":
+        size = res.extra.get("noise_table_size") if hasattr(res, "extra") else None
+        first += (f"; its noise is read from a Gaussian lookup table of {size} numbers at random offsets (the paper's "
+                  "fast SGLD), not fresh draws")
+    caveats = [first,
                "Λ_u, Λ_v (and λ_b) come from a non-private run on the same data: data-dependent hyper-parameters "
                "that ε does not account for"]
     if clip_loss:
