@@ -23,5 +23,6 @@ def ratio(name: str, value: float, target: str | None) -> dict:
         return {"name": name, "value": float(value), "target": None, "met": None}
     op, _, num = target.partition(" ")
     bound = float(num)
+    value = float(value)  # a numpy scalar would give a numpy bool, which the JSON writer turned into "False"
     met = {">=": value >= bound, "<=": value <= bound, ">": value > bound, "<": value < bound}.get(op)
-    return {"name": name, "value": float(value), "target": target, "met": met}
+    return {"name": name, "value": value, "target": target, "met": met}
