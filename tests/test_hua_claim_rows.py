@@ -59,7 +59,7 @@ def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
     from tests.test_hua_w_scaled import fake_scenario_run
 
     monkeypatch.setattr(hc, "scenario_run", fake_scenario_run([]))
-    params = {**load_params("hua_fig6", "paper"), "cache": False}
+    params = {**load_params("hua_fig6", "paper"), "cache": False, "n_jobs": 1}  # the fake lives in this process
     df = hua_fig6.run(params)
     (m,) = df.attrs["measurements"]
     # the fake's Theorem-1 S3 mean at eps = 0.05, T = 10^4 (10 / eps * 2 + 1) minus its baseline 0.3

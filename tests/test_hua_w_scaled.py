@@ -158,7 +158,7 @@ def test_figs_3_to_6_add_the_w_scaled_panel_beside_the_theorem1_panels(name, mon
     mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
     calls: list = []
     monkeypatch.setattr(hc, "scenario_run", fake_scenario_run(calls))
-    params = {**load_params(name, "paper"), "cache": False}
+    params = {**load_params(name, "paper"), "cache": False, "n_jobs": 1}  # the fake lives in this process
     assert params["w_scaled_variant"] is True
     # ci draws it too, except hua_fig6 (its S3 runs on ML-100K are the expensive ones, as in hua_fig7/8)
     assert hc.w_scaled_for(load_params(name, "ci"), mod.SCENARIO) == (name != "hua_fig6")
