@@ -1,4 +1,4 @@
-"""Small synthetic problems shared by the tests/test_mf_*.py files."""
+"""Small synthetic problems shared by the tests (tests/test_mf_*.py, the Liu chain and release tests)."""
 
 import numpy as np
 
@@ -29,3 +29,13 @@ def conjugate_toy(n_users=200, n_items=10, d=3, seed=0, v_scale=0.3):
     vals = (np.einsum("ij,ij->i", Ustar[users], V[items]) + rng.standard_normal(len(users))).astype(np.float32)
     r = Ratings(users, items, vals, n_users, n_items, (-10.0, 10.0), DataSource("toy", False, note="conjugate toy"))
     return r, V
+
+
+def dense_toy(seed=0, n_users=12, n_items=8) -> Ratings:
+    """Every (user, item) pair rated with probability 0.7, ratings uniform on 1..5: the Liu chain/release tests' toy."""
+    rng = np.random.default_rng(seed)
+    u, i = np.meshgrid(np.arange(n_users), np.arange(n_items), indexing="ij")
+    keep = rng.random(u.shape) < 0.7
+    vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
+    return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
+                   DataSource("toy", False, note="test toy"))

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.privacy import posterior_sampling as ps
+from mf_toys import dense_toy
 
 
 def test_split_rhat_catches_a_non_mixed_chain_and_passes_a_mixed_one():
@@ -29,17 +29,8 @@ def test_ess_of_iid_and_ar1_chains():
     assert 0.75 * expect < ps.ess_chains(x) < 1.25 * expect
 
 
-def _tiny(seed=0, n_users=12, n_items=8):
-    rng = np.random.default_rng(seed)
-    u, i = np.meshgrid(np.arange(n_users), np.arange(n_items), indexing="ij")
-    keep = rng.random(u.shape) < 0.7
-    vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
-    return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
-                   DataSource("toy", False, note="test toy"))
-
-
 def test_redraws_are_separate_chains_with_their_own_seeds():
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, n_chains=2, eta_n_max=1.0,
               n_threads=1, seed=3, max_resamples=3)
     rel = ps.sample_private(pre, 0.01, **kw)  # broad posterior: every draw violates the range, the loop gives up
@@ -58,7 +49,7 @@ def test_redraws_are_separate_chains_with_their_own_seeds():
 
 
 def test_gibbs_block_kernel_matches_numpy_reference():
-    r = _tiny(2)
+    r = dense_toy(2)
     rng = np.random.default_rng(5)
     d = 3
     w = rng.uniform(0.2, 1.0, r.n_ratings)
@@ -74,7 +65,7 @@ def test_gibbs_block_kernel_matches_numpy_reference():
 
 
 def test_gibbs_block_draws_have_the_conditional_moments():
-    r = _tiny(3, n_users=1, n_items=6)
+    r = dense_toy(3, n_users=1, n_items=6)
     d = 2
     rng = np.random.default_rng(7)
     w = np.ones(r.n_ratings)
@@ -97,7 +88,7 @@ def test_gibbs_block_draws_have_the_conditional_moments():
 
 
 def test_gibbs_reference_mixes_on_a_small_problem():
-    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
     g = ps.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
                            n_chains=2, seed=1)
     assert g["n_chains"] == 2 and g["rhat"] < 1.1 and len(g["models"]) == 2
@@ -106,7 +97,7 @@ def test_gibbs_reference_mixes_on_a_small_problem():
 def test_bad_chain_parameters_raise():
     from dpmf_lib.errors import ParameterError
 
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     for bad in (dict(n_chains=0), dict(burn_in=-1), dict(thin=0), dict(redraw="again")):
         with pytest.raises(ParameterError):
             ps.sample_private(pre, 1.0, Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=2, seed=0, **bad)
@@ -131,7 +122,7 @@ def test_no_two_sgld_runs_of_a_release_share_a_noise_seed(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(mf, "sample_sgld", spy)
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=4, n_chains=3, eta_n_max=1.0,
               n_threads=1, seed=3, max_resamples=0)
     rel = ps.sample_private(pre, 0.01, **kw)
@@ -166,7 +157,7 @@ def test_an_unmeasurable_statistic_leaves_the_chains_unvouched_for():
 
 
 def test_gibbs_release_is_the_final_state_of_an_exact_gibbs_chain():
-    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2)
     rel = ps.sample_private(pre, 4 * pre.B, **kw, rounds=40, burn_in=20, n_chains=2, seed=5, sampler="gibbs",
                             max_resamples=0)
@@ -182,7 +173,7 @@ def test_gibbs_release_is_the_final_state_of_an_exact_gibbs_chain():
 
 def test_gibbs_release_depends_on_epsilon_through_the_likelihood_only():
     # at a tiny ε the target is (almost) the prior: the released V's per-dimension variance is ≈ 1/Λ_v
-    pre = ps.preprocess(_tiny(4, 30, 200), tau=10, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(4, 30, 200), tau=10, kappa=1.0, rho=1.0, seed=0)
     rel = ps.sample_private(pre, 1e-6, Lambda_u=2.0, Lambda_v=4.0, lam_bias=1.0, d=3, rounds=2, burn_in=1,
                             seed=1, sampler="gibbs", check_range=False)
     v = rel.V.astype(np.float64).ravel()
@@ -192,7 +183,7 @@ def test_gibbs_release_depends_on_epsilon_through_the_likelihood_only():
 def test_gibbs_sampler_refuses_what_it_cannot_sample():
     from dpmf_lib.errors import ParameterError
 
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=2, seed=0, sampler="gibbs")
     with pytest.raises(ParameterError, match="clip_loss"):
         ps.sample_private(pre, 1.0, clip_loss=True, **kw)
@@ -206,7 +197,7 @@ def test_gibbs_blocks_sample_the_sgld_paths_target(monkeypatch):
     # the review's mutations (likelihood ε/(4B) instead of ε/(2B), Λ_v on the U block, b_0 from the data, weights
     # dropped) all passed a test that compared sample_private(gibbs) with gibbs_reference, which share gibbs_chain:
     # check what the blocks are given against the SGLD path's own definition of the target
-    pre = ps.preprocess(_tiny(4, 30, 20), tau=10, kappa=1.0, rho=3.0, seed=0)
+    pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=3.0, seed=0)
     assert len(np.unique(pre.rating_weights)) > 1  # the weights are not all 1, so dropping them shows
     calls, real = [], ps._gibbs_side_kernel
 

@@ -1,27 +1,16 @@
 """liu_fig7: the non-private SGLD run that fixes Λ has a seed namespace of its own (issue #14 review): it must not
 replay the noise of any private chain (chain 0's burn-in was seeded with the run's seed, as the Λ run was)."""
 
-import numpy as np
-
 import dpmf_lib.mf as mf
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.data.splits import random_split
 from dpmf_lib.experiments import liu_fig7
 from dpmf_lib.privacy import posterior_sampling as ps
+from mf_toys import dense_toy
 
 PARAMS = {"seed": 3, "d": 2, "lambda_r": 2.0, "n_threads": 1,
           "sgld": {"rounds": 4, "eta_n": 0.02, "gamma": 0.6, "burn_in": 2},
           "private": {"rounds": 4, "burn_in": 2, "n_chains": 2, "thin": 1, "redraw": "fresh", "eta_n_max": 0.2,
                       "max_resamples": 1, "resample_rounds": 1}}
-
-
-def _tiny(seed=0, n_users=20, n_items=10):
-    rng = np.random.default_rng(seed)
-    u, i = np.meshgrid(np.arange(n_users), np.arange(n_items), indexing="ij")
-    keep = rng.random(u.shape) < 0.7
-    vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
-    return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
-                   DataSource("toy", False, note="test toy"))
 
 
 def test_the_prior_run_does_not_share_a_seed_with_any_private_chain(monkeypatch):
@@ -32,7 +21,7 @@ def test_the_prior_run_does_not_share_a_seed_with_any_private_chain(monkeypatch)
         return real(*a, **kw)
 
     monkeypatch.setattr(mf, "sample_sgld", spy)
-    train, test = random_split(_tiny(), (0.8, 0.2), seed=0)
+    train, test = random_split(dense_toy(n_users=20, n_items=10), (0.8, 0.2), seed=0)
     priors = ps.fixed_priors(liu_fig7.nonprivate_sgld(train, test, PARAMS))
     pre = ps.preprocess(train, tau=5, kappa=1.0, rho=1.0, seed=PARAMS["seed"])
     liu_fig7.private_point(pre, 0.01, priors, train, test, PARAMS)  # broad posterior: the redraw runs a third chain

@@ -8,18 +8,9 @@ import numpy as np
 import pytest
 
 import dpmf_lib.mf as mf
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.privacy import posterior_sampling as ps
-
-
-def _tiny(seed=0, n_users=12, n_items=8):
-    rng = np.random.default_rng(seed)
-    u, i = np.meshgrid(np.arange(n_users), np.arange(n_items), indexing="ij")
-    keep = rng.random(u.shape) < 0.7
-    vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
-    return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
-                   DataSource("toy", False, note="test toy"))
+from mf_toys import dense_toy
 
 
 def _release_args():
@@ -49,7 +40,7 @@ def test_a_release_must_say_which_sampler_ran():
 
 
 def test_sample_private_reports_the_redraw_that_ran():
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0, n_threads=1, seed=1,
               max_resamples=1)
     assert ps.sample_private(pre, 0.01, **kw).redraw == "fresh"  # the function's default
@@ -70,7 +61,7 @@ def test_a_chain_drops_its_kept_v_draws_once_the_trace_has_read_them(monkeypatch
         return res
 
     monkeypatch.setattr(mf, "sample_sgld", spy)
-    pre = ps.preprocess(_tiny(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     rel = ps.sample_private(pre, 0.01, Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, thin=1,
                             n_chains=3, eta_n_max=1.0, n_threads=1, seed=2, max_resamples=0)
     assert len(refs) == 3 * 6  # the draws were kept (the trace needs them) ...
