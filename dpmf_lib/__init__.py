@@ -4,7 +4,8 @@ Layout (one concept per module):
 - ``dpmf_lib.data``        ratings container, file loaders, folds/splits/trimming, synthetic stand-ins, dataset access
 - ``dpmf_lib.params``      per-notebook parameter files with smoke/ci/paper profiles
 - ``dpmf_lib.registry``    every figure and table of the papers, mapped to notebooks
-- ``dpmf_lib.claims``      the papers' quantitative claims and our measured values
+- ``dpmf_lib.claims``      the papers' quantitative claims and our measured values (what a run saves)
+- ``dpmf_lib.verdicts``    how saved measurements are judged (applied at report time; not a run input)
 - ``dpmf_lib.outputs``     what a notebook writes: png/svg/csv/provenance/measurements
 - ``dpmf_lib.plotting``    the shared figure style
 - ``dpmf_lib.sweep``       parameter grids mapped with joblib or dask

@@ -1,32 +1,15 @@
-"""The papers' quantitative claims (``params/claims.yaml``), our measurements of them, and the verdicts.
+"""The papers' quantitative claims (``params/claims.yaml``) and our measurements of them: the data model.
 
 Notebooks attach :class:`Measurement` objects to their DataFrame (:func:`dpmf_lib.outputs.attach`);
-:meth:`dpmf_lib.outputs.NotebookRun.replicate` re-runs the experiment at further seeds and merges the values, so a
-measurement carries one value per seed (``values``). The runner saves them as ``figures/<name>/measurements.json``
-and the report judges every measurement of a claim with :func:`verdict`.
+:meth:`dpmf_lib.outputs.NotebookRun.replicate` re-runs the experiment at further seeds (as many as
+:meth:`Claim.seeds_needed` says) and merges the values (:func:`merge_replicates`), so a measurement carries one value per
+seed (``values``). The runner saves them as ``figures/<name>/measurements.json``.
 
-How a verdict is reached (a reviewer's rules, not a convenience):
-
-* **Interval.** The mean over seeds ± a 95 % Student-t interval. ``deterministic`` claims (a count of a dataset, an
-  analytic formula) need one value and have a zero-width interval. Other claims need at least ``min_seeds`` values
-  (default: 3 at ``ci``, 5 at ``paper``); seeds that all give the same value mean the seed never reached the
-  measurement, which makes the interval a fiction: that is ``inconclusive``.
-* **Rule.** ``tolerance``/``relative_tolerance``: *reproduced* when the whole interval lies within the tolerance of
-  the paper's value, *differs* when it lies wholly outside, else *inconclusive (interval straddles)*.
-  ``direction: greater|less`` needs a ``margin``: reproduced when the whole interval is beyond ``reference ± margin``,
-  differs when it lies wholly on the other side of that line (the reason says whether it is the wrong sign or an
-  effect smaller than the margin, which counts as none: the margin is our reading of the smallest effect the quote
-  describes). ``direction: equal`` is for exact counts only.
-* **Guards.** ``guards: {name: {min|max: x, why: ...}}`` name preconditions that make the comparison meaningful (a
-  baseline that beats item means, a chain that moved and converged, a choice off its grid's edge). The experiment
-  measures them (``Measurement.guards``); a guard that fails in any seed, or was not measured, makes the verdict
-  ``inconclusive`` with the reason.
-* **Profile.** ``min_profile`` (``ci`` or ``paper``) is the smallest profile whose settings can support the claim.
-  A measurement from a smaller profile is shown as ``indicative`` with what it would say, never as a verdict.
-* **Data.** Only measurements on the real dataset the claim is about are judged; a stand-in's are ``stand-in only``.
-* **Not judged.** ``shown_not_judged: reason`` for claims that cannot fail or are about another machine's hardware.
-* **All settings.** A claim measured in several settings (datasets, dimensions) is reproduced only when every
-  setting is; any setting that differs makes it differ; otherwise it is inconclusive.
+How a verdict is reached from them is :mod:`dpmf_lib.verdicts`. The split is deliberate: this module decides what a
+run computes and saves (which claims, how many seeds) and is an input of every run
+(:func:`dpmf_lib.reproduce.run_hash`); the judging rules only read saved measurements, are applied again whenever a
+report is built, and so are not (:data:`dpmf_lib.dependencies.NOT_RUN_INPUTS`). A change of a rule re-judges every
+snapshot row without making one stale.
 """
 
 from __future__ import annotations
@@ -71,7 +54,6 @@ class _ByProfile(dict):
 PROFILE_RANK = _ByProfile({"smoke": 0, "ci": 1, "paper": 2})
 #: seeds a non-deterministic claim needs, by the profile its measurement ran at
 SEEDS_BY_PROFILE = _ByProfile({"smoke": 1, "ci": 3, "paper": 5})
-CONFIDENCE = 0.95
 REQUIRED_FIELDS = ("id", "paper", "where", "quote", "dataset", "reference", "unit", "measures", "notebook",
                    "min_profile")
 
@@ -117,56 +99,11 @@ class Claim:
     shown_not_judged: str | None = None  # the reason the value is shown without a verdict
     guards: tuple[Guard, ...] = field(default_factory=tuple)
 
-    def rule(self) -> str:
-        """The judging rule in words, for the report."""
-        if self.tolerance is not None:
-            return f"|ours − {self.reference:g}| ≤ {self.tolerance:g}"
-        if self.relative_tolerance is not None:
-            return f"|ours − {self.reference:g}| ≤ {self.relative_tolerance:g}·{abs(self.reference):g}"
-        ref = self.reference if self.reference is not None else 0.0
-        if self.direction == "greater":
-            return f"ours > {ref:g} + margin {self.margin:g}"
-        if self.direction == "less":
-            return f"ours < {ref:g} − margin {self.margin:g}"
-        return f"ours = {self.reference:g} exactly"
-
     def seeds_needed(self, profile: str) -> int:
         if self.deterministic:
             return 1
         return max(self.min_seeds or 0, SEEDS_BY_PROFILE.get(profile, 1))
 
-    def decide(self, lo: float, hi: float) -> tuple[str, str]:
-        """Verdict of an interval [lo, hi] of our value under this claim's rule, and why."""
-        ref = self.reference if self.reference is not None else 0.0
-        if self.tolerance is not None or self.relative_tolerance is not None:
-            tol = self.tolerance if self.tolerance is not None else self.relative_tolerance * abs(ref)
-            a, b = ref - tol, ref + tol
-            if a <= lo and hi <= b:
-                return REPRODUCED, ""
-            if hi < a or lo > b:
-                return DIFFERS, ""
-            return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles the tolerance band [{a:.4g}, {b:.4g}]"
-        if self.direction == "greater":
-            line = ref + self.margin
-            if lo > line:
-                return REPRODUCED, ""
-            if hi <= line:
-                return DIFFERS, ("the whole interval is on the wrong side of the reference" if hi <= ref else
-                                 "the right sign, but the whole interval is within the margin: an effect smaller "
-                                 "than the margin counts as none")
-            return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference + margin)"
-        if self.direction == "less":
-            line = ref - self.margin
-            if hi < line:
-                return REPRODUCED, ""
-            if lo >= line:
-                return DIFFERS, ("the whole interval is on the wrong side of the reference" if lo >= ref else
-                                 "the right sign, but the whole interval is within the margin: an effect smaller "
-                                 "than the margin counts as none")
-            return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference − margin)"
-        if lo == hi:
-            return (REPRODUCED, "") if lo == ref else (DIFFERS, "")
-        return INCONCLUSIVE, f"values vary over [{lo:.4g}, {hi:.4g}]; an exact claim needs one value"
 
 
 @dataclass(frozen=True)
@@ -174,7 +111,9 @@ class Measurement:
     """One measured value of a claim; :meth:`NotebookRun.replicate` fills ``values`` with one value per seed.
 
     ``setting`` tells apart several measurements of one claim in one run (``"d=16"``); ``guards`` holds the values of
-    the claim's guards measured in the same run (name → value).
+    the claim's guards measured in the same run (name → value). ``trials``: for a share (``unit: share …``), the number
+    of independent cells it is the share of in one seed (the ε values of a grid, each with its own noise and chains);
+    :mod:`dpmf_lib.verdicts` then gives it a binomial interval over every seed's cells besides the one over seeds.
     """
 
     claim: str
@@ -184,11 +123,14 @@ class Measurement:
     note: str = ""
     setting: str = ""
     guards: dict | None = None
+    trials: int | None = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["value"] = float(self.value)
         d["guards"] = {k: float(v) for k, v in (self.guards or {}).items()}
+        if self.trials is None:
+            del d["trials"]
         return d
 
 
@@ -258,120 +200,6 @@ def load_claims(path: Path | None = None) -> list[Claim]:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# judging
-
-
-def interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(mean, lo, hi): the mean and a Student-t interval; zero width for one value."""
-    from scipy import stats
-
-    n = len(values)
-    mean = float(sum(values) / n)
-    if n < 2:
-        return mean, mean, mean
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-@dataclass
-class Judgement:
-    """The verdict of one measurement (or of a claim, over its measurements) with the numbers behind it."""
-
-    verdict: str
-    reason: str = ""
-    mean: float | None = None
-    lo: float | None = None
-    hi: float | None = None
-    n: int = 0
-    measurement: dict | None = None
-    parts: list = field(default_factory=list)  # per-measurement judgements of a claim
-
-    def as_dict(self) -> dict:
-        return {"verdict": self.verdict, "reason": self.reason, "mean": self.mean, "lo": self.lo, "hi": self.hi,
-                "n": self.n}
-
-
-def judge_measurement(claim: Claim, m: dict) -> Judgement:
-    """The verdict of one real measurement dict (as written to measurements.json)."""
-    values = [float(v) for v in (m.get("values") or [m["value"]])]
-    if not all(math.isfinite(v) for v in values):
-        return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m)
-    mean, lo, hi = interval(values)
-    j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m)
-    profile = m.get("profile") or "ci"
-    reasons = []
-    guard_values = m.get("guards") or {}
-    for g in claim.guards:
-        got = guard_values.get(g.name)
-        got = got if isinstance(got, list) else ([] if got is None else [got])
-        if not got:
-            reasons.append(f"guard not measured: {g.describe()}")
-        elif not all(g.holds(v) for v in got):
-            shown = ", ".join(f"{v:.4g}" for v in got)
-            reasons.append(f"guard failed: {g.describe()}; measured {shown}")
-    need = claim.seeds_needed(profile)
-    if len(values) < need:
-        reasons.append(f"{len(values)} seed(s), the claim needs {need} at {profile}")
-    elif not claim.deterministic and len(values) > 1 and len(set(values)) == 1:
-        reasons.append(f"all {len(values)} seeds gave the same value ({values[0]:.4g}): no spread to judge — the seed "
-                       "does not reach this measurement, or the quantity sits at a floor (e.g. an audit that found "
-                       "ε_lower = 0 every time: no power)")
-    decided, why = claim.decide(lo, hi)
-    if reasons:
-        j.verdict, j.reason = INCONCLUSIVE, "; ".join(reasons)
-    else:
-        j.verdict, j.reason = decided, why
-    if PROFILE_RANK.get(profile, 0) < PROFILE_RANK[claim.min_profile]:
-        would = j.verdict + (f" ({j.reason})" if j.reason else "")
-        j.verdict, j.reason = INDICATIVE, f"measured at {profile}; the claim needs {claim.min_profile} (would be: {would})"
-    return j
-
-
-def _mine(claim: Claim, measurements: list[dict]) -> tuple[list[dict], list[dict]]:
-    mine = [m for m in measurements if m["claim"] == claim.id]
-    real = [m for m in mine if m["real"] and m["dataset"] == claim.dataset]
-    standin = [m for m in mine if not m["real"] and m["dataset"].split(" [")[0] == claim.dataset]
-    return real, standin
-
-
-def judge(claim: Claim, measurements: list[dict]) -> Judgement:
-    """The claim's verdict over every measurement of it on its real dataset (see the module docstring)."""
-    real, standin = _mine(claim, measurements)
-    if not real:
-        if standin:
-            parts = [judge_measurement(claim, m) for m in standin]
-            p = parts[0]
-            return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence", p.mean, p.lo,
-                             p.hi, p.n, standin[0], parts)
-        return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet")
-    parts = [judge_measurement(claim, m) for m in real]
-    first = parts[0]
-    if claim.shown_not_judged:
-        return Judgement(SHOWN, claim.shown_not_judged, first.mean, first.lo, first.hi, first.n, first.measurement,
-                         parts)
-    labels = [(p.measurement.get("setting") or p.measurement.get("dataset")) for p in parts]
-    for state in (INDICATIVE, DIFFERS, INCONCLUSIVE):
-        hit = [(lab, p) for lab, p in zip(labels, parts) if p.verdict == state]
-        if hit:
-            if len(parts) == 1:
-                reason = hit[0][1].reason
-            else:
-                reason = f"{len(hit)} of {len(parts)} settings: " + "; ".join(
-                    f"{lab}: {p.reason}" if p.reason else str(lab) for lab, p in hit)
-            lab, p = hit[0]
-            return Judgement(state, reason, p.mean, p.lo, p.hi, p.n, p.measurement, parts)
-    return Judgement(REPRODUCED, "" if len(parts) == 1 else f"all {len(parts)} settings", first.mean, first.lo,
-                     first.hi, first.n, first.measurement, parts)
-
-
-def verdict(claim: Claim, measurements: list[dict]) -> tuple[str, dict | None]:
-    """The verdict of ``claim`` and the measurement it rests on (see :func:`judge` for the details)."""
-    j = judge(claim, measurements)
-    return j.verdict, j.measurement
-
-
-# ---------------------------------------------------------------------------------------------------------------------
 # replicates
 
 
@@ -380,7 +208,7 @@ def merge_replicates(runs: list[list[dict]], seeds: list[int]) -> list[dict]:
     keyed by (claim, dataset, setting, occurrence), with ``values`` and per-guard lists over the seeds.
 
     A measurement missing from some replicate gets NaN there (so its verdict is inconclusive, never silently based on
-    fewer seeds).
+    fewer seeds). A share's ``trials`` is kept only when every seed has the same count (else no binomial interval).
     """
     def keyed(run):
         seen, out = {}, {}
@@ -401,6 +229,9 @@ def merge_replicates(runs: list[list[dict]], seeds: list[int]) -> list[dict]:
             guards[g] = [float((m.get("guards") or {}).get(g, float("nan"))) if m is not None else float("nan")
                          for m in ms]
         finite = [v for v in values if not math.isnan(v)]
-        merged.append({**m0, "value": float(sum(finite) / len(finite)) if finite else float("nan"),
-                       "values": values, "seeds": list(seeds), "guards": guards})
+        row = {**m0, "value": float(sum(finite) / len(finite)) if finite else float("nan"),
+               "values": values, "seeds": list(seeds), "guards": guards}
+        if "trials" in m0 and any(m is None or m.get("trials") != m0["trials"] for m in ms):
+            row["trials"] = None
+        merged.append(row)
     return merged

@@ -18,6 +18,11 @@ from pathlib import Path
 from .paths import REPO_ROOT
 
 LOCAL_PACKAGES = ("dpmf_lib", "data_fetch")
+#: Modules a run's code imports that are nevertheless not inputs of the run: they only judge saved measurements and are
+#: applied anew at every report and claims table (:mod:`dpmf_lib.verdicts`). Left out of every closure, so a change of
+#: a judging rule re-judges the snapshot instead of making every row stale. A module may be listed only if nothing it
+#: returns is saved by a run (tested).
+NOT_RUN_INPUTS = frozenset({"dpmf_lib.verdicts"})
 
 
 def _module_path(module: str) -> Path | None:
@@ -60,12 +65,13 @@ def _imports(path: Path, module: str) -> set[str]:
 
 @lru_cache(maxsize=None)
 def module_closure(module: str) -> tuple[Path, ...]:
-    """The files of ``module`` and of every local module it imports, transitively (sorted)."""
+    """The files of ``module`` and of every local module it imports, transitively (sorted), except
+    :data:`NOT_RUN_INPUTS`."""
     parts = module.split(".")
     todo, seen = [".".join(parts[:k]) for k in range(1, len(parts) + 1)], {}  # importing a.b.c runs a/__init__ too
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in NOT_RUN_INPUTS:
             continue
         path = _module_path(name)
         if path is None:

@@ -240,7 +240,7 @@ class NotebookRun:
 
         ``n`` is what the claims measured here need at this profile (3 at ``ci``, 5 at ``paper``, more where a claim
         asks; 1 when every claim is deterministic or shown without a verdict). Returns one row per measurement: mean,
-        95 % interval over the seeds, and the verdict it would get (see :mod:`dpmf_lib.claims`).
+        95 % interval over the seeds, and the verdict it would get (see :mod:`dpmf_lib.verdicts`).
         """
         from tqdm import tqdm  # a text bar: tqdm.auto would want ipywidgets in the kernel and warn in every notebook
 
@@ -257,7 +257,7 @@ class NotebookRun:
 
     def claims_table(self) -> pd.DataFrame:
         """The claim measurements of this run with their interval and the verdict they would get."""
-        from .claims import judge_measurement
+        from .verdicts import judge_measurement, rule
 
         claims = self._judged_claims()
         rows = []
@@ -275,7 +275,7 @@ class NotebookRun:
                          "paper": None if c is None else c.reference, "ours": j.mean if j else m["value"],
                          "95% interval": None if j is None or j.lo is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
                          "seeds": len(m.get("values") or [m["value"]]),
-                         "rule": None if c is None else c.rule(), "verdict": verdict,
+                         "rule": None if c is None else rule(c), "verdict": verdict,
                          "why": "" if j is None else j.reason})
             self._half_widths[len(rows) - 1] = None if j is None or j.lo is None else (j.hi - j.lo) / 2
         return pd.DataFrame(rows)
@@ -294,6 +294,7 @@ class NotebookRun:
         ours ± the 95 % interval over the seeds, the data, and the verdict (with its reason when it is not final).
         Claims of ``params/claims.yaml`` for this notebook that this run did not measure are listed below it."""
         from .claims import load_claims
+        from .verdicts import rule as rule_of
 
         claims = {c.id: c for c in load_claims()}
         if self.measurements is None:
@@ -311,7 +312,7 @@ class NotebookRun:
             paper = "—" if c is None or c.reference is None else f"{c.reference:g}"
             if c is not None and c.unit:
                 paper += f" {c.unit}"
-            rule = "" if c is None else (c.rule() if c.direction is None else f"{c.direction} ({c.rule()})")
+            rule = "" if c is None else (rule_of(c) if c.direction is None else f"{c.direction} ({rule_of(c)})")
             judged = r["verdict"] in ("differs", "inconclusive", "indicative")  # not: stand-in, other data, shown
             verdict = r["verdict"] + (f" — {r['why']}" if r["why"] and judged else "")
             rows.append({"claim": r["claim"] + (f" [{r['setting']}]" if r["setting"] else ""),

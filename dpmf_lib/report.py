@@ -4,7 +4,7 @@ Figure rows come from the registry (so unimplemented ones show "not yet"), joine
 run in ``figures/<name>/``. A run's outputs are read only when its ``run.json`` says ``ok`` *and* it is current
 (same run hash, same data state: :func:`dpmf_lib.reproduce.staleness`); a failed or stale run is listed with the
 reason and none of its measurements reach a verdict. Claim rows judge every measurement of each claim
-(:func:`dpmf_lib.claims.judge`).
+(:func:`dpmf_lib.verdicts.judge`).
 
 Both files are rendered from the Jinja2 templates ``dpmf_lib/templates/report.{html,md}.j2`` (context:
 :func:`page_context`): summary counts and the legend first, then one section per paper (its short name from
@@ -32,7 +32,8 @@ from pathlib import Path
 import yaml
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, VERDICTS,
-                     judge, load_claims)
+                     load_claims)
+from .verdicts import judge, rule
 from .paths import figures_dir, params_dir
 from .registry import load_registry
 
@@ -106,7 +107,7 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
         others = [p.measurement for p in j.parts if p.measurement is not m]
         claim_rows.append({"id": c.id, "paper": c.paper, "where": c.where, "quote": c.quote, "dataset": c.dataset,
                            "reference": c.reference, "unit": c.unit, "measures": c.measures, "notebook": c.notebook,
-                           "rule": c.rule(), "min_profile": c.min_profile,
+                           "rule": rule(c), "min_profile": c.min_profile,
                            "guards": [g.describe() for g in c.guards],
                            "ours": j.mean, "lo": j.lo, "hi": j.hi, "n": j.n,
                            "profile": None if m is None else m.get("profile"),

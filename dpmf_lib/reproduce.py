@@ -52,11 +52,15 @@ def experiment_module(entry: Entry) -> str:
 
 def run_hash(entry: Entry, profile: str) -> str:
     """Hash of what a run of ``entry`` at ``profile`` depends on, data aside (see the module docstring). The
-    notebook's own rows of claims.yaml count too: they decide how many seeds :meth:`NotebookRun.replicate` runs."""
+    notebook's own rows of claims.yaml count with the fields that decide how many seeds
+    :meth:`NotebookRun.replicate` runs (id, dataset, min_profile, deterministic, min_seeds, whether shown without a
+    verdict); the fields that only judge (reference, tolerance, margin, guards' bounds, the quote) do not, as the
+    report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`)."""
     from .claims import load_claims
 
     params = load_params(entry.name, profile)
-    own_claims = repr([c for c in load_claims() if c.notebook == entry.name])
+    own_claims = repr([(c.id, c.dataset, c.min_profile, c.deterministic, c.min_seeds, bool(c.shown_not_judged))
+                       for c in load_claims() if c.notebook == entry.name])
     h = hashlib.sha256()
     for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
                  code_digest("dpmf_lib.outputs"), own_claims):

@@ -124,6 +124,7 @@ def look_for(name: str) -> str:
     ``params/claims.yaml`` (edit it in the notebook: regeneration keeps it)."""
     from .claims import load_claims
     from .registry import load_registry
+    from .verdicts import rule as rule_of
 
     entries = {e.name: e for e in load_registry()[1]}
     e = entries.get(name)
@@ -133,7 +134,7 @@ def look_for(name: str) -> str:
     if claims:
         lines += ["", "The paper's claims measured here, and what would count as reproducing them:"]
         for c in claims:
-            rule = c.shown_not_judged and f"shown, not judged ({c.shown_not_judged})" or c.rule()
+            rule = c.shown_not_judged and f"shown, not judged ({c.shown_not_judged})" or rule_of(c)
             lines.append(f"- *{c.where}*: \u201c{_clip(c.quote, 160)}\u201d — we measure {_clip(c.measures, 220)}"
                          f" ({c.unit}; on {c.dataset}; {rule}; needs profile ≥ {c.min_profile}).")
         lines += ["", "Rows computed on a `[synthetic stand-in]` are shown but never judged; a claim that needs the "

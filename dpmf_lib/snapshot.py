@@ -135,7 +135,8 @@ def measurements(current_only: bool = True) -> list[dict]:
 def paper_verdicts() -> dict[str, dict]:
     """Per claim, its verdict from the current snapshot rows (``verdict``, ``mean``, ``lo``, ``hi``, ``n``,
     ``reason``), or, when its notebook's row is stale or missing, ``{"verdict": None, "state": …, "why": …}``."""
-    from .claims import judge, load_claims
+    from .claims import load_claims
+    from .verdicts import judge
 
     states = {r["name"]: r for r in rows()}
     current = measurements(current_only=True)

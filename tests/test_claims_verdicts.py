@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from dpmf_lib.claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, Claim,
-                             Guard, Measurement, interval, judge, load_claims, merge_replicates, verdict)
+                             Guard, Measurement, load_claims, merge_replicates)
+from dpmf_lib.verdicts import interval, judge, share_interval, verdict
 from dpmf_lib.errors import ParameterError
 
 
@@ -17,8 +18,8 @@ def claim(**kw):
     return Claim(**base)
 
 
-def meas(values, *, dataset="netflix", real=True, profile="ci", setting="", guards=None, cid="c"):
-    m = Measurement(cid, sum(values) / len(values), dataset, real, setting=setting).as_dict()
+def meas(values, *, dataset="netflix", real=True, profile="ci", setting="", guards=None, cid="c", trials=None):
+    m = Measurement(cid, sum(values) / len(values), dataset, real, setting=setting, trials=trials).as_dict()
     m.update(values=list(values), profile=profile, guards=guards or {})
     return m
 
@@ -158,3 +159,59 @@ def test_loader_refuses_equal_without_reference_and_bad_tolerances(tmp_path):
         load_claims(_write_claims(tmp_path, direction=None, margin=None, tolerance=-0.1))
     with pytest.raises(ParameterError, match="`min` must be a finite number"):
         load_claims(_write_claims(tmp_path, guards={"g": {"min": "big", "why": "w"}}))
+
+
+def test_a_share_of_fresh_cells_gets_the_binomial_interval_even_when_every_seed_agrees():
+    share = claim(tolerance=None, direction="greater", reference=0.75, margin=0.05, unit="share of eps values")
+    # 9 ε cells × 5 seeds, all won: Clopper–Pearson 95 % [0.9213, 1] (scipy's exact interval; hand: 0.025^(1/45))
+    k, n, lo, hi = share_interval([1.0] * 5, 9)
+    assert (k, n) == (45, 45) and math.isclose(lo, 0.025 ** (1 / 45), rel_tol=1e-9) and hi == 1.0
+    won = judge(share, [meas([1.0] * 5, profile="paper", trials=9)])
+    assert won.verdict == REPRODUCED and "45 of 45" in won.reason and math.isclose(won.lo, lo)
+    # 3 of 9 in every seed: [0.20, 0.49], wholly below 0.75 + 0.05 → differs (it was "inconclusive: no spread")
+    third = judge(share, [meas([1 / 3] * 5, profile="paper", trials=9)])
+    assert third.verdict == DIFFERS and 0.19 < third.lo < 0.21 and 0.48 < third.hi < 0.50
+    # a share whose cells straddle the line stays inconclusive: 40 of 45 → [0.76, 0.96]
+    near = judge(share, [meas([1.0, 1.0, 1.0, 5 / 9, 1.0], profile="paper", trials=9)])
+    assert near.verdict == INCONCLUSIVE
+    # the hull with the interval over seeds: seeds that disagree widely keep their own (wider) t-interval
+    wide = judge(share, [meas([1.0, 0.0, 1.0, 1.0, 1.0], profile="paper", trials=9)])
+    assert wide.lo < share_interval([1.0, 0.0, 1.0, 1.0, 1.0], 9)[2]
+    # without trials (or for a claim that is not a share) the no-spread rule still holds
+    assert "seed does not reach" in judge(share, [meas([1.0] * 5, profile="paper")]).reason
+    assert "seed does not reach" in judge(claim(), [meas([0.44] * 3, trials=9)]).reason
+    with pytest.raises(ValueError, match="whole counts"):
+        share_interval([0.5], 9)
+
+
+def test_trials_survive_merging_only_when_every_seed_agrees_and_stay_out_of_other_measurements():
+    a = Measurement("c", 1.0, "ml-100k", True, trials=9).as_dict()
+    b = Measurement("c", 2 / 3, "ml-100k", True, trials=9).as_dict()
+    assert merge_replicates([[a], [b]], [0, 1])[0]["trials"] == 9
+    assert merge_replicates([[a], [{**b, "trials": 8}]], [0, 1])[0]["trials"] is None
+    assert "trials" not in Measurement("c", 1.0, "ml-100k", True).as_dict()  # saved JSON unchanged for the rest
+
+
+def test_the_judging_code_is_not_a_run_input_and_nothing_a_run_saves_comes_from_it():
+    """verdicts.py is left out of every code hash (dependencies.NOT_RUN_INPUTS). That is only sound while no
+    experiment imports it and NotebookRun.save writes nothing it computes: a judging-rule change must re-judge the
+    snapshot, and must not be able to change a saved result."""
+    import ast
+    import inspect
+
+    from dpmf_lib import outputs, verdicts
+    from dpmf_lib.dependencies import NOT_RUN_INPUTS, module_closure
+    from dpmf_lib.paths import REPO_ROOT
+
+    assert NOT_RUN_INPUTS == {"dpmf_lib.verdicts"}
+    for f in sorted((REPO_ROOT / "dpmf_lib" / "experiments").glob("*.py")):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not any(x.endswith("verdicts") for x in names), f"{f.name} imports the judging code"
+        closure = {p.name for p in module_closure(f"dpmf_lib.experiments.{f.stem}")}
+        assert "verdicts.py" not in closure
+    assert "dpmf_lib/outputs.py" in {p.relative_to(REPO_ROOT).as_posix() for p in module_closure("dpmf_lib.outputs")}
+    save_src = inspect.getsource(outputs.NotebookRun.save)
+    assert "judge" not in save_src and "claims_table" not in save_src and "verdict" not in save_src
+    assert verdicts.__name__ in NOT_RUN_INPUTS

@@ -229,7 +229,8 @@ def test_the_committed_snapshot_replays_byte_identically(figures_tmp, monkeypatc
 def test_a_named_paper_grade_profile_is_judged_as_paper():
     """`paper-full` (the exact grid kept beside a `paper` cut to fit its budget) supports paper claims; a made-up
     profile does not."""
-    from dpmf_lib.claims import INDICATIVE, judge_measurement, load_claims
+    from dpmf_lib.claims import INDICATIVE, load_claims
+    from dpmf_lib.verdicts import judge_measurement
 
     claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged and not c.guards
                  and not c.deterministic)

@@ -73,6 +73,30 @@ def test_run_hash_covers_the_notebooks_own_code_not_all_code():
     assert {"dpmf_lib/experiments/liu_fig7.py", "dpmf_lib/privacy/posterior_sampling.py", "dpmf_lib/data/datasets.py",
             "dpmf_lib/__init__.py", "dpmf_lib/experiments/__init__.py", "data_fetch/registry.py"} <= files
     assert not any("/attacks/" in f or "/lsh/" in f for f in files)  # another paper's code is not a dependency
+    assert "dpmf_lib/verdicts.py" not in files and "dpmf_lib/claims.py" in files  # judging is not a run input
+
+
+def test_run_hash_counts_the_claim_fields_that_decide_the_seeds_not_those_that_judge(tmp_path, monkeypatch):
+    import yaml
+
+    from dpmf_lib import claims as claims_mod
+
+    e = _entry("balu_table3_1")
+    doc = yaml.safe_load(claims_mod.claims_path().read_text(encoding="utf-8"))
+    row = next(r for r in doc["claims"] if r["notebook"] == e.name)
+    path = tmp_path / "claims.yaml"
+    monkeypatch.setattr(claims_mod, "claims_path", lambda: path)
+
+    def digest_with(**change):
+        row_changed = {**row, **change}
+        rows = [row_changed if r is row else r for r in doc["claims"]]
+        path.write_text(yaml.safe_dump({**doc, "claims": rows}), encoding="utf-8")
+        return reproduce.run_hash(e, "paper")
+
+    base = digest_with()
+    assert digest_with(reference=(row["reference"] or 0) + 1.0, quote="another reading") == base
+    assert digest_with(min_seeds=9) != base
+    assert digest_with(min_profile="ci" if row["min_profile"] == "paper" else "paper") != base
 
 
 def test_standin_result_goes_stale_when_the_real_data_appears(figures_tmp):

@@ -211,13 +211,14 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     if k:  # the merged claim keeps this (the first seed's) note: say what the further seeds did
         note += f"; the claim's further seeds attack a seeded subsample of {k} users each (replicate_n_attacked)"
 
-    def add(claim, value, extra="", rhat=None, exact_err=None):
+    def add(claim, value, extra="", rhat=None, exact_err=None, trials=None):
         if value is not None and np.isfinite(value):
             guards = {} if rhat is None else {RHAT_GUARD: rhat}
             if exact_err is not None:
                 guards["exact_marginal_err"] = exact_err
             out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
-                                   note=(note + ("; " + extra if extra else "")), guards=guards or None))
+                                   note=(note + ("; " + extra if extra else "")), guards=guards or None,
+                                   trials=trials))
 
     def rhat(attacks_, eps=None):
         """The convergence guard: for each MCMC attack among ``attacks_``, the share of its chains (attacked users,
@@ -247,7 +248,8 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                         for e in eps_all]
                 add(claim, float(np.mean(wins)),
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
-                    f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]))
+                    f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]),
+                    trials=len(eps_all))  # each ε draws its own sanitised profiles and chains: a fresh cell
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
             if sg is not None and pop is not None:

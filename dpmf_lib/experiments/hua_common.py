@@ -243,11 +243,6 @@ def s3_options(params: dict, **override) -> dict:
     return o
 
 
-def baseline(params: dict, dataset: str) -> dict:
-    """The paper's baseline: non-private MF for ``baseline_iterations`` rounds (same initialisation and seed)."""
-    return scenario_run(params, "mf", dataset, None, [int(params["baseline_iterations"])])
-
-
 def check(params: dict) -> None:
     for e in list(params.get("eps_values", [])) + [params.get("eps_fixed", 1.0)]:
         if not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
