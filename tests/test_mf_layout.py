@@ -161,9 +161,31 @@ for r in cases:
                           (12, (5, 10), 1)]:
         a = tiered_layout(r, block_users=bu, tiers=tiers, interleave=il, seed=1)
         b = tiered_layout_reference(r, block_users=bu, tiers=tiers, interleave=il, seed=1)
-        assert np.array_equal(a.order, b.order)
+        assert np.array_equal(a.users, b.users) and np.array_equal(a.items, b.items)  # the build without the order
+        assert np.array_equal(a.order, b.order)  # the order, computed on first use
 print("ok")
 '''
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_order_is_computed_on_first_use_and_pickled_as_an_array():
+    """#19: the fast layout does not write ``order`` when built; it is computed (by the same build) when first read,
+    then kept. Equal to the reference, and a pickled layout carries the array, not the function."""
+    import pickle
+
+    r = random_ratings(n_users=50, n_items=40, n_ratings=500, seed=4)
+    r = r.subset(np.random.default_rng(1).permutation(r.n_ratings))  # unsorted input: the scatter path
+    for il in (1, 8):
+        lay = tiered_layout(r, block_users=7, tiers=(5, 10), interleave=il, seed=2)
+        assert callable(lay._order)
+        ref = tiered_layout_reference(r, block_users=7, tiers=(5, 10), interleave=il, seed=2)
+        for name in ("users", "items", "values", "seg"):
+            np.testing.assert_array_equal(getattr(lay, name), getattr(ref, name))
+        back = pickle.loads(pickle.dumps(lay))
+        assert isinstance(back._order, np.ndarray) and back._order.dtype == np.int64
+        np.testing.assert_array_equal(back.order, ref.order)
+        first = lay.order
+        assert lay.order is first and first.dtype == np.int64
+        np.testing.assert_array_equal(first, ref.order)
