@@ -12,7 +12,9 @@ from dpmf_lib.mf.sgld import _sgld_epoch_lazy
 from mf_toys import conjugate_toy, random_ratings
 
 
-def test_lazy_kernel_matches_reference_one_round():
+@pytest.mark.parametrize("iso", [False, True])
+def test_lazy_kernel_matches_reference_one_round(iso):
+    """The fused table kernel against the plain reference; ``iso``: Λ = λI, the scalar-coefficient step (#19)."""
     r = random_ratings(seed=1)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
     gu, gv, _, _ = lay.lazy_counters()
@@ -26,6 +28,8 @@ def test_lazy_kernel_matches_reference_one_round():
     pwv = np.where(cv > 0, N / np.maximum(cv, 1), 0).astype(np.float32)
     Lu = np.linspace(1, 2, d).astype(np.float32)
     Lv = np.linspace(2, 3, d).astype(np.float32)
+    if iso:
+        Lu, Lv = np.full(d, 1.5, np.float32), np.full(d, 2.5, np.float32)
     f = np.float32
     eta, zeta, lik, lamb = f(0.02 / N), f(0.5), f(1.0 * N), f(1.0)
     base = stream_seed(11, 1)
@@ -36,7 +40,8 @@ def test_lazy_kernel_matches_reference_one_round():
     numba.set_num_threads(1)
     try:
         _sgld_epoch_lazy(lay.users, lay.items, lay.values, np.zeros(1, f), False, gu, gv, lay.seg, *A, f(3.0), eta,
-                         zeta, lik, pwu, pwv, Lu, Lv, lamb, True, ext, table.size, base, 2, True, True)
+                         zeta, lik, pwu, pwv, Lu, Lv, lamb, True, ext, table.size, base, 2, True, True, False, f(0),
+                         f(0), iso)
     finally:
         numba.set_num_threads(old)
     sgld_epoch_lazy_reference(lay, gu, gv, *B, 3.0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext, table.size, base)
@@ -155,3 +160,16 @@ def test_default_noise_table_grows_with_d():
     for d in (1, 16, 100, 128, 300, 512, 1000, 2048, 4096):
         size = default_table_size(d)
         assert size & (size - 1) == 0 and size // (d + 1) >= 512 and (size == 1 << 16 or size // 2 < 512 * (d + 1))
+
+
+def test_isotropic_lambda_detection_selects_the_scalar_step():
+    from dpmf_lib.mf.sgld import is_isotropic
+
+    one, vec = np.ones(4, np.float32), np.linspace(1, 2, 4).astype(np.float32)
+    assert is_isotropic(one, 2 * one) and not is_isotropic(one, vec) and not is_isotropic(vec, one)
+    # a fixed scalar Λ runs the scalar step; the same Λ given as an isotropic vector runs it too (same bytes)
+    r = random_ratings(n_users=40, n_items=30, n_ratings=400, seed=2)
+    kw = dict(d=8, epochs=2, n_threads=1, block_users=10, tiers=(5, 10), noise_table_size=4096, seed=1)
+    a = sample_sgld(r, fixed_lambda=(1.5, 2.0), **kw)
+    b = sample_sgld(r, fixed_lambda=(np.full(8, 1.5), np.full(8, 2.0)), **kw)
+    assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()

@@ -34,7 +34,12 @@ AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratin
 segments. It still does about twice C-SGD's vector work per update (two passes that each read four rows and write two,
 against C-SGD's two reads and one write-back, plus the Λ rows) and reads two random table segments of d + 2 numbers
 per update; measured in one process: SGLD ~0.4x C-SGD with everything in L1 and a 16 KB table, ~0.35x on the
-benchmark's data with a 2^20-entry table, ~0.45x with 2^17 entries.
+benchmark's data with a 2^20-entry table, ~0.45x with 2^17 entries. Seventh session: with an isotropic Λ (every
+``fixed_lambda`` given as scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients
+(``iso``): +11-17% SGLD updates/s (same-process A/B, d = 128); its results differ from the general step's in float32
+rounding only. Tried and not kept (same-process A/B, d = 128): a read-only first pass with the noised rows recomputed
+in the second (−8%), no table prefetch, no square roots (both within noise); the noise itself costs ~25% (no noise:
+18 vs 13.6 M/s).
 
 **Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
@@ -133,7 +138,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 
 @njit(cache=True, fastmath=True)
 def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
-                      pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi):
+                      pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
     """Ratings ``start:stop`` of one segment with table noise fused into the step (#19), the common case.
 
     Per rating: one pass adds the pending noise of u_i and v_j (table segments at offsets ``ou``, ``ov``) and computes
@@ -145,7 +150,11 @@ def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U
 
     The loop body is written out here rather than calling an inlined step function: numba gave every array argument
     of the inlined call a reference-count increment and decrement per rating (22 atomic operations per update, seen
-    in the assembly), which cost more than the arithmetic at d = 128. Returns the stream state."""
+    in the assembly), which cost more than the arithmetic at d = 128.
+
+    ``iso`` (Λ_u and Λ_v multiples of the identity, e.g. ``fixed_lambda=(1.0, 1.0)``): the gradient step with scalar
+    prior coefficients (#19, seventh session: two FMAs per element instead of four operations and two Λ loads; equal to
+    the general step up to float32 rounding, tested against the reference). Returns the stream state."""
     d = U.shape[1]
     ou_n = np.int64(0)
     ov_n = np.int64(0)
@@ -187,11 +196,23 @@ def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U
             g = g * w[k]
         pu = pwu[i]
         pv = pwv[j]
-        for f in range(d):
-            uf = U[i, f]
-            vf = V[j, f]
-            U[i, f] = uf + h * (g * vf - pu * Lu[f] * uf)
-            V[j, f] = vf + h * (g * uf - pv * Lv[f] * vf)
+        if iso:
+            # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (u + (h g) v) − (h p_u λ_u) u, two FMAs per element
+            # with scalar coefficients and no Λ rows to load (the same step up to float32 rounding)
+            hg = h * g
+            cu = h * pu * Lu[0]
+            cv = h * pv * Lv[0]
+            for f in range(d):
+                uf = U[i, f]
+                vf = V[j, f]
+                U[i, f] = (uf + hg * vf) - cu * uf
+                V[j, f] = (vf + hg * uf) - cv * vf
+        else:
+            for f in range(d):
+                uf = U[i, f]
+                vf = V[j, f]
+                U[i, f] = uf + h * (g * vf - pu * Lu[f] * uf)
+                V[j, f] = vf + h * (g * uf - pv * Lv[f] * vf)
         if upd_b:
             bi[j] += h * (g - pv * lamb * bi[j])
             bu[i] += h * (g - pu * lamb * bu[i])
@@ -201,7 +222,7 @@ def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U
 @njit(cache=True, parallel=True, fastmath=True)
 def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
                      Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b, clip_on=False, clip_lo=0.0,
-                     clip_hi=0.0):
+                     clip_hi=0.0, iso=False):
     n_seg = seg.shape[0] - 1
     d = U.shape[1]
     h = np.float32(0.5) * eta
@@ -212,7 +233,7 @@ def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, 
         stop = seg[s + 1]
         if use_table and upd_v:  # the common case: noise fused into the step
             _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
-                              pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi)
+                              pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso)
             continue
         buf = np.empty(d + 2, dtype=np.float32)
         for k in range(start, stop):
@@ -288,6 +309,11 @@ def _as_lambda(x, d, name):
     if a.shape != (d,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise ParameterError(f"{name} must be a positive scalar or a length-{d} positive vector, got {x!r}")
     return np.ascontiguousarray(a)
+
+
+def is_isotropic(Lu: np.ndarray, Lv: np.ndarray) -> bool:
+    """Whether Λ_u and Λ_v are each a multiple of the identity (the fused kernel's scalar-coefficient step)."""
+    return bool(np.all(Lu == Lu[0]) and np.all(Lv == Lv[0]))
 
 
 def default_table_size(d: int) -> int:
@@ -421,7 +447,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 _sgld_epoch_lazy(lay.users, lay.items, lay.values, w, has_w, gap_u, gap_v, lay.seg, m.U, m.V, m.bu,
                                  m.bi, np.float32(b0), eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv,
                                  np.float32(lam_bias), use_table, ext, size, base, np.int64(prefetch_stride),
-                                 not freeze_items, biases, clip_on, np.float32(clip_lo), np.float32(clip_hi))
+                                 not freeze_items, biases, clip_on, np.float32(clip_lo), np.float32(clip_hi),
+                                 is_isotropic(Lu, Lv))
             else:
                 fl_u, fl_v = np.zeros(lay.n_users, np.int64), np.zeros(lay.n_items, np.int64)
                 _sgld_epoch_eager(lay.users, lay.items, lay.values, w, has_w, m.U, m.V, m.bu, m.bi, np.float32(b0),
