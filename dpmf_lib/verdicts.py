@@ -79,8 +79,8 @@ def decide(claim: Claim, lo: float, hi: float) -> tuple[str, str]:
             return REPRODUCED, ""
         if hi <= line:
             return DIFFERS, ("the whole interval is on the wrong side of the reference" if hi <= ref else
-                             "the right sign, but the whole interval is within the margin: an effect smaller "
-                             "than the margin counts as none")
+                             f"the interval reaches past the reference but not past reference + margin ({line:.4g}): "
+                             "an effect smaller than the margin counts as none")
         return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference + margin)"
     if claim.direction == "less":
         line = ref - claim.margin
@@ -88,8 +88,8 @@ def decide(claim: Claim, lo: float, hi: float) -> tuple[str, str]:
             return REPRODUCED, ""
         if lo >= line:
             return DIFFERS, ("the whole interval is on the wrong side of the reference" if lo >= ref else
-                             "the right sign, but the whole interval is within the margin: an effect smaller "
-                             "than the margin counts as none")
+                             f"the interval reaches past the reference but not past reference − margin ({line:.4g}): "
+                             "an effect smaller than the margin counts as none")
         return INCONCLUSIVE, f"interval [{lo:.4g}, {hi:.4g}] straddles {line:.4g} (reference − margin)"
     if lo == hi:
         return (REPRODUCED, "") if lo == ref else (DIFFERS, "")

@@ -148,7 +148,7 @@ def test_non_finite_values_and_guards_are_never_evidence():
 
 def test_a_direction_claim_says_why_it_differs():
     c = claim(tolerance=None, direction="greater", reference=0.0, margin=0.005)
-    assert "within the margin" in judge(c, [meas([0.0002, 0.0003, 0.00025])]).reason
+    assert "not past reference + margin" in judge(c, [meas([0.0002, 0.0003, 0.00025])]).reason
     assert "wrong side" in judge(c, [meas([-0.02, -0.03, -0.025])]).reason
 
 
