@@ -4,7 +4,7 @@ import numpy as np
 
 from dpmf_lib.bench import __main__ as bench_cli
 from dpmf_lib.bench import ratio
-from dpmf_lib.bench.machine import _fma_loop, _sum_repeated, cache_sizes
+from dpmf_lib.bench.machine import _fma_loop, _sum_repeated, cache_sizes, first_touch_gbps
 
 
 def test_kernels_compute_what_they_claim():
@@ -46,3 +46,8 @@ def test_unknown_suite_is_a_clear_error(capsys):
 def test_ratio_without_target_is_reported_not_judged():
     r = ratio("x", 2.0, None)
     assert r["target"] is None and r["met"] is None
+
+
+def test_first_touch_gives_one_positive_rate_per_allocation():
+    v = first_touch_gbps(1 << 20, repeats=2)
+    assert len(v) == 2 and all(np.isfinite(x) and x > 0 for x in v)

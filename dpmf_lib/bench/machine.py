@@ -5,7 +5,8 @@ Method. Bandwidth: a numba kernel sums a float32 buffer of the given size (a pla
 fastmath), repeated until ~``min_time`` seconds; the best of ``repeats`` timings counts
 (the ceiling is what the machine can do, not its average under other load). Buffer sizes are half of each cache level
 as the OS reports it (``/sys/devices/system/cpu/cpu0/cache``), and 8x the L3 for RAM. FMA: ``acc = acc * a + b`` on 256
-independent float32 lanes held in registers, 2 flops per FMA.
+independent float32 lanes held in registers, 2 flops per FMA. First touch (``run`` only, #19): GB/s of the first write
+to freshly allocated memory (page faults + zeroing), the floor under any kernel that allocates its output.
 """
 
 from __future__ import annotations
@@ -98,6 +99,24 @@ def fma_gflops(*, n: int = 2_000_000, repeats: int = 5) -> float:
     return 2.0 * FMA_LANES * n / t / 1e9
 
 
+def first_touch_gbps(nbytes: int = 256 << 20, *, repeats: int = 3) -> list:
+    """GB/s of the first write to freshly allocated memory (one byte per 4 KiB page: the page faults and the kernel's
+    zeroing, nothing else), for ``repeats`` allocations in a row, each freed before the next.
+
+    Why (#19): a kernel that fills a new output array pays this before any of its own work. On an ordinary Linux box it
+    is a few GB/s; on this VM it ranges over 20x, 0.2-5 GB/s (measured: a 420 MB first touch took 0.05 s when the
+    pages had just been freed by the same process and 0.2-1.3 s when they had not, with numpy's huge-page advice the
+    slowest, presumably the hypervisor backing pages the guest had returned). The first value is the coldest."""
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a = np.empty(nbytes, dtype=np.uint8)
+        a[::4096] = 1
+        out.append(nbytes / (time.perf_counter() - t0) / 1e9)
+        del a
+    return out
+
+
 def measure(profile: str = "quick") -> dict:
     """Ceilings as a dict: ``{"bandwidth_GBps": {"L1d": ..., "L2": ..., "L3": ..., "RAM": ...}, "fma_GFLOPs": ...}``."""
     caches = cache_sizes()
@@ -110,12 +129,18 @@ def measure(profile: str = "quick") -> dict:
 
 
 def run(profile: str = "quick") -> dict:
+    # first touch before anything else allocates (later allocations would reuse freed pages) and outside measure(),
+    # which the mf suite calls before timing its layout, whose fresh arrays would then reuse these pages
+    touch = first_touch_gbps(256 << 20, repeats=3)
     m = measure(profile)
     records = [record("read_bandwidth", "bandwidth", v, "GB/s", level=lvl, buffer_bytes=m["buffer_bytes"][lvl],
                       threads=1) for lvl, v in m["bandwidth_GBps"].items()]
     records.append(record("fma_throughput", "throughput", m["fma_GFLOPs"], "GFLOP/s", dtype="float32", threads=1))
     for lvl, size in m["caches_bytes"].items():
         records.append(record("cache_size", "size", size, "bytes", level=lvl))
+    for k, v in enumerate(touch):
+        records.append(record("first_touch", "bandwidth", v, "GB/s", buffer_bytes=256 << 20, allocation=k + 1,
+                              threads=1))
     bw = m["bandwidth_GBps"]
     ratios = []
     if "L1d" in bw and "RAM" in bw:
