@@ -111,9 +111,11 @@ class Measurement:
     """One measured value of a claim; :meth:`NotebookRun.replicate` fills ``values`` with one value per seed.
 
     ``setting`` tells apart several measurements of one claim in one run (``"d=16"``); ``guards`` holds the values of
-    the claim's guards measured in the same run (name → value). ``trials``: for a share (``unit: share …``), the number
-    of independent cells it is the share of in one seed (the ε values of a grid, each with its own noise and chains);
-    :mod:`dpmf_lib.verdicts` then gives it a binomial interval over every seed's cells besides the one over seeds.
+    the claim's guards measured in the same run (name → value). ``cells``: for a share of cells (``unit: share …``,
+    e.g. the ε values of a grid at which the joint decoder beats the single one), this seed's paired difference in
+    every cell, in a fixed order; the value is the share of positive ones. :mod:`dpmf_lib.verdicts` then judges the
+    share of cells whose expected difference is positive, from the differences over seeds (cells of one seed share
+    its split, codebook and users, so they are not independent draws).
     """
 
     claim: str
@@ -123,14 +125,16 @@ class Measurement:
     note: str = ""
     setting: str = ""
     guards: dict | None = None
-    trials: int | None = None
+    cells: tuple[float, ...] | None = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["value"] = float(self.value)
         d["guards"] = {k: float(v) for k, v in (self.guards or {}).items()}
-        if self.trials is None:
-            del d["trials"]
+        if self.cells is None:
+            del d["cells"]
+        else:
+            d["cells"] = [float(v) for v in self.cells]
         return d
 
 
@@ -208,7 +212,7 @@ def merge_replicates(runs: list[list[dict]], seeds: list[int]) -> list[dict]:
     keyed by (claim, dataset, setting, occurrence), with ``values`` and per-guard lists over the seeds.
 
     A measurement missing from some replicate gets NaN there (so its verdict is inconclusive, never silently based on
-    fewer seeds). A share's ``trials`` is kept only when every seed has the same count (else no binomial interval).
+    fewer seeds). A share's ``cells`` become one list per seed (None for a seed that lacks the measurement).
     """
     def keyed(run):
         seen, out = {}, {}
@@ -231,7 +235,8 @@ def merge_replicates(runs: list[list[dict]], seeds: list[int]) -> list[dict]:
         finite = [v for v in values if not math.isnan(v)]
         row = {**m0, "value": float(sum(finite) / len(finite)) if finite else float("nan"),
                "values": values, "seeds": list(seeds), "guards": guards}
-        if "trials" in m0 and any(m is None or m.get("trials") != m0["trials"] for m in ms):
-            row["trials"] = None
+        if "cells" in m0:
+            row["cells"] = [None if m is None or m.get("cells") is None else [float(v) for v in m["cells"]]
+                            for m in ms]
         merged.append(row)
     return merged

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import platform
@@ -257,14 +258,19 @@ class NotebookRun:
 
     def claims_table(self) -> pd.DataFrame:
         """The claim measurements of this run with their interval and the verdict they would get."""
-        from .verdicts import judge_measurement, rule
+        from .claims import INCONCLUSIVE
+        from .verdicts import Judgement, judge_measurement, rule
 
         claims = self._judged_claims()
         rows = []
         self._half_widths: dict[int, float | None] = {}
+        self._bounds: dict[int, tuple] = {}
         for m in self._measurements():
             c = claims.get(m["claim"])
-            j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
+            try:
+                j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
+            except Exception as exc:  # judging reads the run, never fails it (dpmf_lib.verdicts is not a run input)
+                j = Judgement(INCONCLUSIVE, f"could not be judged: {type(exc).__name__}: {exc}")
             if not m["real"]:
                 verdict = "stand-in only"
             elif c is not None and m["dataset"] != c.dataset:
@@ -278,6 +284,7 @@ class NotebookRun:
                          "rule": None if c is None else rule(c), "verdict": verdict,
                          "why": "" if j is None else j.reason})
             self._half_widths[len(rows) - 1] = None if j is None or j.lo is None else (j.hi - j.lo) / 2
+            self._bounds[len(rows) - 1] = (None, None) if j is None else (j.lo, j.hi)
         return pd.DataFrame(rows)
 
     def _measurements(self) -> list[dict]:
@@ -307,7 +314,9 @@ class NotebookRun:
             ours = "—" if r["ours"] is None or r["ours"] != r["ours"] else f"{r['ours']:.4g}"
             half = self._half_widths.get(i)
             if half is not None and half == half and n > 1:
-                ours += f" ± {half:.2g}"
+                lo, hi = self._bounds[i]
+                symmetric = math.isclose(r["ours"] - lo, hi - r["ours"], rel_tol=1e-6, abs_tol=1e-12)
+                ours += f" ± {half:.2g}" if symmetric else f" [{lo:.3g}, {hi:.3g}]"
             ours += f" ({n} seed{'s' if n != 1 else ''})"
             paper = "—" if c is None or c.reference is None else f"{c.reference:g}"
             if c is not None and c.unit:
@@ -321,7 +330,7 @@ class NotebookRun:
         measured = {r["claim"] for r in table.to_dict("records")}
         missing = sorted(c.id for c in claims.values() if c.notebook == self.name and c.id not in measured)
         head = (f"{self.name} at profile {self.profile}, seeds {self.replicate_seeds}: "
-                f"{len(rows)} measurement(s) of the paper's claims (rules: dpmf_lib/claims.py).")
+                f"{len(rows)} measurement(s) of the paper's claims (rules: dpmf_lib/verdicts.py).")
         if not rows:
             head = (f"{self.name} at profile {self.profile}: no claim of params/claims.yaml is measured here — compare "
                     "the figure with the paper's by eye.")

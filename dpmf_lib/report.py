@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -33,7 +34,7 @@ import yaml
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, VERDICTS,
                      load_claims)
-from .verdicts import judge, rule
+from .verdicts import judge, rule, rules_digest
 from .paths import figures_dir, params_dir
 from .registry import load_registry
 
@@ -149,6 +150,9 @@ def _value(c: dict) -> str:
     if c["ours"] is None:
         return "—"
     if c["n"] and c["n"] > 1:
+        if c["lo"] is not None and not math.isclose(c["ours"] - c["lo"], c["hi"] - c["ours"], rel_tol=1e-6,
+                                                     abs_tol=1e-12):  # an asymmetric interval (a share of cells)
+            return f"{c['ours']:.4g} [{c['lo']:.3g}, {c['hi']:.3g}] ({c['n']} seeds)"
         return f"{c['ours']:.4g} ± {(c['hi'] - c['lo']) / 2:.2g} (n={c['n']})"
     return f"{c['ours']:.4g}"
 
@@ -223,6 +227,17 @@ def render_notebook_html(ipynb: Path, out: Path) -> Path | None:
         return None
 
 
+def _older_rules(out: Path) -> str:
+    """A note for a notebook whose printed claims table was judged under verdict rules that have changed since (the
+    rules are not a run input, so the run stays current; this page's verdicts are the current ones)."""
+    try:
+        then = json.loads((out / "run.json").read_text()).get("verdict_rules")
+    except (OSError, ValueError):
+        return ""
+    return "; its claims table predates the current verdict rules, this page's verdicts are current" \
+        if then and then != rules_digest() else ""
+
+
 def _links(fig_dir: Path, r: dict) -> list[tuple[str, str]]:
     """(label, relative href) of every output of a figure row that exists."""
     name, out = r["name"], fig_dir / r["name"]
@@ -231,7 +246,7 @@ def _links(fig_dir: Path, r: dict) -> list[tuple[str, str]]:
     links = []
     ipynb = out / f"{name}.ipynb"
     if ipynb.exists() and render_notebook_html(ipynb, fig_dir / HTML_SUBDIR / f"{name}.html"):
-        links.append(("notebook (HTML)", f"{HTML_SUBDIR}/{name}.html"))
+        links.append((f"notebook (HTML{_older_rules(out)})", f"{HTML_SUBDIR}/{name}.html"))
     for label, fname in (("notebook (.ipynb)", f"{name}.ipynb"), ("CSV", f"{name}.csv"),
                          ("timings CSV", f"{name}_timings.csv"), ("SVG", f"{name}.svg"), ("PNG", f"{name}.png"),
                          ("provenance", "provenance.json"), ("measurements", "measurements.json"),

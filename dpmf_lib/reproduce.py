@@ -59,15 +59,30 @@ def run_hash(entry: Entry, profile: str) -> str:
     from .claims import load_claims
 
     params = load_params(entry.name, profile)
-    own_claims = repr([(c.id, c.dataset, c.min_profile, c.deterministic, c.min_seeds, bool(c.shown_not_judged))
-                       for c in load_claims() if c.notebook == entry.name])
+    own_claims = repr([seed_rule(c) for c in load_claims() if c.notebook == entry.name])
     h = hashlib.sha256()
     for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
                  code_digest("dpmf_lib.outputs"), own_claims):
         h.update(part.encode())
-    h.update(entry.notebook.read_bytes())
+    h.update(notebook_code_for_hash(entry.notebook))
     h.update(params_bytes_for_hash(entry.params_file))
     return h.hexdigest()
+
+
+def seed_rule(claim) -> tuple:
+    """The fields of a claim that decide how many seeds a run measures it at (:meth:`NotebookRun.seeds_needed`)."""
+    return (claim.id, claim.dataset, claim.min_profile, claim.deterministic, claim.min_seeds,
+            bool(claim.shown_not_judged))
+
+
+def notebook_code_for_hash(path: Path) -> bytes:
+    """What of a notebook a run executes: its code cells (source and tags, the ``parameters`` tag included). Markdown
+    — the intro, the "what to look for" note that quotes the claims' rules — does not change a result, so editing it
+    does not make a run stale."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [{"source": "".join(c.get("source", "")), "tags": c.get("metadata", {}).get("tags", [])}
+             for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    return json.dumps(cells, sort_keys=True).encode()
 
 
 MEASURED_PREFIX = "# measured "
@@ -130,6 +145,9 @@ def staleness(entry: Entry, digest: str, out_dir: Path | None = None) -> str | N
         return f"last run {run.get('status', 'unknown')}"
     if run.get("hash") != digest:
         return "code, params or notebook changed since the last run"
+    changed_rules = _changed_seed_rules(run.get("claim_seed_rules"))
+    if changed_rules:
+        return "the seed rule of a claim it measures changed: " + ", ".join(changed_rules)
     if not _outputs_present(out, entry.name):
         return "outputs missing"
     then = run.get("data_state") or {}
@@ -138,6 +156,27 @@ def staleness(entry: Entry, digest: str, out_dir: Path | None = None) -> str | N
     if changed:
         return "data changed since the last run: " + ", ".join(f"{d} ({then[d]} → {now.get(d)})" for d in changed)
     return None
+
+
+def _seed_rules_of(measurements_file: Path) -> dict:
+    """The seed rule of every claim a run measured, its own or another notebook's (``balu_table1`` measures claims of
+    ``balu_table3_1``): the run hash covers only the notebook's own claims, :func:`staleness` checks these."""
+    from .claims import load_claims
+
+    try:
+        ids = {m["claim"] for m in json.loads(measurements_file.read_text())}
+    except (OSError, ValueError):
+        return {}
+    return {c.id: list(seed_rule(c)) for c in load_claims() if c.id in ids}
+
+
+def _changed_seed_rules(recorded: dict | None) -> list[str]:
+    if not recorded:
+        return []
+    from .claims import load_claims
+
+    now = {c.id: list(seed_rule(c)) for c in load_claims()}
+    return sorted(cid for cid, rule in recorded.items() if now.get(cid) != rule)
 
 
 def up_to_date(entry: Entry, digest: str) -> bool:
@@ -319,6 +358,10 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     if record["status"] == "ok":
         prov = json.loads((staging / "provenance.json").read_text())
         record["data_state"] = states_of_run(prov.get("datasets", []))
+        record["claim_seed_rules"] = _seed_rules_of(staging / "measurements.json")
+        from .verdicts import rules_digest
+
+        record["verdict_rules"] = rules_digest()  # what the executed notebook's claims table was judged under
     else:  # a failed run's partial measurements must never reach the report
         (staging / "measurements.json").unlink(missing_ok=True)
     if (staging / "kernel.log").exists() and (staging / "kernel.log").stat().st_size == 0:

@@ -49,7 +49,7 @@ PLOT_CELL = "fig = experiment.plot(df, nb.params)"
 
 CLAIMS_CELL = """# The claims this notebook measures, over seeds: it re-runs the experiment at seed+1 … seed+n−1 (n = 3 at ci,
 # 5 at paper; 1 when every claim here is deterministic or needs a larger profile) and keeps only their claim
-# values. The figure and CSV above stay those of `seed`. Rules of the verdicts: dpmf_lib/claims.py.
+# values. The figure and CSV above stay those of `seed`. Rules of the verdicts: dpmf_lib/verdicts.py.
 claims = nb.replicate(experiment.run, df)  # every column (rule, reason); the result at the end is its summary"""
 
 SAVE_CELL = '''out = {call}

@@ -12,13 +12,14 @@ How a verdict is reached (a reviewer's rules, not a convenience):
   analytic formula) need one value and have a zero-width interval. Other claims need at least ``min_seeds`` values
   (default: 3 at ``ci``, 5 at ``paper``); seeds that all give the same value mean the seed never reached the
   measurement, which makes the interval a fiction: that is ``inconclusive``.
-* **Shares.** A share of independent cells (``Measurement.trials`` set: e.g. the ε values of a grid where the joint
-  decoder beats the single one, each ε with its own sanitised profiles and chains) also gets a 95 % Clopper–Pearson
-  interval over all seeds' cells pooled (k wins of n = trials × seeds), and is judged on the hull of that interval and
-  the one over seeds. Seeds that agree are then no sign of a seed that does not reach the measurement — every cell
-  is a fresh draw — and the binomial interval is the honest width: 45 of 45 cells gives [0.92, 1], 15 of 45
-  [0.20, 0.49]. It treats the cells as exchangeable draws of one rate (the rate over the grid), which is what
-  "for almost all ε" quantifies.
+* **Shares of cells.** A share of the cells of a grid (``Measurement.cells``: e.g. the fraction of ε values at
+  which the joint decoder's mean cosine beats the single decoder's) estimates the share of cells whose *expected*
+  paired difference is positive. Each cell gets a t-interval over the seeds at the Bonferroni level 1 − 0.05/m (m
+  cells), so all m hold together with 95 %; the share's interval is [cells whose interval lies above 0, cells whose
+  interval reaches above 0] / m. It needs no independence between the cells — they are not independent: the cells of
+  a seed share its split, codebook and attacked users — only between seeds, which is what a seed is. Seeds that give
+  the same share are then no sign of a seed that does not reach the measurement (the differences still vary); a cell
+  whose difference is the same in every seed is (``inconclusive``).
 * **Rule.** ``tolerance``/``relative_tolerance``: *reproduced* when the whole interval lies within the tolerance of
   the paper's value, *differs* when it lies wholly outside, else *inconclusive (interval straddles)*.
   ``direction: greater|less`` needs a ``margin``: reproduced when the whole interval is beyond ``reference ± margin``,
@@ -41,11 +42,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, PROFILE_RANK, REPRODUCED, SHOWN, STANDIN_ONLY,
                      Claim)
 
 CONFIDENCE = 0.95
+
+
+def rules_digest() -> str:
+    """Hash of these rules: the runner records it in ``run.json``, so the report can say when an executed notebook's
+    claims table (printed by the run) was judged under rules that have changed since."""
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def rule(claim: Claim) -> str:
@@ -109,17 +119,31 @@ def interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float
     return mean, mean - half, mean + half
 
 
-def share_interval(values: list[float], trials: int, confidence: float = CONFIDENCE) -> tuple[int, int, float, float]:
-    """(k, n, lo, hi): the pooled wins k of n = ``trials`` × seeds cells behind per-seed shares ``values``, and their
-    Clopper–Pearson (exact binomial) interval."""
+def share_of_cells_interval(cells: list, confidence: float = CONFIDENCE) -> tuple[float, float, float, str]:
+    """(point, lo, hi, problem) for a share of cells from ``cells`` (one list of per-cell paired differences per seed;
+    None for a seed without the measurement): the share of cells whose mean difference over seeds is positive, and
+    the simultaneous (Bonferroni) interval of :mod:`the rules <dpmf_lib.verdicts>`. ``problem`` is non-empty when the
+    cells cannot be judged (a cell with fewer than 2 finite seeds, or one whose difference never varies)."""
     from scipy import stats
 
-    counts = [v * trials for v in values]
-    if any(abs(c - round(c)) > 1e-6 for c in counts):
-        raise ValueError(f"shares {values} are not whole counts of {trials} cells each")
-    k, n = int(sum(round(c) for c in counts)), int(trials) * len(values)
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return k, n, float(ci.low), float(ci.high)
+    rows = [r for r in cells if r is not None]
+    m = len(rows[0]) if rows else 0
+    if len(rows) < len(cells) or not m or any(len(r) != m for r in rows):
+        return float("nan"), float("nan"), float("nan"), "a seed lacks the per-cell differences"
+    level = 1 - (1 - confidence) / m
+    above = reaches = positive = 0
+    for k in range(m):
+        col = [r[k] for r in rows if math.isfinite(r[k])]
+        if len(col) < 2:
+            return float("nan"), float("nan"), float("nan"), f"cell {k + 1} of {m} has {len(col)} finite seed(s)"
+        mean, lo, hi = interval(col, level)
+        if lo == hi:
+            return float("nan"), float("nan"), float("nan"), (f"cell {k + 1} of {m} gave the same difference "
+                                                              f"({mean:.4g}) in every seed: the seed does not reach it")
+        positive += mean > 0
+        above += lo > 0
+        reaches += hi > 0
+    return positive / m, above / m, reaches / m, ""
 
 
 @dataclass
@@ -146,12 +170,16 @@ def judge_measurement(claim: Claim, m: dict) -> Judgement:
     if not all(math.isfinite(v) for v in values):
         return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m)
     mean, lo, hi = interval(values)
-    cells = ""
-    share = bool(m.get("trials")) and claim.unit.startswith("share")
-    if share:  # a share of fresh cells: the binomial interval is its width, even when every seed agrees
-        k, n, b_lo, b_hi = share_interval(values, int(m["trials"]))
-        lo, hi = min(lo, b_lo), max(hi, b_hi)
-        cells = f"{k} of {n} (ε, seed) cells; Clopper–Pearson 95 % [{b_lo:.3g}, {b_hi:.3g}]"
+    cells, cell_problem = "", ""
+    share = m.get("cells") is not None and claim.unit.startswith("share")
+    if share:  # the share of cells whose expected difference is positive, judged cell by cell over the seeds
+        point, c_lo, c_hi, cell_problem = share_of_cells_interval(m["cells"])
+        if not cell_problem:
+            n_cells = len(next(r for r in m["cells"] if r is not None))
+            mean, lo, hi = point, c_lo, c_hi
+            cells = (f"{round(point * n_cells)} of {n_cells} cells have a positive mean difference over the seeds; "
+                     f"{round(c_lo * n_cells)} lie above 0 and {round(c_hi * n_cells)} reach above it at 95 % "
+                     "simultaneous")
     j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m)
     profile = m.get("profile") or "ci"
     reasons = []
@@ -164,6 +192,8 @@ def judge_measurement(claim: Claim, m: dict) -> Judgement:
         elif not all(g.holds(v) for v in got):
             shown = ", ".join(f"{v:.4g}" for v in got)
             reasons.append(f"guard failed: {g.describe()}; measured {shown}")
+    if cell_problem:
+        reasons.append(cell_problem)
     need = claim.seeds_needed(profile)
     if len(values) < need:
         reasons.append(f"{len(values)} seed(s), the claim needs {need} at {profile}")

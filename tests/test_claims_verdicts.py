@@ -7,7 +7,7 @@ import yaml
 
 from dpmf_lib.claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, Claim,
                              Guard, Measurement, load_claims, merge_replicates)
-from dpmf_lib.verdicts import interval, judge, share_interval, verdict
+from dpmf_lib.verdicts import interval, judge, share_of_cells_interval, verdict
 from dpmf_lib.errors import ParameterError
 
 
@@ -18,9 +18,11 @@ def claim(**kw):
     return Claim(**base)
 
 
-def meas(values, *, dataset="netflix", real=True, profile="ci", setting="", guards=None, cid="c", trials=None):
-    m = Measurement(cid, sum(values) / len(values), dataset, real, setting=setting, trials=trials).as_dict()
+def meas(values, *, dataset="netflix", real=True, profile="ci", setting="", guards=None, cid="c", cells=None):
+    m = Measurement(cid, sum(values) / len(values), dataset, real, setting=setting).as_dict()
     m.update(values=list(values), profile=profile, guards=guards or {})
+    if cells is not None:
+        m["cells"] = cells
     return m
 
 
@@ -161,35 +163,53 @@ def test_loader_refuses_equal_without_reference_and_bad_tolerances(tmp_path):
         load_claims(_write_claims(tmp_path, guards={"g": {"min": "big", "why": "w"}}))
 
 
-def test_a_share_of_fresh_cells_gets_the_binomial_interval_even_when_every_seed_agrees():
+def test_a_share_of_cells_is_judged_cell_by_cell_over_the_seeds_not_as_independent_draws():
+    from scipy import stats
+
     share = claim(tolerance=None, direction="greater", reference=0.75, margin=0.05, unit="share of eps values")
-    # 9 ε cells × 5 seeds, all won: Clopper–Pearson 95 % [0.9213, 1] (scipy's exact interval; hand: 0.025^(1/45))
-    k, n, lo, hi = share_interval([1.0] * 5, 9)
-    assert (k, n) == (45, 45) and math.isclose(lo, 0.025 ** (1 / 45), rel_tol=1e-9) and hi == 1.0
-    won = judge(share, [meas([1.0] * 5, profile="paper", trials=9)])
-    assert won.verdict == REPRODUCED and "45 of 45" in won.reason and math.isclose(won.lo, lo)
-    # 3 of 9 in every seed: [0.20, 0.49], wholly below 0.75 + 0.05 → differs (it was "inconclusive: no spread")
-    third = judge(share, [meas([1 / 3] * 5, profile="paper", trials=9)])
-    assert third.verdict == DIFFERS and 0.19 < third.lo < 0.21 and 0.48 < third.hi < 0.50
-    # a share whose cells straddle the line stays inconclusive: 40 of 45 → [0.76, 0.96]
-    near = judge(share, [meas([1.0, 1.0, 1.0, 5 / 9, 1.0], profile="paper", trials=9)])
-    assert near.verdict == INCONCLUSIVE
-    # the hull with the interval over seeds: seeds that disagree widely keep their own (wider) t-interval
-    wide = judge(share, [meas([1.0, 0.0, 1.0, 1.0, 1.0], profile="paper", trials=9)])
-    assert wide.lo < share_interval([1.0, 0.0, 1.0, 1.0, 1.0], 9)[2]
-    # without trials (or for a claim that is not a share) the no-spread rule still holds
+    rng = __import__("numpy").random.default_rng(0)
+    clear = [[0.05 + 0.002 * rng.standard_normal() for _ in range(9)] for _ in range(5)]
+    won = judge(share, [meas([1.0] * 5, profile="paper", cells=clear)])
+    # every seed wins every cell by far: 9 of 9 above 0 at the Bonferroni level — reproduced, though the seeds agree
+    assert won.verdict == REPRODUCED and (won.lo, won.hi) == (1.0, 1.0) and "9 of 9" in won.reason
+    # the same shares (1.0 in every seed) from differences that are small against their spread: not evidence
+    noisy = [[0.01 + 0.02 * rng.standard_normal() for _ in range(9)] for _ in range(5)]
+    noisy = [[abs(v) for v in r] for r in noisy]  # every seed still wins every cell
+    j = judge(share, [meas([1.0] * 5, profile="paper", cells=noisy)])
+    assert j.verdict in (INCONCLUSIVE, DIFFERS) and j.lo < 0.8
+    # the Bonferroni level by hand: a cell whose plain 95 % t-interval lies above 0 but whose 1 − 0.05/2 one does not
+    dev = [-2.0, -1.0, 0.0, 1.0, 2.0]  # sd = sqrt(2.5), se = sd / sqrt(5)
+    se = stats.tstd(dev) / 5 ** 0.5
+    mid = 0.5 * (stats.t.ppf(0.975, 4) + stats.t.ppf(1 - 0.025 / 2, 4)) * se
+    col = [mid + d for d in dev]
+    assert share_of_cells_interval([[c] for c in col])[1] == 1.0  # m = 1: the plain 95 % interval is above 0
+    assert share_of_cells_interval([[c, 10 + 0.1 * d] for c, d in zip(col, dev)])[1:3] == (0.5, 1.0)  # m = 2: not
+    # 3 of 9 cells clearly positive, 6 clearly negative: [1/3, 1/3] → differs
+    third = [[0.05] * 3 + [-0.05] * 6 for _ in range(5)]
+    third = [[v + 0.001 * rng.standard_normal() for v in r] for r in third]
+    t = judge(share, [meas([1 / 3] * 5, profile="paper", cells=third)])
+    assert t.verdict == DIFFERS and math.isclose(t.lo, 1 / 3) and math.isclose(t.hi, 1 / 3)
+    # a cell that never varies over seeds, a seed without cells, a cell with one finite seed: inconclusive
+    frozen = [r[:] for r in clear]
+    for r in frozen:
+        r[4] = 0.05
+    assert "same difference" in judge(share, [meas([1.0] * 5, profile="paper", cells=frozen)]).reason
+    assert "lacks" in judge(share, [meas([1.0] * 5, profile="paper", cells=clear[:4] + [None])]).reason
+    nan = [r[:] for r in clear]
+    for r in nan[1:]:
+        r[2] = float("nan")
+    assert "1 finite seed" in judge(share, [meas([1.0] * 5, profile="paper", cells=nan)]).reason
+    # without cells (or for a claim that is not a share) the no-spread rule still holds
     assert "seed does not reach" in judge(share, [meas([1.0] * 5, profile="paper")]).reason
-    assert "seed does not reach" in judge(claim(), [meas([0.44] * 3, trials=9)]).reason
-    with pytest.raises(ValueError, match="whole counts"):
-        share_interval([0.5], 9)
+    assert "seed does not reach" in judge(claim(), [meas([0.44] * 3, cells=clear[:3])]).reason
 
 
-def test_trials_survive_merging_only_when_every_seed_agrees_and_stay_out_of_other_measurements():
-    a = Measurement("c", 1.0, "ml-100k", True, trials=9).as_dict()
-    b = Measurement("c", 2 / 3, "ml-100k", True, trials=9).as_dict()
-    assert merge_replicates([[a], [b]], [0, 1])[0]["trials"] == 9
-    assert merge_replicates([[a], [{**b, "trials": 8}]], [0, 1])[0]["trials"] is None
-    assert "trials" not in Measurement("c", 1.0, "ml-100k", True).as_dict()  # saved JSON unchanged for the rest
+def test_cells_merge_as_one_list_per_seed_and_stay_out_of_other_measurements():
+    a = Measurement("c", 1.0, "ml-100k", True, cells=(0.1, 0.2)).as_dict()
+    b = Measurement("c", 0.5, "ml-100k", True, cells=(0.1, -0.2)).as_dict()
+    merged = merge_replicates([[a], [b], []], [0, 1, 2])[0]
+    assert merged["cells"] == [[0.1, 0.2], [0.1, -0.2], None]
+    assert "cells" not in Measurement("c", 1.0, "ml-100k", True).as_dict()  # saved JSON unchanged for the rest
 
 
 def test_the_judging_code_is_not_a_run_input_and_nothing_a_run_saves_comes_from_it():

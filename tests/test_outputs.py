@@ -161,3 +161,32 @@ def test_results_table_gives_quote_paper_value_ours_with_interval_and_verdict(fi
     assert "seeds [0, 1, 2]" in shown.head
     assert "Claims of this notebook not measured in this run" in shown.foot  # balu_table5_1 has more claims
     assert "PosixPath" not in repr(shown)
+
+
+def test_a_broken_judging_rule_changes_nothing_a_run_saves_and_does_not_fail_it(figures_tmp, monkeypatch):
+    """dpmf_lib.verdicts is not a run input (dependencies.NOT_RUN_INPUTS): what a run saves must be the same whatever
+    the rules say, and a rule that raises must not fail the run (it shows as 'could not be judged')."""
+    from dpmf_lib import verdicts
+
+    def saved():
+        nb = NotebookRun("balu_table5_1", "ci")
+        df = toy_run(nb.params)
+        table = nb.replicate(toy_run, df)
+        shown = nb.results()
+        out = nb.save(df, None)
+        files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "provenance.json"}
+        prov = json.loads((out / "provenance.json").read_text())
+        for volatile in ("wall_time_s", "finished_utc", "git"):
+            prov.pop(volatile)
+        return files, prov, table, shown
+
+    files, prov, table, _ = saved()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a rule with a bug")
+
+    monkeypatch.setattr(verdicts, "judge_measurement", broken)
+    files2, prov2, table2, shown2 = saved()
+    assert files2 == files and prov2 == prov
+    assert table.iloc[0]["verdict"] == "reproduced" and table2.iloc[0]["verdict"] == "inconclusive"
+    assert "could not be judged: RuntimeError" in table2.iloc[0]["why"]

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import nbformat
@@ -326,3 +327,46 @@ def test_a_bad_set_value_stops_the_runner_with_the_parameter_named(capsys, figur
     err = capsys.readouterr().err
     assert code == 2 and "liu_fig7" in err and "field 'path'" in err and "Traceback" not in err
     assert not list(figures_tmp.iterdir())
+
+
+def test_the_notebooks_markdown_is_not_a_run_input_its_code_is(tmp_path):
+    e = _entry("balu_table3_1")
+    nb = json.loads(e.notebook.read_text(encoding="utf-8"))
+    copy = tmp_path / e.notebook.name
+
+    def digest_of(doc):
+        copy.write_text(json.dumps(doc), encoding="utf-8")
+        return reproduce.notebook_code_for_hash(copy)
+
+    base = digest_of(nb)
+    md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    md["source"] = ["ours > 0.75 + margin 0.1 (a margin edited in claims.yaml)"]
+    assert digest_of(nb) == base
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["source"] = list(code["source"]) + ["\n# an edit"]
+    assert digest_of(nb) != base
+    code["source"] = code["source"][:-1]
+    code.setdefault("metadata", {})["tags"] = ["parameters", "x"]
+    assert digest_of(nb) != base
+
+
+def test_a_changed_seed_rule_of_a_claim_measured_by_another_notebook_makes_the_run_stale(figures_tmp, monkeypatch):
+    """balu_table1 measures claims of balu_table3_1: the run hash covers only its own claims, the run record the rest."""
+    from dpmf_lib import claims as claims_mod
+
+    e = _entry("balu_table1")
+    digest = reproduce.run_hash(e, "ci")
+    out = figures_tmp / e.name
+    out.mkdir()
+    (out / "provenance.json").write_text("{}")
+    (out / f"{e.name}.csv").write_text("dataset\n")
+    (out / "measurements.json").write_text(json.dumps([{"claim": "balu-3.5-ml100k-cavg"}]))
+    rules = reproduce._seed_rules_of(out / "measurements.json")
+    assert list(rules) == ["balu-3.5-ml100k-cavg"]
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "claim_seed_rules": rules}))
+    assert reproduce.staleness(e, digest) is None
+    real = claims_mod.load_claims()
+    monkeypatch.setattr(claims_mod, "load_claims", lambda path=None: [
+        dataclasses.replace(c, min_seeds=9) if c.id == "balu-3.5-ml100k-cavg" else c for c in real])
+    why = reproduce.staleness(e, digest)
+    assert why and "balu-3.5-ml100k-cavg" in why

@@ -211,14 +211,14 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     if k:  # the merged claim keeps this (the first seed's) note: say what the further seeds did
         note += f"; the claim's further seeds attack a seeded subsample of {k} users each (replicate_n_attacked)"
 
-    def add(claim, value, extra="", rhat=None, exact_err=None, trials=None):
+    def add(claim, value, extra="", rhat=None, exact_err=None, cells=None):
         if value is not None and np.isfinite(value):
             guards = {} if rhat is None else {RHAT_GUARD: rhat}
             if exact_err is not None:
                 guards["exact_marginal_err"] = exact_err
             out.append(Measurement(claim=claim, value=float(value), dataset=source.label, real=source.real,
                                    note=(note + ("; " + extra if extra else "")), guards=guards or None,
-                                   trials=trials))
+                                   cells=cells))
 
     def rhat(attacks_, eps=None):
         """The convergence guard: for each MCMC attack among ``attacks_``, the share of its chains (attacked users,
@@ -244,12 +244,12 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                                      ("mcmc_prior", "single_prior", f"balu-3.5-{kind}-joint-beats-single-prior"),
                                      ("mcmc_flat", "single", f"balu-3.5-{kind}-flat-joint-beats-single")):
             if {joint, single} <= attacks:
-                wins = [(_mean(summary, e, joint, "cos_mean") or 0) > (_mean(summary, e, single, "cos_mean") or 0)
-                        for e in eps_all]
-                add(claim, float(np.mean(wins)),
+                means = [(_mean(summary, e, joint, "cos_mean"), _mean(summary, e, single, "cos_mean")) for e in eps_all]
+                diffs = [float("nan") if a is None or b is None else a - b for a, b in means]
+                add(claim, float(np.mean([d > 0 for d in diffs])),  # a missing mean (NaN) is no win
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
                     f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]),
-                    trials=len(eps_all))  # each ε draws its own sanitised profiles and chains: a fresh cell
+                    cells=diffs)  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
             if sg is not None and pop is not None:
