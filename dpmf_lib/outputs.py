@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import platform
@@ -257,34 +256,39 @@ class NotebookRun:
         return self.claims_table()
 
     def claims_table(self) -> pd.DataFrame:
-        """The claim measurements of this run with their interval and the verdict they would get."""
-        from .claims import INCONCLUSIVE
-        from .verdicts import Judgement, judge_measurement, rule
-
+        """The claim measurements of this run with their interval and the verdict they would get. Judging reads the
+        run and never fails it (:mod:`dpmf_lib.verdicts` is not a run input): a rule that raises, or a verdicts module
+        that does not import, shows as "could not be judged"."""
         claims = self._judged_claims()
         rows = []
         self._half_widths: dict[int, float | None] = {}
         self._bounds: dict[int, tuple] = {}
         for m in self._measurements():
             c = claims.get(m["claim"])
+            j, rule_text, error = None, None, ""
             try:
-                j = judge_measurement(c, {**m, "profile": self.profile}) if c else None
-            except Exception as exc:  # judging reads the run, never fails it (dpmf_lib.verdicts is not a run input)
-                j = Judgement(INCONCLUSIVE, f"could not be judged: {type(exc).__name__}: {exc}")
+                from .verdicts import judge_measurement, rule
+
+                if c is not None:
+                    rule_text = rule(c)
+                    j = judge_measurement(c, {**m, "profile": self.profile})
+            except Exception as exc:  # noqa: BLE001 — any failure of the rules is shown, not raised
+                j, error = None, f"could not be judged: {type(exc).__name__}: {exc}"
             if not m["real"]:
                 verdict = "stand-in only"
             elif c is not None and m["dataset"] != c.dataset:
                 verdict = f"not judged here (the claim is about {c.dataset})"
+            elif error:
+                verdict = "inconclusive"
             else:
                 verdict = c.shown_not_judged and "shown, not judged" or j.verdict
             rows.append({"claim": m["claim"], "setting": m.get("setting", ""), "data": m["dataset"],
                          "paper": None if c is None else c.reference, "ours": j.mean if j else m["value"],
                          "95% interval": None if j is None or j.lo is None else f"[{j.lo:.4g}, {j.hi:.4g}]",
                          "seeds": len(m.get("values") or [m["value"]]),
-                         "rule": None if c is None else rule(c), "verdict": verdict,
-                         "why": "" if j is None else j.reason})
+                         "rule": rule_text, "verdict": verdict, "why": error or ("" if j is None else j.reason)})
             self._half_widths[len(rows) - 1] = None if j is None or j.lo is None else (j.hi - j.lo) / 2
-            self._bounds[len(rows) - 1] = (None, None) if j is None else (j.lo, j.hi)
+            self._bounds[len(rows) - 1] = (None, None, False) if j is None else (j.lo, j.hi, j.asymmetric)
         return pd.DataFrame(rows)
 
     def _measurements(self) -> list[dict]:
@@ -301,7 +305,6 @@ class NotebookRun:
         ours ± the 95 % interval over the seeds, the data, and the verdict (with its reason when it is not final).
         Claims of ``params/claims.yaml`` for this notebook that this run did not measure are listed below it."""
         from .claims import load_claims
-        from .verdicts import rule as rule_of
 
         claims = {c.id: c for c in load_claims()}
         if self.measurements is None:
@@ -314,14 +317,15 @@ class NotebookRun:
             ours = "—" if r["ours"] is None or r["ours"] != r["ours"] else f"{r['ours']:.4g}"
             half = self._half_widths.get(i)
             if half is not None and half == half and n > 1:
-                lo, hi = self._bounds[i]
-                symmetric = math.isclose(r["ours"] - lo, hi - r["ours"], rel_tol=1e-6, abs_tol=1e-12)
-                ours += f" ± {half:.2g}" if symmetric else f" [{lo:.3g}, {hi:.3g}]"
+                lo, hi, asymmetric = self._bounds[i]
+                ours += f" [{lo:.3g}, {hi:.3g}]" if asymmetric else f" ± {half:.2g}"
             ours += f" ({n} seed{'s' if n != 1 else ''})"
             paper = "—" if c is None or c.reference is None else f"{c.reference:g}"
             if c is not None and c.unit:
                 paper += f" {c.unit}"
-            rule = "" if c is None else (rule_of(c) if c.direction is None else f"{c.direction} ({rule_of(c)})")
+            rule = r["rule"] or ""
+            if c is not None and rule and c.direction is not None:
+                rule = f"{c.direction} ({rule})"
             judged = r["verdict"] in ("differs", "inconclusive", "indicative")  # not: stand-in, other data, shown
             verdict = r["verdict"] + (f" — {r['why']}" if r["why"] and judged else "")
             rows.append({"claim": r["claim"] + (f" [{r['setting']}]" if r["setting"] else ""),

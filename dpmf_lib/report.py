@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -34,7 +33,7 @@ import yaml
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, VERDICTS,
                      load_claims)
-from .verdicts import judge, rule, rules_digest
+from .verdicts import judge, rule
 from .paths import figures_dir, params_dir
 from .registry import load_registry
 
@@ -110,7 +109,7 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
                            "reference": c.reference, "unit": c.unit, "measures": c.measures, "notebook": c.notebook,
                            "rule": rule(c), "min_profile": c.min_profile,
                            "guards": [g.describe() for g in c.guards],
-                           "ours": j.mean, "lo": j.lo, "hi": j.hi, "n": j.n,
+                           "ours": j.mean, "lo": j.lo, "hi": j.hi, "n": j.n, "asymmetric": j.asymmetric,
                            "profile": None if m is None else m.get("profile"),
                            "ours_on": None if m is None else m["dataset"],
                            "setting": None if m is None else m.get("setting"),
@@ -150,9 +149,8 @@ def _value(c: dict) -> str:
     if c["ours"] is None:
         return "—"
     if c["n"] and c["n"] > 1:
-        if c["lo"] is not None and not math.isclose(c["ours"] - c["lo"], c["hi"] - c["ours"], rel_tol=1e-6,
-                                                     abs_tol=1e-12):  # an asymmetric interval (a share of cells)
-            return f"{c['ours']:.4g} [{c['lo']:.3g}, {c['hi']:.3g}] ({c['n']} seeds)"
+        if c.get("asymmetric"):  # a share of cells: its interval is not ours ± half
+            return f"{c['ours']:.4g} [{c['lo']:.3g}, {c['hi']:.3g}] (n={c['n']})"
         return f"{c['ours']:.4g} ± {(c['hi'] - c['lo']) / 2:.2g} (n={c['n']})"
     return f"{c['ours']:.4g}"
 
@@ -228,14 +226,22 @@ def render_notebook_html(ipynb: Path, out: Path) -> Path | None:
 
 
 def _older_rules(out: Path) -> str:
-    """A note for a notebook whose printed claims table was judged under verdict rules that have changed since (the
-    rules are not a run input, so the run stays current; this page's verdicts are the current ones)."""
+    """A note for an executed notebook whose printed claims table may not match this page: the verdict rules or the
+    judging fields of its claims changed since it ran (neither is a run input, so the run stays current; this page's
+    verdicts are the current ones), or the run predates the record."""
+    from .reproduce import judging_digest
+
     try:
-        then = json.loads((out / "run.json").read_text()).get("verdict_rules")
-    except (OSError, ValueError):
+        run = json.loads((out / "run.json").read_text())
+        ids = [m["claim"] for m in json.loads((out / "measurements.json").read_text())]
+    except (OSError, ValueError, KeyError, TypeError):
         return ""
-    return "; its claims table predates the current verdict rules, this page's verdicts are current" \
-        if then and then != rules_digest() else ""
+    then = run.get("verdict_rules")
+    if not then:
+        return "; its claims table was judged under rules this run did not record — this page's verdicts are current"
+    if then != judging_digest(ids):
+        return "; its claims table predates the current verdict rules — this page's verdicts are current"
+    return ""
 
 
 def _links(fig_dir: Path, r: dict) -> list[tuple[str, str]]:

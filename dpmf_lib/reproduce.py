@@ -176,7 +176,22 @@ def _changed_seed_rules(recorded: dict | None) -> list[str]:
     from .claims import load_claims
 
     now = {c.id: list(seed_rule(c)) for c in load_claims()}
-    return sorted(cid for cid, rule in recorded.items() if now.get(cid) != rule)
+    return sorted(cid + ("" if cid in now else " (no longer in claims.yaml)") for cid, rule in recorded.items()
+                  if now.get(cid) != rule)
+
+
+def judging_digest(claim_ids) -> str:
+    """A digest of how the claims ``claim_ids`` are judged now: the bytes of :mod:`dpmf_lib.verdicts` (read as a file,
+    never imported: a broken rule must not fail the runner) and the judging fields of those claims. Recorded in
+    ``run.json`` — the run record, not a result — so the report can say when an executed notebook's printed claims
+    table was judged under other rules than the report's."""
+    from .claims import load_claims
+    from .paths import REPO_ROOT
+
+    h = hashlib.sha256((REPO_ROOT / "dpmf_lib" / "verdicts.py").read_bytes())
+    wanted = set(claim_ids)
+    h.update(repr(sorted((repr(c) for c in load_claims() if c.id in wanted))).encode())
+    return h.hexdigest()[:16]
 
 
 def up_to_date(entry: Entry, digest: str) -> bool:
@@ -359,9 +374,11 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
         prov = json.loads((staging / "provenance.json").read_text())
         record["data_state"] = states_of_run(prov.get("datasets", []))
         record["claim_seed_rules"] = _seed_rules_of(staging / "measurements.json")
-        from .verdicts import rules_digest
-
-        record["verdict_rules"] = rules_digest()  # what the executed notebook's claims table was judged under
+        try:  # what the executed notebook's printed claims table was judged under (the report notes a change)
+            ids = [m["claim"] for m in json.loads((staging / "measurements.json").read_text())]
+            record["verdict_rules"] = judging_digest(ids)
+        except (OSError, ValueError, KeyError, TypeError):
+            record["verdict_rules"] = None
     else:  # a failed run's partial measurements must never reach the report
         (staging / "measurements.json").unlink(missing_ok=True)
     if (staging / "kernel.log").exists() and (staging / "kernel.log").stat().st_size == 0:

@@ -19,7 +19,13 @@ How a verdict is reached (a reviewer's rules, not a convenience):
   interval reaches above 0] / m. It needs no independence between the cells — they are not independent: the cells of
   a seed share its split, codebook and attacked users — only between seeds, which is what a seed is. Seeds that give
   the same share are then no sign of a seed that does not reach the measurement (the differences still vary); a cell
-  whose difference is the same in every seed is (``inconclusive``).
+  whose non-zero difference is the same in every seed is (``inconclusive``); one that is exactly 0 in every seed is a
+  tie and counts as not positive. The estimand of a cell is the expectation over seeds (split, codebook, noise,
+  chains, attacked users) of the difference of two means over test users; seeds that attack a uniform subsample
+  estimate the same expectation with more variance, which makes the t-interval conservative, not wrong. "Ours" for
+  such a claim is the share of cells whose mean difference is positive (the stored per-seed ``values`` are each seed's
+  own share); with 5 seeds (df = 4) and m = 9 a cell counts only when its mean is ≳ 5.6 standard errors from 0, so a
+  small edge reads as inconclusive, never as a win.
 * **Rule.** ``tolerance``/``relative_tolerance``: *reproduced* when the whole interval lies within the tolerance of
   the paper's value, *differs* when it lies wholly outside, else *inconclusive (interval straddles)*.
   ``direction: greater|less`` needs a ``margin``: reproduced when the whole interval is beyond ``reference ± margin``,
@@ -42,20 +48,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, PROFILE_RANK, REPRODUCED, SHOWN, STANDIN_ONLY,
                      Claim)
 
 CONFIDENCE = 0.95
-
-
-def rules_digest() -> str:
-    """Hash of these rules: the runner records it in ``run.json``, so the report can say when an executed notebook's
-    claims table (printed by the run) was judged under rules that have changed since."""
-    import hashlib
-
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def rule(claim: Claim) -> str:
@@ -123,7 +120,9 @@ def share_of_cells_interval(cells: list, confidence: float = CONFIDENCE) -> tupl
     """(point, lo, hi, problem) for a share of cells from ``cells`` (one list of per-cell paired differences per seed;
     None for a seed without the measurement): the share of cells whose mean difference over seeds is positive, and
     the simultaneous (Bonferroni) interval of :mod:`the rules <dpmf_lib.verdicts>`. ``problem`` is non-empty when the
-    cells cannot be judged (a cell with fewer than 2 finite seeds, or one whose difference never varies)."""
+    cells cannot be judged (a seed without cells, a cell not finite in every seed, or one whose non-zero difference
+    never varies). A cell that is exactly 0 in every seed (a tie: both sides give the same answer) counts as not
+    positive, in the point and both bounds."""
     from scipy import stats
 
     rows = [r for r in cells if r is not None]
@@ -134,8 +133,11 @@ def share_of_cells_interval(cells: list, confidence: float = CONFIDENCE) -> tupl
     above = reaches = positive = 0
     for k in range(m):
         col = [r[k] for r in rows if math.isfinite(r[k])]
-        if len(col) < 2:
-            return float("nan"), float("nan"), float("nan"), f"cell {k + 1} of {m} has {len(col)} finite seed(s)"
+        if len(col) < len(rows) or len(col) < 2:  # never judged on fewer seeds than were run
+            return float("nan"), float("nan"), float("nan"), (f"cell {k + 1} of {m} is finite in {len(col)} of "
+                                                              f"{len(rows)} seeds")
+        if all(v == 0 for v in col):  # an exact tie in every seed (both sides give the same answer): not a win
+            continue
         mean, lo, hi = interval(col, level)
         if lo == hi:
             return float("nan"), float("nan"), float("nan"), (f"cell {k + 1} of {m} gave the same difference "
@@ -158,6 +160,7 @@ class Judgement:
     n: int = 0
     measurement: dict | None = None
     parts: list = field(default_factory=list)  # per-measurement judgements of a claim
+    asymmetric: bool = False  # [lo, hi] is not mean ± half (a share of cells): show it as an interval
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "reason": self.reason, "mean": self.mean, "lo": self.lo, "hi": self.hi,
@@ -170,17 +173,17 @@ def judge_measurement(claim: Claim, m: dict) -> Judgement:
     if not all(math.isfinite(v) for v in values):
         return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m)
     mean, lo, hi = interval(values)
-    cells, cell_problem = "", ""
+    cells, cell_problem, asymmetric = "", "", False
     share = m.get("cells") is not None and claim.unit.startswith("share")
     if share:  # the share of cells whose expected difference is positive, judged cell by cell over the seeds
         point, c_lo, c_hi, cell_problem = share_of_cells_interval(m["cells"])
         if not cell_problem:
             n_cells = len(next(r for r in m["cells"] if r is not None))
-            mean, lo, hi = point, c_lo, c_hi
+            mean, lo, hi, asymmetric = point, c_lo, c_hi, True
             cells = (f"{round(point * n_cells)} of {n_cells} cells have a positive mean difference over the seeds; "
                      f"{round(c_lo * n_cells)} lie above 0 and {round(c_hi * n_cells)} reach above it at 95 % "
                      "simultaneous")
-    j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m)
+    j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m, asymmetric=asymmetric)
     profile = m.get("profile") or "ci"
     reasons = []
     guard_values = m.get("guards") or {}
@@ -227,13 +230,13 @@ def judge(claim: Claim, measurements: list[dict]) -> Judgement:
             parts = [judge_measurement(claim, m) for m in standin]
             p = parts[0]
             return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence", p.mean, p.lo,
-                             p.hi, p.n, standin[0], parts)
+                             p.hi, p.n, standin[0], parts, p.asymmetric)
         return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet")
     parts = [judge_measurement(claim, m) for m in real]
     first = parts[0]
     if claim.shown_not_judged:
         return Judgement(SHOWN, claim.shown_not_judged, first.mean, first.lo, first.hi, first.n, first.measurement,
-                         parts)
+                         parts, first.asymmetric)
     labels = [(p.measurement.get("setting") or p.measurement.get("dataset")) for p in parts]
     for state in (INDICATIVE, DIFFERS, INCONCLUSIVE):
         hit = [(lab, p) for lab, p in zip(labels, parts) if p.verdict == state]
@@ -244,9 +247,9 @@ def judge(claim: Claim, measurements: list[dict]) -> Judgement:
                 reason = f"{len(hit)} of {len(parts)} settings: " + "; ".join(
                     f"{lab}: {p.reason}" if p.reason else str(lab) for lab, p in hit)
             lab, p = hit[0]
-            return Judgement(state, reason, p.mean, p.lo, p.hi, p.n, p.measurement, parts)
+            return Judgement(state, reason, p.mean, p.lo, p.hi, p.n, p.measurement, parts, p.asymmetric)
     return Judgement(REPRODUCED, first.reason if len(parts) == 1 else f"all {len(parts)} settings", first.mean, first.lo,
-                     first.hi, first.n, first.measurement, parts)
+                     first.hi, first.n, first.measurement, parts, first.asymmetric)
 
 
 def verdict(claim: Claim, measurements: list[dict]) -> tuple[str, dict | None]:

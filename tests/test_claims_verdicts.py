@@ -198,7 +198,16 @@ def test_a_share_of_cells_is_judged_cell_by_cell_over_the_seeds_not_as_independe
     nan = [r[:] for r in clear]
     for r in nan[1:]:
         r[2] = float("nan")
-    assert "1 finite seed" in judge(share, [meas([1.0] * 5, profile="paper", cells=nan)]).reason
+    assert "finite in 1 of 5 seeds" in judge(share, [meas([1.0] * 5, profile="paper", cells=nan)]).reason
+    one_missing = [r[:] for r in clear]
+    one_missing[3][2] = float("nan")  # 4 of 5 seeds would be enough for a t-interval: still never fewer than were run
+    assert "finite in 4 of 5 seeds" in judge(share, [meas([1.0] * 5, profile="paper", cells=one_missing)]).reason
+    # an exact tie in every seed (both decoders agree: JLT at small ε) is no win, not "the seed does not reach it"
+    tied = [r[:] for r in clear]
+    for r in tied:
+        r[0] = 0.0
+    t = judge(share, [meas([8 / 9] * 5, profile="paper", cells=tied)])
+    assert t.verdict == REPRODUCED and math.isclose(t.mean, 8 / 9) and math.isclose(t.lo, 8 / 9) and t.asymmetric
     # without cells (or for a claim that is not a share) the no-spread rule still holds
     assert "seed does not reach" in judge(share, [meas([1.0] * 5, profile="paper")]).reason
     assert "seed does not reach" in judge(claim(), [meas([0.44] * 3, cells=clear[:3])]).reason

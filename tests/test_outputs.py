@@ -190,3 +190,6 @@ def test_a_broken_judging_rule_changes_nothing_a_run_saves_and_does_not_fail_it(
     assert files2 == files and prov2 == prov
     assert table.iloc[0]["verdict"] == "reproduced" and table2.iloc[0]["verdict"] == "inconclusive"
     assert "could not be judged: RuntimeError" in table2.iloc[0]["why"]
+    monkeypatch.setattr(verdicts, "rule", broken)  # the rule text is judging code too
+    files3, prov3, table3, _ = saved()
+    assert files3 == files and prov3 == prov and table3.iloc[0]["verdict"] == "inconclusive"

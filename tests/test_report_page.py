@@ -195,3 +195,21 @@ def test_page_in_headless_chromium(fake_tree, tmp_path):
     shot = tmp_path / "report.png"
     res = _chromium(f"--screenshot={shot}", "--window-size=1400,2400", page_path.as_uri())
     assert res.returncode == 0 and shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+
+
+def test_a_share_of_cells_prints_its_interval_and_an_old_notebook_table_is_flagged(tmp_path):
+    from dpmf_lib.report import _older_rules, _value
+    from dpmf_lib.reproduce import judging_digest
+
+    assert _value({"ours": 5 / 9, "lo": 1 / 3, "hi": 1.0, "n": 5, "asymmetric": True}) == "0.5556 [0.333, 1] (n=5)"
+    assert _value({"ours": 0.5, "lo": 0.4, "hi": 0.6, "n": 5, "asymmetric": False}) == "0.5 ± 0.1 (n=5)"
+    out = tmp_path / "x"
+    out.mkdir()
+    (out / "measurements.json").write_text(json.dumps([{"claim": "balu-3.5-blip-joint-beats-single"}]))
+    (out / "run.json").write_text(json.dumps({"status": "ok"}))
+    assert "did not record" in _older_rules(out)
+    (out / "run.json").write_text(json.dumps({"status": "ok", "verdict_rules": "0" * 16}))
+    assert "predates" in _older_rules(out)
+    (out / "run.json").write_text(json.dumps({"status": "ok",
+                                              "verdict_rules": judging_digest(["balu-3.5-blip-joint-beats-single"])}))
+    assert _older_rules(out) == ""

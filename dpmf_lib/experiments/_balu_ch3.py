@@ -249,7 +249,7 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                 add(claim, float(np.mean([d > 0 for d in diffs])),  # a missing mean (NaN) is no win
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
                     f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]),
-                    cells=diffs)  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
+                    cells=tuple(diffs))  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
             if sg is not None and pop is not None:
@@ -299,8 +299,10 @@ def replicate_params(params: dict) -> dict:
     seeds, whose values spread more, so the interval is wider than five full seeds would give. Each
     seed's value is still an unbiased estimate of the quantity over the test population for the claims that are
     means over users (the mean cosine at ε = 8, the single − popularity difference), so their mean over seeds is
-    unbiased too; for the claims that are nonlinear in those means (share of ε won, best attack at ε = 0) the smaller
-    samples add noise that can pull a share toward 1/2 or a maximum up a little.
+    unbiased too. The share-of-ε claims are judged from the per-ε differences of those means (``Measurement.cells``,
+    one t-interval per ε over the seeds: :mod:`dpmf_lib.verdicts`), which are unbiased as well; only each seed's own
+    share (the stored ``values``) and the best attack at ε = 0 are nonlinear in them, where the smaller samples add
+    noise that can pull a share toward 1/2 or a maximum up a little.
     """
     n = params.get("replicate_n_attacked")
     if n is None:
