@@ -123,8 +123,6 @@ def share_of_cells_interval(cells: list, confidence: float = CONFIDENCE) -> tupl
     cells cannot be judged (a seed without cells, a cell not finite in every seed, or one whose non-zero difference
     never varies). A cell that is exactly 0 in every seed (a tie: both sides give the same answer) counts as not
     positive, in the point and both bounds."""
-    from scipy import stats
-
     rows = [r for r in cells if r is not None]
     m = len(rows[0]) if rows else 0
     if len(rows) < len(cells) or not m or any(len(r) != m for r in rows):
