@@ -134,6 +134,9 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 split_rhat_q90=("split_rhat", lambda x: float(np.nanquantile(x, 0.9, method="higher"))
                                 if x.notna().any() else np.nan),  # "higher": a real R-hat, inf stays inf
                 rhat_over_share=("split_rhat", rhat_over_share),
+                # split-R̂ is undefined (NaN) for a chain that sat in one state through both halves: it cannot show
+                # convergence (the guard counts it as failed), but the note says how many there were and where
+                rhat_undefined=("split_rhat", lambda x: int(x.isna().sum())),
                 sweeps_median=("sweeps", "median"),
                 # a user without an exact-marginal error makes the mean NaN, which fails the guard
                 exact_err_mean=("exact_err", lambda x: float(x.mean(skipna=False))),
@@ -248,7 +251,7 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                 diffs = [float("nan") if a is None or b is None else a - b for a, b in means]
                 add(claim, float(np.mean([d > 0 for d in diffs])),  # a missing mean (NaN) is no win
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
-                    f"{ATTACK_LABELS[single]}'s", rhat=rhat([joint]),
+                    f"{ATTACK_LABELS[single]}'s" + _constant_chains_note(summary, joint), rhat=rhat([joint]),
                     cells=tuple(diffs))  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
@@ -260,6 +263,20 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
     if metric == "map10" and kind == "blip" and 0.0 in eps_all:
         _add_eps0(add, summary, "map10", "balu-3.5-blip-eps0-map10", rhat)
     return out
+
+
+def _constant_chains_note(summary: pd.DataFrame, attack: str) -> str:
+    """Where an attack's chains never left one state (split-R̂ undefined: e.g. JLT at ε = 600, where the noise is
+    negligible and the posterior is nearly a point), say so: the convergence guard counts them as failed, since a chain
+    that does not move cannot show that it mixed."""
+    if "rhat_undefined" not in summary:
+        return ""
+    s = summary[(summary["attack"] == attack) & (summary["rhat_undefined"] > 0)]
+    if not len(s):
+        return ""
+    cells = ", ".join(f"ε = {e:g}: {int(k)} of {int(n)}" for e, k, n in
+                      zip(s["eps"], s["rhat_undefined"], s["n_users"]))
+    return f"; chains constant through both halves (split-R̂ undefined, counted as not converged): {cells}"
 
 
 def _add_eps0(add, summary, col, claim, rhat):
