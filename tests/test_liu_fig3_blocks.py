@@ -5,11 +5,13 @@ import numba
 import pandas as pd
 
 from dpmf_lib.experiments import liu_fig3
+from dpmf_lib.mf.model import init_model
 from dpmf_lib.params import load_params
 
 
 class _Res:
     history = pd.DataFrame({"epoch": [1, 2], "updates_per_s": [1.0, 1.0]})
+    model = init_model(3, 3, 2)
 
 
 def test_fig3_runs_have_enough_user_blocks_per_thread_on_ml100k(monkeypatch):
@@ -25,6 +27,7 @@ def test_fig3_runs_have_enough_user_blocks_per_thread_on_ml100k(monkeypatch):
     monkeypatch.setattr(liu_fig3, "sample_sgld", fake("sgld"))
     monkeypatch.setattr(liu_fig3, "ensure_warm", lambda: None)
     p = load_params("liu_fig3", "smoke", {"datasets": ["ml-100k"], "max_ratings": None, "max_threads": 2})
+    assert p["sweep_dims"] == p["dims"]  # smoke: every d gets the thread sweep
     df = liu_fig3.run(p)
     max_t = min(2, numba.config.NUMBA_NUM_THREADS)
     assert {c[0] for c in calls} == {"sgd", "sgld"} and {c[2] for c in calls} == set(range(1, max_t + 1))

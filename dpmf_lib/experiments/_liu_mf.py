@@ -7,11 +7,27 @@ including each solver's own setup (layout building for ours, data conversion for
 C-SGD's user block is scaled to the data (:func:`block_users_for`): the paper's ~1,000 users per block, but small
 enough for at least 4 blocks per thread — a block is the unit of parallel work, and ML-100K's 943 users in one
 1,000-user block ran as a single segment, so "2 threads" was one thread.
+
+**Initial factors** (ours; the paper does not state its initialisation): N(0, s²) with ``s = 0.1·sqrt(16/d)``
+(:func:`init_scale_for`), passed to both solvers. At d = 16 this is exactly the library's default 0.1 (so d = 16
+results do not change); at d = 2048 it is 0.0088, so a factor's squared norm d·s² stays 0.16 as at d = 16 (the fixed
+0.1 gives 0.01·d: 20 at d = 2048). With the fixed 0.1, C-SGD's test RMSE on the 5 % Netflix stand-in at d = 2048 rose
+over the epochs (0.920, 0.918, 0.928); with the scaled init it fell (0.866 → 0.821). The shared :mod:`dpmf_lib.mf` default stays 0.1
+(other notebooks use it).
+
+**Finite factors.** Every C-SGD / SGLD run of Figures 2–6 checks that U, V and the biases are finite after its last
+round (:func:`require_finite`) and raises naming the solver, d and data; the kernels' own check looks at one row only.
+
+**Setup time.** ``wall`` adds the layout build, timed by building it once more outside the solver
+(:func:`_layout_seconds`) with numba's default thread count (2 here) — also for the one-thread C-SGD run of Figure 2
+(``csgd-1t``), whose own layout was built on one thread. The build takes well under a second on these data (against
+minutes of rounds), so this does not move the curves.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,6 +49,107 @@ def block_users_for(n_users: int, threads: int | None, params: dict | None = Non
     figure at different thread counts share one layout."""
     th = max(int(threads or 1), int((params or {}).get("threads") or 1))
     return int(max(1, min(BLOCK_USERS_CAP, n_users // (BLOCKS_PER_THREAD * th))))
+
+
+def init_scale_for(d: int) -> float:
+    """Standard deviation of the initial factors at dimension ``d``: ``0.1·sqrt(16/d)`` (exactly 0.1 at d = 16)."""
+    return 0.1 * float(np.sqrt(16.0 / int(d)))
+
+
+def require_finite(model, *, solver: str, d: int, dataset: str, threads=None, hint: str = "") -> None:
+    """Raise a :class:`ParameterError` naming the run when U, V or a bias of ``model`` is not finite.
+
+    Checked in row chunks (no full-size temporary: V is 5 GB at d = 2048 on Figure 3's Yahoo data)."""
+    where = f"{solver} at d={d}" + (f", {threads} thread(s)" if threads else "") + f" on {dataset}"
+    for name in ("U", "V", "bu", "bi"):
+        a = getattr(model, name)
+        step = max(1, (1 << 24) // max(1, int(np.prod(a.shape[1:]))))  # ≤ 16M entries per chunk
+        for lo in range(0, len(a), step):
+            if not np.isfinite(a[lo:lo + step]).all():
+                raise ParameterError(
+                    f"{where} diverged: non-finite values in {name} after the last round"
+                    + (f" ({hint})" if hint else "") + " — lower the step size (sgd_eta0 / sgld_eta0_times_n) or "
+                    "check the rating scale")
+    if not np.isfinite(float(model.b0)):
+        raise ParameterError(f"{where}: the global bias is not finite")
+
+
+def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool = True):
+    """Whole users (all their ratings) in a seeded random order until at least ``n_target`` ratings; user ids
+    compacted (relative order kept) and, with ``compact_items``, the items no kept user rated dropped and the rest
+    renumbered ``0..n-1`` (``user_ids``/``item_ids`` map back to the raw ids), so a model is sized for the subset, not
+    for the whole id space. ``n_target`` None (or ≥ the size): every user; unrated items are still dropped.
+
+    A random subset of *ratings* would keep almost every user with a handful of ratings each (Yahoo! Music at 5M of
+    263M: ~5 per user), which destroys C-SGD's reuse of a user's vector within its block (cf. :func:`liu_table2.user_subset`,
+    which keeps every item for the cache simulation)."""
+    if n_target is not None and int(n_target) < 1:
+        raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {n_target!r}")
+    notes = []
+    if n_target is not None and int(n_target) < r.n_ratings:
+        counts = r.user_counts()
+        perm = np.random.default_rng(seed).permutation(r.n_users)
+        k = min(r.n_users, int(np.searchsorted(np.cumsum(counts[perm]), int(n_target))) + 1)
+        chosen = np.sort(perm[:k])
+        keep = np.zeros(r.n_users, dtype=bool)
+        keep[chosen] = True
+        idx = np.flatnonzero(keep[r.users])
+        new_id = np.full(r.n_users, -1, dtype=np.int64)
+        new_id[chosen] = np.arange(k)
+        raw_u = chosen if r.user_ids is None else np.asarray(r.user_ids)[chosen]
+        sub = r.subset(idx)
+        r = replace(sub, users=new_id[sub.users].astype(np.int32), n_users=k, user_ids=raw_u)
+        notes.append(f"{k:,} whole users ({len(idx):,} ratings, seed {seed})")
+    if compact_items:
+        rated = np.bincount(r.items, minlength=r.n_items) > 0
+        if not rated.all():
+            new_item = (np.cumsum(rated) - 1).astype(np.int32)
+            kept = np.flatnonzero(rated)
+            raw_i = kept if r.item_ids is None else np.asarray(r.item_ids)[kept]
+            notes.append(f"{len(kept):,} of {r.n_items:,} items rated by them (ids compacted)")
+            r = replace(r, items=new_item[r.items], n_items=int(len(kept)), item_ids=raw_i)
+    if notes:
+        r = replace(r, source=replace(r.source, note=(r.source.note + "; " + ", ".join(notes)).strip("; ")))
+    return r
+
+
+def rescale_ratings(r, scale):
+    """``r`` with its values mapped linearly from ``r.rating_scale`` onto ``scale = (lo, hi)`` (None: unchanged).
+    The paper rescales Yahoo! Music's 0–100 ratings to 0–5 (Section 6.2)."""
+    if scale is None:
+        return r
+    try:
+        a, b = (float(x) for x in scale)
+    except (TypeError, ValueError):
+        raise ParameterError(f"rating_scale must be a pair [lo, hi] or null, got {scale!r}") from None
+    if not (np.isfinite(a) and np.isfinite(b) and a < b):
+        raise ParameterError(f"rating_scale must be finite with lo < hi, got {scale!r}")
+    lo, hi = (float(x) for x in r.rating_scale)
+    if (lo, hi) == (a, b):
+        return r
+    v = ((r.values.astype(np.float64) - lo) * ((b - a) / (hi - lo)) + a).astype(np.float32)
+    src = replace(r.source, note=(r.source.note + f"; ratings rescaled {lo:g}–{hi:g} → {a:g}–{b:g}").strip("; "))
+    return replace(r, values=v, rating_scale=(a, b), source=src)
+
+
+DATASET_SETTING_KEYS = ("rating_scale", "sgd_eta0", "sgd_gamma", "sgd_lambda", "sgld_eta0_times_n", "sgld_gamma",
+                        "sgld_zeta", "sgld_alpha", "sgld_beta", "sgld_lambda_r")
+
+
+def dataset_params(params: dict, dataset: str) -> dict:
+    """``params`` with ``params['dataset_settings'][dataset]`` laid over it (e.g. Yahoo! Music's own step sizes and
+    its 0–5 rescaling); a dataset without an entry keeps the flat values (the paper's Netflix ones)."""
+    table = params.get("dataset_settings") or {}
+    if not isinstance(table, dict):
+        raise ParameterError(f"dataset_settings must map a dataset id to its settings, got {table!r}")
+    own = table.get(dataset) or {}
+    if not isinstance(own, dict):
+        raise ParameterError(f"dataset_settings[{dataset!r}] must be a mapping, got {own!r}")
+    unknown = sorted(set(own) - set(DATASET_SETTING_KEYS))
+    if unknown:
+        raise ParameterError(f"dataset_settings[{dataset!r}]: unknown name(s) {unknown}; allowed: "
+                             f"{list(DATASET_SETTING_KEYS)}")
+    return {"rating_scale": None, **params, **own}
 
 
 def ensure_warm():
@@ -62,7 +179,9 @@ def run_csgd(train, test, d, epochs, params, *, order="tiered", threads=None, la
     ensure_warm()
     bu = block_users_for(train.n_users, threads, params)
     res = train_sgd(train, d=d, epochs=epochs, order=order, n_threads=threads, test=test, seed=params["seed"],
-                    block_users=bu, **sgd_kw(params))
+                    block_users=bu, init_scale=init_scale_for(d), **sgd_kw(params))
+    require_finite(res.model, solver=label, d=d, dataset=train.source.label, threads=threads,
+                   hint=f"eta0={params['sgd_eta0']:g}, lambda={params['sgd_lambda']:g}")
     h = res.history
     setup = _layout_seconds(train, order, params, bu)  # counted into wall (test evaluation is not)
     return pd.DataFrame({"solver": label, "d": d, "threads": threads or 0, "block_users": bu, "epoch": h["epoch"],
@@ -71,6 +190,8 @@ def run_csgd(train, test, d, epochs, params, *, order="tiered", threads=None, la
 
 
 def _layout_seconds(train, order, params, block_users=BLOCK_USERS_CAP) -> float:
+    """Time of one layout build, at numba's default thread count (2 here) whatever the run's ``threads``: stated in
+    the module docstring (under a second on these data, against minutes of rounds)."""
     from ..mf.csgd import make_layout
 
     t0 = time.perf_counter()
@@ -82,8 +203,11 @@ def run_sgld(train, test, d, epochs, params, *, threads=None, label="sgld", retu
     """Fast SGLD's per-round curve; with ``return_result`` also the :class:`SGLDResult` (kept samples)."""
     ensure_warm()
     kw.setdefault("block_users", block_users_for(train.n_users, threads, params))
+    kw.setdefault("init_scale", init_scale_for(d))
     res = sample_sgld(train, d=d, epochs=epochs, n_threads=threads, test=test, seed=params["seed"],
                       burn_in=params.get("sgld_burn_in", 0), **{**sgld_kw(params, train.n_ratings), **kw})
+    require_finite(res.model, solver=label, d=d, dataset=train.source.label, threads=threads,
+                   hint=f"eta0*N={params['sgld_eta0_times_n']:g}")
     h = res.history
     setup = _layout_seconds(train, "tiered", params, kw["block_users"])
     out = pd.DataFrame({"solver": label, "d": d, "threads": threads or 0, "block_users": kw["block_users"],
