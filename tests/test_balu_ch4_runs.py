@@ -40,7 +40,7 @@ def test_cached_runs_equal_uncached_runs(fresh_cache, monkeypatch):
     cold, _ = balu_fig4_1.sweep(p)
     n_cold = fresh_cache.TRAINED["n"]
     warm, _ = balu_fig4_1.sweep(p)
-    assert n_cold > 0 and fresh_cache.TRAINED["n"] == n_cold  # the warm run trained none of the cached (k = 4) runs
+    assert n_cold > 0 and fresh_cache.TRAINED["n"] == n_cold  # the warm run trained nothing (k = 1 and 4 are cached)
     pd.testing.assert_frame_equal(plain, cold, check_exact=True)
     pd.testing.assert_frame_equal(plain, warm, check_exact=True)
     assert plain.to_csv(index=False) == warm.to_csv(index=False)
@@ -77,6 +77,7 @@ def test_fig4_6_reads_fig4_1s_k4_runs_from_the_cache(fresh_cache, monkeypatch):
 
 
 def test_fig4_8_trains_nothing_after_fig4_7(fresh_cache):
+    """4.8 is 4.7's runs (the same frame, read from the cache); 4.7 measures the RMSE claim, 4.8 the KLD ones."""
     from dpmf_lib.experiments import balu_fig4_7, balu_fig4_8
 
     over = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "eta_grid": [0.01, 0.03],
@@ -86,7 +87,11 @@ def test_fig4_8_trains_nothing_after_fig4_7(fresh_cache):
     d8 = balu_fig4_8.run(load_params("balu_fig4_8", "smoke", over))
     assert n7 > 0 and fresh_cache.TRAINED["n"] == n7
     pd.testing.assert_frame_equal(d7, d8, check_exact=True)
-    assert d7.attrs["measurements"] == d8.attrs["measurements"]
+    c7 = {m["claim"] for m in d7.attrs["measurements"]}
+    c8 = {m["claim"] for m in d8.attrs["measurements"]}
+    assert c7 == {balu_fig4_7.CLAIMS_RMSE["ml-100k"]}
+    assert c8 == {balu_fig4_7.CLAIMS_KLD["ml-100k"], balu_fig4_7.CLAIMS_KLD_REG["ml-100k"],
+                  balu_fig4_7.CLAIMS_KLD_SMALL["ml-100k"]}
 
 
 def test_key_separates_what_changes_the_numbers(fresh_cache):
@@ -101,9 +106,13 @@ def test_key_separates_what_changes_the_numbers(fresh_cache):
     assert len(fresh_cache.code_hash()) == 64
 
 
-def test_fig4_1_shares_exactly_fig4_6s_ks():
-    """4.1 caches only the cells 4.6 also sweeps (its k = 1 cells are nobody else's)."""
-    from dpmf_lib.experiments import balu_fig4_1
-
+def test_fig4_1_and_4_6_sweep_the_same_cells_at_every_profile():
+    """4.6 reads 4.1's k = 4 runs: the cells, splits, η grid and epochs of the two must coincide at every profile, and
+    at the paper profiles 4.6's λ grid must contain 4.1's (at ci they share λ = 0.03 only)."""
     for profile in ("smoke", "ci", "paper", "paper-ml1m"):
-        assert tuple(load_params("balu_fig4_6", profile)["ks"]) == balu_fig4_1.SHARED_K, profile
+        p1, p6 = load_params("balu_fig4_1", profile), load_params("balu_fig4_6", profile)
+        assert tuple(p6["ks"]) == (4,) and 4 in p1["ks"], profile
+        for k in ("dataset", "n_splits", "d_grid", "gamma_grid", "eta_grid", "epochs", "refine", "init_scale", "seed"):
+            assert p1[k] == p6[k], (profile, k)
+        if profile.startswith("paper"):
+            assert set(p1["lam_grid"]) <= set(p6["lam_grid"]), profile

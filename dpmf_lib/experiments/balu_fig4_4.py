@@ -14,7 +14,8 @@ import pandas as pd
 from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits, run_configs
+from ..sketch.runs import load, make_splits
+from . import _balu_ch4_runs
 from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS
 
@@ -36,7 +37,8 @@ def configs_for(params: dict) -> list[dict]:
 def run(params: dict) -> pd.DataFrame:
     r = load(params)
     splits = make_splits(r, params)
-    df = run_configs(configs_for(params), splits, params)
+    # through the result cache: a run stopped by its time budget resumes from the runs it finished
+    df = _balu_ch4_runs.run_configs(configs_for(params), splits, params, r)
     df["dataset"] = r.source.label
     df["real"] = r.source.real
     mean = df.groupby(["d_r", "method"]).test_rmse.mean().unstack("method")

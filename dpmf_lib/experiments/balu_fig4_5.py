@@ -13,7 +13,8 @@ import pandas as pd
 from ..claims import Measurement
 from ..outputs import attach
 from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits, run_configs
+from ..sketch.runs import load, make_splits
+from . import _balu_ch4_runs
 from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS
 
@@ -26,7 +27,8 @@ def run(params: dict) -> pd.DataFrame:
     splits = make_splits(r, params)
     configs = [{"method": m, "d": params["d"], "gamma": params["gamma"], "lam_grid": [float(lam)], "lam": float(lam)}
                for m in params["methods"] for lam in params["lambdas"]]
-    df = run_configs(configs, splits, params)
+    # through the result cache: a run stopped by its time budget resumes from the runs it finished
+    df = _balu_ch4_runs.run_configs(configs, splits, params, r)
     df["dataset"] = r.source.label
     df["real"] = r.source.real
     mean = df.groupby(["method", "lam"]).test_rmse.mean().unstack("method")

@@ -1,0 +1,336 @@
+"""Balu chapter 4 claims (issue #15 review): the ML-100K counterparts of the thesis's statements, the live-cell
+measurements (degenerate cells left out), and the claims at fresh seeds with a reduced protocol
+(dpmf_lib/experiments/_balu_ch4_runs.FreshSeeds): at the first seed it reproduces the full run's claims, at a fresh
+seed it trains only what the claims read, on splits disjoint from the figure's and from the other fresh seeds'."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpmf_lib.claims import load_claims
+from dpmf_lib.data.ratings import DataSource
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.params import load_params
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPMF_CACHE", "on")
+    monkeypatch.setenv("DPMF_SWEEP_BACKEND", "sequential")  # the call counter lives in this process
+    from dpmf_lib.experiments import _balu_ch4_runs
+
+    _balu_ch4_runs.TRAINED["n"] = 0
+    return _balu_ch4_runs
+
+
+def _r(dataset: str, real: bool = True):
+    return SimpleNamespace(source=DataSource(dataset, real))
+
+
+# ------------------------------------------------------------------------------------------------------ claim ids
+def test_each_claim_id_names_the_dataset_it_is_about_and_its_notebook():
+    from dpmf_lib.experiments import balu_fig4_1 as f1, balu_fig4_2 as f2, balu_fig4_6 as f6, balu_fig4_7 as f7
+
+    claims = {c.id: c for c in load_claims()}
+    tables = [(f1.CLAIMS_K, "balu_fig4_1"), (f2.CLAIMS_K, "balu_fig4_2"), (f6.CLAIMS_GAMMA, "balu_fig4_6"),
+              (f6.CLAIMS_D, "balu_fig4_6"), (f7.CLAIMS_RMSE, "balu_fig4_7"), (f7.CLAIMS_KLD, "balu_fig4_8"),
+              (f7.CLAIMS_KLD_REG, "balu_fig4_8"), (f7.CLAIMS_KLD_SMALL, "balu_fig4_8")]
+    n_ml100k = 0
+    for table, notebook in tables:
+        for dataset, cid in table.items():
+            c = claims[cid]
+            assert c.dataset == dataset and c.notebook == notebook, cid
+            if dataset == "ml-100k":
+                n_ml100k += 1
+                assert c.min_profile == "paper" and c.direction in ("greater", "less") and c.margin > 0, cid
+                assert "ML-100K counterpart" in c.measures, cid
+                twin = claims[cid.replace("-ml-100k", "-ml-1m")]  # the thesis's statement it stands beside
+                assert (c.quote, c.direction, c.margin, c.reference, c.unit) == (
+                    twin.quote, twin.direction, twin.margin, twin.reference, twin.unit), cid
+                assert [g.name for g in c.guards] == [g.name for g in twin.guards], cid
+    assert n_ml100k == 7
+    # the run emits the claim of the dataset it loaded; any other dataset measures the thesis's
+    assert f1._balu_ch4_runs.claim_for(f1.CLAIMS_K, _r("ml-100k"), "ml-1m").endswith("-ml-100k")
+    assert f1._balu_ch4_runs.claim_for(f1.CLAIMS_K, _r("ml-1m", False), "ml-1m").endswith("-ml-1m")
+    assert f1._balu_ch4_runs.claim_for(f2.CLAIMS_K, _r("ml-100k"), "eachmovie").endswith("-eachmovie")
+
+
+def test_fh_minus_cs_on_ml1m_does_not_quote_the_sentence_that_excepts_ml1m():
+    c = next(c for c in load_claims() if c.id == "balu-4.2-fh-minus-cs-ml-1m")
+    assert "0.876" in c.quote and "0.906" in c.quote and "slightly worse" not in c.quote
+
+
+# ------------------------------------------------------------------------------------------- live-cell measures
+def _grid_frame():
+    """k ∈ {1, 4}, d ∈ {2, 8}, γ ∈ {1, 4}, two splits; k = 4 better by 0.01 · d, one cell degenerate for k = 1 on split 1
+    only, one for k = 4 on split 0."""
+    rows = []
+    for k in (1, 4):
+        for d in (2, 8):
+            for g in (1.0, 4.0):
+                for s in (0, 1):
+                    deg = (k == 1 and d == 2 and g == 1.0 and s == 1) or (k == 4 and d == 8 and g == 4.0 and s == 0)
+                    rows.append({"k": k, "d": d, "gamma": g, "split": s, "degenerate": deg,
+                                 "test_rmse": 1.0 - (0.01 * d if k == 4 else 0.0) + 0.001 * s})
+    return pd.DataFrame(rows)
+
+
+def test_fig4_1_claim_is_the_mean_gain_over_the_live_cells():
+    from dpmf_lib.experiments import balu_fig4_1 as f1
+
+    (m,) = f1.measure(_grid_frame(), _r("ml-100k"), {})
+    m = m.as_dict()
+    assert m["claim"] == f1.CLAIMS_K["ml-100k"] and m["guards"] == {"live_cells": 2.0}
+    assert m["value"] == pytest.approx(np.mean([0.01 * 2, 0.01 * 8]))  # (2, 4) and (8, 1): gains 0.02, 0.08
+    assert "2 of 4 (d, gamma) cells" in m["note"]
+
+
+def _lambda_frame():
+    """Count sketch cells over (d, γ) ∈ {1, 2, 4, 8}²: λ falls with γ and grows with d, except in the degenerate cells
+    (chosen λ = 1, the grid's top) — degenerate on the search split (0) in 3 cells, on split 1 only in one more."""
+    rows = []
+    for d in (1, 2, 4, 8):
+        for g in (1.0, 2.0, 4.0, 8.0):
+            deg0 = (d, g) in {(1, 8.0), (2, 8.0), (1, 4.0)}
+            for s in (0, 1):
+                lam = 1.0 if deg0 else 10.0 ** (-3 + math.log2(d) / 3 - math.log2(g) / 3)
+                rows.append({"k": 4, "d": d, "gamma": g, "split": s, "lam": lam, "test_rmse": 0.9,
+                             "degenerate": deg0 if s == 0 else (deg0 or (d, g) == (8, 1.0)),
+                             "lam_on_edge": bool(deg0 or (d, g) == (8, 1.0))})
+    return pd.DataFrame(rows)
+
+
+def test_fig4_6_correlations_use_the_cells_live_on_the_search_split():
+    from dpmf_lib.experiments import balu_fig4_6 as f6
+
+    df = _lambda_frame()
+    mg, md = (m.as_dict() for m in f6.measure(df, _r("ml-100k")))
+    assert (mg["claim"], md["claim"]) == (f6.CLAIMS_GAMMA["ml-100k"], f6.CLAIMS_D["ml-100k"])
+    live = df[(df.split == 0) & ~df.degenerate]
+    assert len(live) == 13
+    assert mg["value"] == pytest.approx(stats.spearmanr(live.gamma, live.lam).statistic) and mg["value"] < -0.5
+    assert md["value"] == pytest.approx(stats.spearmanr(live.d, live.lam).statistic) and md["value"] > 0.5
+    # edges among the live cells only (the degenerate ones sit on the top edge and are left out of the correlations)
+    assert mg["guards"] == md["guards"] == {"live_cells": 13.0, "cells_off_grid_edge": pytest.approx(12 / 13)}
+    # all cells degenerate: no correlation, no live cells (the guard fails, never a silent value)
+    dead = df.assign(degenerate=True)
+    assert all(math.isnan(m.value) and m.guards["live_cells"] == 0 for m in f6.measure(dead, _r("ml-100k")))
+    # every live cell chose the same λ: no trend (0), not an undefined correlation
+    flat = df.assign(lam=0.03)
+    assert [m.value for m in f6.measure(flat, _r("ml-100k"))] == [0.0, 0.0]
+
+
+def test_fig4_6_edge_flag_counts_stage_two():
+    """A λ at the stage-1 grid's top that stage 2 bracketed (λ·10^0.25 evaluated and worse) is not on the edge."""
+    from dpmf_lib.sketch.runs import search_flags
+
+    trace = [{"eta": 0.01, "lam": lam} for lam in (0.1, 0.3, 1.0)]
+    assert search_flags({"eta": 0.01, "lam": 1.0}, trace, refined=False)["lam_on_edge"]
+    trace += [{"eta": 0.01, "lam": lam} for lam in (1.0 / 10 ** 0.25, 10 ** 0.25)]
+    assert not search_flags({"eta": 0.01, "lam": 1.0}, trace, refined=True)["lam_on_edge"]
+
+
+def test_fig4_8_regular_leaks_more_is_judged_as_a_share_of_d_cells():
+    from dpmf_lib.experiments import balu_fig4_7 as f7
+
+    rows = []
+    for s in (0, 1):
+        for d, reg_kld in ((8, 0.5), (16, 0.01), (32, 0.9)):
+            rows.append({"method": "regular", "d": d, "gamma": 1.0, "clip_threshold": math.inf, "split": s,
+                         "kld": reg_kld, "test_rmse": 0.95})
+            for g in (1.0, 2.0):
+                for c in (2.0, 4.0, math.inf):
+                    rows.append({"method": "count_sketch", "d": d, "gamma": g, "clip_threshold": c, "split": s,
+                                 "kld": 0.01 * c if c < math.inf else 0.3, "test_rmse": 1.0 - 0.01 * min(c, 8)})
+    ms = {m.claim: m for m in f7.measure_kld(pd.DataFrame(rows), _r("ml-100k"))}
+    reg = ms[f7.CLAIMS_KLD_REG["ml-100k"]]
+    fin = np.mean([0.02, 0.04])  # mean KLD of clipped count sketch, every d
+    assert reg.cells == pytest.approx((0.5 - fin, 0.01 - fin, 0.9 - fin)) and reg.value == pytest.approx(2 / 3)
+    assert ms[f7.CLAIMS_KLD_SMALL["ml-100k"]].value == pytest.approx(0.01)
+    assert ms[f7.CLAIMS_KLD["ml-100k"]].value == pytest.approx(1.0)
+    (rm,) = f7.measure_rmse(pd.DataFrame(rows), _r("ml-100k"))
+    assert rm.claim == f7.CLAIMS_RMSE["ml-100k"] and rm.value == pytest.approx(1.0)
+    assert next(c for c in load_claims() if c.id == reg.claim).unit.startswith("share")  # judged cell by cell
+
+
+# -------------------------------------------------------------------------------------------------- fresh seeds
+SMALL = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "refine": 0.0, "n_jobs": 1,
+         "d_grid": [2, 8], "gamma_grid": [1, 4], "eta_grid": [0.01, 0.03]}
+
+
+def _key(m):
+    return m["claim"], m["dataset"], m.get("setting", "")
+
+
+def _same_claims(a, b):
+    assert [_key(m) for m in a] == [_key(m) for m in b]
+    for x, y in zip(a, b):
+        assert (x["value"] == y["value"] or (math.isnan(x["value"]) and math.isnan(y["value"]))), (x, y)
+        assert x["guards"] == y["guards"] and x.get("cells") == y.get("cells"), (x, y)
+
+
+@pytest.fixture
+def split_seeds(monkeypatch, fresh_cache):
+    """The split seeds each FreshSeeds call made its splits with."""
+    seen = []
+    real = fresh_cache._runs.make_splits
+
+    def spy(r, params):
+        seen.append(list(range(int(params["seed"]), int(params["seed"]) + int(params["n_splits"]))))
+        return real(r, params)
+
+    monkeypatch.setattr(fresh_cache._runs, "make_splits", spy)
+    return seen
+
+
+def test_fig4_1_fresh_seeds_reproduce_then_refit_only(fresh_cache, split_seeds):
+    from dpmf_lib.experiments import balu_fig4_1 as f1
+
+    p = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1], "refine": 0.25})
+    df = f1.run(p)
+    fs = f1.fresh_seeds(df, p)
+    again = fs({**p, "claim_splits": p["n_splits"]})  # the first seed, all its splits, no search: the full run's claim
+    _same_claims(again.attrs["measurements"], df.attrs["measurements"])
+    cols = ["k", "d", "gamma", "split", "eta", "lam", "val_rmse", "test_rmse", "degenerate"]
+    pd.testing.assert_frame_equal(again[cols], df[cols], check_exact=True)
+    assert (again.n_search_evals == 1).all() and (df[df.split == 0].n_search_evals > 1).all()
+    before = fresh_cache.TRAINED["n"]
+    out = fs({**p, "seed": 1})  # a fresh seed: one re-fit per cell and claim split, at the first seed's selection
+    n_cells = len(p["ks"]) * len(p["d_grid"]) * len(p["gamma_grid"])
+    assert fresh_cache.TRAINED["n"] - before == n_cells * p["claim_splits"]
+    sel = df[df.split == 0].set_index(["k", "d", "gamma"])[["eta", "lam"]]
+    got = out[out.split == 0].set_index(["k", "d", "gamma"])[["eta", "lam"]]
+    pd.testing.assert_frame_equal(got.sort_index(), sel.sort_index(), check_exact=True)
+    assert [_key(m) for m in out.attrs["measurements"]] == [_key(m) for m in df.attrs["measurements"]]
+    # split seeds: the full run's first ones at seed 0, then disjoint blocks per fresh seed
+    fs({**p, "seed": 2})
+    assert split_seeds == [[0, 1], [2, 3], [12, 13]]
+    with pytest.raises(ParameterError, match="full run"):
+        fs({**p, "seed": 1, "epochs": 3})
+    with pytest.raises(ParameterError, match="claim_splits"):
+        fs({**p, "seed": 1, "claim_splits": 11})
+
+
+def test_fig4_6_fresh_seeds_reselect_lambda_at_the_selected_eta(fresh_cache):
+    from dpmf_lib.experiments import balu_fig4_6 as f6
+
+    p = load_params("balu_fig4_6", "smoke", {**SMALL, "lam_grid": [0.001, 0.01, 0.1]})
+    df = f6.run(p)
+    fs = f6.fresh_seeds(df, p)
+    # with refine 0 the first seed's re-selection on the search split is the full run's selection: same claims
+    _same_claims(fs(dict(p)).attrs["measurements"], df.attrs["measurements"])
+    before = fresh_cache.TRAINED["n"]
+    out = fs({**p, "seed": 1})
+    n_cells = len(p["d_grid"]) * len(p["gamma_grid"])
+    assert fresh_cache.TRAINED["n"] - before == n_cells * len(p["lam_grid"]) * p["claim_splits"]
+    assert (out.n_search_evals == len(p["lam_grid"])).all()
+    eta0 = df[df.split == 0].set_index(["d", "gamma"]).eta.sort_index()
+    pd.testing.assert_series_equal(out.set_index(["d", "gamma"]).eta.sort_index(), eta0, check_exact=True)
+    assert {m["claim"] for m in out.attrs["measurements"]} == {f6.CLAIMS_GAMMA["ml-100k"], f6.CLAIMS_D["ml-100k"]}
+
+
+def test_fig4_7_and_4_8_fresh_seeds_refit_what_the_claims_read_once(fresh_cache):
+    from dpmf_lib.experiments import balu_fig4_7 as f7, balu_fig4_8 as f8
+
+    over = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "eta_grid": [0.01, 0.03],
+            "lam_grid": [0.03], "refine": 0, "d_grid": [4, 8], "n_jobs": 1}
+    p = load_params("balu_fig4_7", "smoke", over)
+    d7, d8 = f7.run(p), f8.run(load_params("balu_fig4_8", "smoke", over))
+    for mod, df in ((f7, d7), (f8, d8)):
+        _same_claims(mod.fresh_seeds(df, p)({**p, "claim_splits": p["n_splits"]}).attrs["measurements"],
+                     df.attrs["measurements"])
+    before = fresh_cache.TRAINED["n"]
+    out7 = f7.fresh_seeds(d7, p)({**p, "seed": 1})
+    n7 = fresh_cache.TRAINED["n"] - before
+    out8 = f8.fresh_seeds(d8, p)({**p, "seed": 1})
+    assert n7 == len(f7.claim_configs(p)) * p["claim_splits"]
+    assert fresh_cache.TRAINED["n"] - before == n7  # 4.8's fresh re-fits are 4.7's, from the cache
+    assert not ((out7.method == "regular") & (out7.clip_threshold < math.inf)).any()  # clipped regular: only drawn
+    pd.testing.assert_frame_equal(out7, out8, check_exact=True)
+    assert {m["claim"] for m in out8.attrs["measurements"]} == {
+        f7.CLAIMS_KLD["ml-100k"], f7.CLAIMS_KLD_REG["ml-100k"], f7.CLAIMS_KLD_SMALL["ml-100k"]}
+
+
+def test_replicate_takes_the_claims_from_fresh_seeds(fresh_cache, tmp_path):
+    from dpmf_lib.experiments import balu_fig4_1 as f1
+    from dpmf_lib.outputs import NotebookRun
+
+    over = {**SMALL, "lam_grid": [0.01, 0.1]}
+    p = load_params("balu_fig4_1", "smoke", over)
+    df = f1.run(p)
+    nb = NotebookRun("balu_fig4_1", "smoke", over, out_dir=tmp_path / "a")
+    table = f1.fresh_seeds(df, nb.params).replicate(nb, n_seeds=2)
+    assert nb.replicate_seeds == [p["seed"] + 1, p["seed"] + 2] and list(table.seeds) == [2]
+    direct = [f1.fresh_seeds(df, p)({**p, "seed": s}).attrs["measurements"][0]["value"] for s in (1, 2)]
+    got = nb.measurements[0]["values"]
+    assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, direct))
+    # one seed needed (smoke: no verdict): the first seed's value, at no cost
+    nb1 = NotebookRun("balu_fig4_1", "smoke", over, out_dir=tmp_path / "b")
+    before = fresh_cache.TRAINED["n"]
+    f1.fresh_seeds(df, nb1.params).replicate(nb1)
+    assert nb1.replicate_seeds == [p["seed"]] and fresh_cache.TRAINED["n"] == before
+    v = df.attrs["measurements"][0]["value"]
+    assert nb1.measurements[0]["values"] == [v] or math.isnan(v)
+
+
+# ------------------------------------------------------------------------------------ every run through the cache
+TINY = {"max_ratings": 3000, "n_splits": 1, "epochs": 1, "n_jobs": 1}
+
+
+@pytest.mark.parametrize("name,over", [
+    ("balu_fig4_1", {"d_grid": [2], "gamma_grid": [1, 4]}),
+    ("balu_fig4_2", {"d_grid": [2], "gamma_grid": [1, 4]}),
+    ("balu_fig4_3", {"early_epochs": 1}),
+    ("balu_fig4_4", {"d_regular": [2, 8]}),
+    ("balu_fig4_5", {"lambdas": [0.1, 0.0]}),
+    ("balu_table4_2", {"n_splits": 1}),
+])
+def test_every_chapter4_run_resumes_from_the_cache(fresh_cache, name, over):
+    """A run stopped by its budget resumes: the same run again trains nothing and gives the same frame."""
+    import importlib
+
+    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    p = load_params(name, "smoke", {**TINY, **over})
+    first = mod.run(p)
+    n = fresh_cache.TRAINED["n"]
+    second = mod.run(p)
+    assert n > 0 and fresh_cache.TRAINED["n"] == n, name
+    pd.testing.assert_frame_equal(first, second, check_exact=True)
+
+
+def test_run_groups_pools_datasets_and_keeps_each_groups_rows(fresh_cache):
+    """Table 4.2's pool: the rows of each group are run_configs' on that group, whatever order the cost sets."""
+    from dpmf_lib.sketch.runs import load, make_splits
+
+    p = load_params("balu_table4_2", "smoke", {**TINY, "n_splits": 2, "refine": 0.25})
+    r1 = load({**p, "max_ratings": 3000}, "ml-100k")
+    r2 = load({**p, "max_ratings": 2500}, "ml-100k")
+    s1, s2 = make_splits(r1, p), make_splits(r2, p)
+    c1 = [{"method": m, "d": 4, "gamma": 1.0} for m in ("regular", "count_sketch")]
+    c2 = [{"method": "feature_hashing", "d": 4, "gamma": 1.0}]
+    order = []
+
+    def cost(config, splits):
+        order.append((config["method"], len(splits[0].train)))
+        return {"regular": 0.0, "count_sketch": 1.0, "feature_hashing": 2.0}[config["method"]]
+
+    g1, g2 = fresh_cache.run_groups([(c1, s1, r1), (c2, s2, r2)], p, cost=cost)
+    assert len(order) == 3
+    pd.testing.assert_frame_equal(g1, fresh_cache.run_configs(c1, s1, p, r1), check_exact=True)
+    pd.testing.assert_frame_equal(g2, fresh_cache.run_configs(c2, s2, p, r2), check_exact=True)
+    assert list(g1.method) == ["regular", "regular", "count_sketch", "count_sketch"]
+
+
+def test_table4_1_counts_rating_levels():
+    from dpmf_lib.experiments import balu_table4_1
+
+    df = balu_table4_1.run(load_params("balu_table4_1", "smoke", {"datasets": ["ml-100k"]}))
+    assert df.rating.iloc[0] == "1:5 (5)"
