@@ -180,13 +180,16 @@ def test_fig3_paper_runs_yahoo_with_its_own_settings_and_whole_users(monkeypatch
 
 
 def test_fig3_claims_are_about_the_data_fig3_runs():
+    # the abstract's rate on Figure 3's data; Section 5's (a Netflix quote) on its own Netflix run (#14)
     from dpmf_lib.claims import load_claims
 
-    mine = [c for c in load_claims() if c.notebook == "liu_fig3"]
-    assert {c.id for c in mine} == {liu_fig3.CLAIM_1024, liu_fig3.CLAIM_2048}
+    mine = {c.id: c for c in load_claims() if c.notebook == "liu_fig3"}
+    assert set(mine) == {liu_fig3.CLAIM_1024, liu_fig3.CLAIM_2048}
+    assert mine[liu_fig3.CLAIM_2048].dataset == "netflix"
     for profile in ("ci", "paper"):
-        ds = load_params("liu_fig3", profile)["datasets"]
-        assert all(c.dataset in ds for c in mine), (profile, ds)
+        p = load_params("liu_fig3", profile)
+        assert mine[liu_fig3.CLAIM_1024].dataset in p["datasets"], profile
+        assert p["section5_datasets"] == ["netflix"] and p["section5_d"] == 2048, profile
 
 
 def test_fig3_off_sweep_dims_run_csgd_on_all_threads_only(monkeypatch):
@@ -225,7 +228,7 @@ def test_ml100k_rows_are_labelled_real_and_their_claims_not_judged_against_netfl
     df = liu_fig6.run(p)
     assert set(df.dataset) == {"ml-100k"} and df.real.all()
     (m,) = df.attrs["measurements"]
-    assert m["dataset"] == "ml-100k" and bool(m["real"])
+    assert m["dataset"] == "ml-100k" and bool(m["real"]) and m["claim"] == liu_fig6.CLAIMS["ml-100k"]
 
 
 # -- 4. Table 2: largest simulation first -----------------------------------------------------------------------------
