@@ -116,3 +116,25 @@ def test_fig4_1_and_4_6_sweep_the_same_cells_at_every_profile():
             assert p1[k] == p6[k], (profile, k)
         if profile.startswith("paper"):
             assert set(p1["lam_grid"]) <= set(p6["lam_grid"]), profile
+
+
+def test_code_hash_covers_every_module_a_training_run_imports():
+    """A stale run is never served: every local module the hashed files import is hashed too, unless it cannot
+    change a number. (Was missing dpmf_lib/counter_rng.py, the splitmix64 mix of the count-sketch hash: a change to
+    it would have kept serving runs trained with the old hash.)"""
+    from dpmf_lib.dependencies import _imports, _module_path
+    from dpmf_lib.experiments import _balu_ch4_runs
+    from dpmf_lib.paths import REPO_ROOT
+
+    no_numbers = {"dpmf_lib.errors", "dpmf_lib.paths", "dpmf_lib.sweep", "dpmf_lib.cache", "dpmf_lib.claims"}
+    files = {f.resolve() for f in _balu_ch4_runs.code_files()}
+    assert REPO_ROOT.joinpath("dpmf_lib", "counter_rng.py").resolve() in files
+    missing = []
+    for f in sorted(files):
+        parts = f.relative_to(REPO_ROOT.resolve()).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for m in sorted(_imports(f, name) - no_numbers):
+            path = _module_path(m)
+            if path is not None and path.name != "__init__.py" and path.resolve() not in files:
+                missing.append(f"{f.name} -> {m}")
+    assert not missing, missing

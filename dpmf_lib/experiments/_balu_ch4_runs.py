@@ -20,9 +20,10 @@ The unit of the cache is one training run, :func:`dpmf_lib.sketch.protocol.fit_e
 — the unit in which the notebooks coincide. Its key holds every argument of ``fit_eval`` (method, d, γ, k, clipping
 threshold, epochs, init scale, η, λ, the run's seed, with_kld, track), the split (data source with its checksum,
 seed, standin_scale, max_ratings, fractions, min_freq, the split's seed) and a hash of the code the run depends on
-(``dpmf_lib/sketch``, the data loaders, the seed helper and this module). A cached run is the pickled dict
-``fit_eval`` returned, so a row served from the cache is bit-identical to a fresh one; ``$DPMF_CACHE=off`` turns it
-off (tests/test_balu_ch4_runs.py checks that the two agree with :func:`dpmf_lib.sketch.runs.run_configs`).
+(:func:`code_files`: ``dpmf_lib/sketch``, the splitmix64 mix it hashes with, the data loaders, the seed helper and
+this module). A cached run is the pickled dict ``fit_eval`` returned, so a row served from the cache is bit-identical
+to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/test_balu_ch4_runs.py checks that the two agree with
+:func:`dpmf_lib.sketch.runs.run_configs`).
 
 :func:`run_configs` is :func:`dpmf_lib.sketch.runs.run_configs` with a trainer that routes each training call through
 the cache (:class:`CachedTrainer`): one row logic, tested to give the same frame. :func:`run_groups` does the same
@@ -48,16 +49,22 @@ from ..sketch.protocol import fit_eval
 from ..sweep import grid_map
 
 
-@lru_cache(maxsize=1)
-def code_hash() -> str:
-    """Hash of the code a training run depends on: ``dpmf_lib/sketch/*.py``, the data loaders (``dpmf_lib/data``,
-    ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution) and this module; part of every key."""
+def code_files() -> list[Path]:
+    """The files a training run's numbers depend on: ``dpmf_lib/sketch/*.py``, ``dpmf_lib/counter_rng.py`` (the
+    splitmix64 mix of the sketch hash, :mod:`dpmf_lib.sketch.hashing`), the data loaders (``dpmf_lib/data``,
+    ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution) and this module. Every local module these
+    import must be here unless it cannot change a number (tests/test_balu_ch4_runs.py checks it)."""
     here = Path(__file__).resolve()
     pkg = here.parent.parent
-    files = (sorted((pkg / "sketch").glob("*.py")) + sorted((pkg / "data").glob("*.py"))
-             + sorted((pkg.parent / "data_fetch").glob("*.py")) + [pkg / "privacy" / "common.py", here])
+    return (sorted((pkg / "sketch").glob("*.py")) + [pkg / "counter_rng.py"] + sorted((pkg / "data").glob("*.py"))
+            + sorted((pkg.parent / "data_fetch").glob("*.py")) + [pkg / "privacy" / "common.py", here])
+
+
+@lru_cache(maxsize=1)
+def code_hash() -> str:
+    """Hash of the code a training run depends on (:func:`code_files`); part of every key."""
     h = hashlib.sha256()
-    for f in files:
+    for f in code_files():
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()
