@@ -1,7 +1,8 @@
 """Balu chapter 4 claims (issue #15 review): the ML-100K counterparts of the thesis's statements, the live-cell
 measurements (degenerate cells left out), and the claims at fresh seeds with a reduced protocol
 (dpmf_lib/experiments/_balu_ch4_runs.FreshSeeds): at the first seed it reproduces the full run's claims, at a fresh
-seed it trains only what the claims read, on splits disjoint from the figure's and from the other fresh seeds'."""
+seed it trains only what the claims read, on splits whose seeds differ from the figure's and from the other fresh
+seeds' (different random partitions of the same ratings, not disjoint ones)."""
 
 from __future__ import annotations
 
@@ -88,9 +89,46 @@ def test_fig4_1_claim_is_the_mean_gain_over_the_live_cells():
 
     (m,) = f1.measure(_grid_frame(), _r("ml-100k"), {})
     m = m.as_dict()
-    assert m["claim"] == f1.CLAIMS_K["ml-100k"] and m["guards"] == {"live_cells": 2.0}
+    assert m["claim"] == f1.CLAIMS_K["ml-100k"] and m["guards"] == {"live_cells": 2.0, "gamma_rows_live": 1.0}
     assert m["value"] == pytest.approx(np.mean([0.01 * 2, 0.01 * 8]))  # (2, 4) and (8, 1): gains 0.02, 0.08
     assert "2 of 4 (d, gamma) cells" in m["note"]
+
+
+def _paper_grid():
+    p = load_params("balu_fig4_6", "paper", {})
+    return list(p["d_grid"]), list(p["gamma_grid"])
+
+
+def _judge(claim_id: str, ms: list) -> str:
+    """The verdict at ``paper`` of one claim measured at several seeds (``ms``: one Measurement per seed)."""
+    from dpmf_lib.verdicts import judge_measurement
+
+    claim = next(c for c in load_claims() if c.id == claim_id)
+    m = {"claim": claim_id, "value": ms[0].value, "values": [x.value for x in ms], "dataset": "ml-100k", "real": True,
+         "profile": "paper", "guards": {k: [x.guards[k] for x in ms] for k in ms[0].guards}}
+    return judge_measurement(claim, m).verdict
+
+
+def test_fig4_1_spread_guard_fails_when_the_live_cells_sit_in_a_few_gamma_rows():
+    """#15 review of 728723a, finding 3: 40 live cells (live_cells ≥ 30 holds) all in the 4 smallest γ rows of the
+    paper's 10 × 10 grid: gamma_rows_live = 0.4 < 0.5, so a clear gain there is not reproduced."""
+    from dpmf_lib.experiments import balu_fig4_1 as f1
+
+    ds, gs = _paper_grid()
+    ms = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        rows = [{"k": k, "d": d, "gamma": g, "split": 0, "degenerate": j >= 4,
+                 "test_rmse": 1.0 - (0.01 if k == 4 else 0.0) + 0.001 * rng.standard_normal()}
+                for k in (1, 4) for d in ds for j, g in enumerate(gs)]
+        (m,) = f1.measure(pd.DataFrame(rows), _r("ml-100k"), {})
+        assert m.guards == {"live_cells": 40.0, "gamma_rows_live": pytest.approx(0.4)} and m.value > 0.005
+        ms.append(m)
+    assert _judge(f1.CLAIMS_K["ml-100k"], ms) == "inconclusive"
+    # the same gain with live cells in every γ row (the d = 1 … 4 columns): reproduced
+    for m in ms:
+        m.guards["gamma_rows_live"] = 1.0
+    assert _judge(f1.CLAIMS_K["ml-100k"], ms) == "reproduced"
 
 
 def _lambda_frame():
@@ -116,16 +154,68 @@ def test_fig4_6_correlations_use_the_cells_live_on_the_search_split():
     assert (mg["claim"], md["claim"]) == (f6.CLAIMS_GAMMA["ml-100k"], f6.CLAIMS_D["ml-100k"])
     live = df[(df.split == 0) & ~df.degenerate]
     assert len(live) == 13
-    assert mg["value"] == pytest.approx(stats.spearmanr(live.gamma, live.lam).statistic) and mg["value"] < -0.5
-    assert md["value"] == pytest.approx(stats.spearmanr(live.d, live.lam).statistic) and md["value"] > 0.5
+    # within d: d = 1 has 2 live cells (left out), d = 2, 4, 8 fall with γ (−1 each); within γ: γ = 8 has 2 (left out)
+    assert mg["value"] == pytest.approx(-1.0) and md["value"] == pytest.approx(1.0)
     # edges among the live cells only (the degenerate ones sit on the top edge and are left out of the correlations)
-    assert mg["guards"] == md["guards"] == {"live_cells": 13.0, "cells_off_grid_edge": pytest.approx(12 / 13)}
-    # all cells degenerate: no correlation, no live cells (the guard fails, never a silent value)
+    common = {"live_cells": 13.0, "cells_off_grid_edge": pytest.approx(12 / 13)}
+    assert mg["guards"] == {**common, "d_series_defined": 0.75}
+    assert md["guards"] == {**common, "gamma_series_defined": 0.75}
+    assert "3 of 4 d values" in mg["note"] and "3 of 4 gamma values" in md["note"]
+    # all cells degenerate: no correlation, no live cells (the guards fail, never a silent value)
     dead = df.assign(degenerate=True)
-    assert all(math.isnan(m.value) and m.guards["live_cells"] == 0 for m in f6.measure(dead, _r("ml-100k")))
-    # every live cell chose the same λ: no trend (0), not an undefined correlation
+    for m in f6.measure(dead, _r("ml-100k")):
+        assert math.isnan(m.value) and m.guards["live_cells"] == 0
+        assert m.guards.get("d_series_defined", m.guards.get("gamma_series_defined")) == 0
+    # every live cell chose the same λ: Spearman is undefined in every series (no value, the series guard fails)
     flat = df.assign(lam=0.03)
-    assert [m.value for m in f6.measure(flat, _r("ml-100k"))] == [0.0, 0.0]
+    for m in f6.measure(flat, _r("ml-100k")):
+        assert math.isnan(m.value) and m.guards.get("d_series_defined", m.guards.get("gamma_series_defined")) == 0
+
+
+def _demo_frame(lam_of, seed: int = 0) -> pd.DataFrame:
+    """The #15 reviewer's demonstration (review of 728723a, finding 2): the paper's 10 × 10 (d, γ) grid with the cells
+    index(d) + index(γ) ≥ 12 degenerate on the search split (they cluster where d and γ are both large, as at ML-100K),
+    so that among the live cells d and γ are negatively correlated; ``lam_of(i, j, rng)``: the live cell's λ."""
+    ds, gs = _paper_grid()
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, d in enumerate(ds):
+        for j, g in enumerate(gs):
+            deg = i + j >= 12
+            rows.append({"k": 4, "d": d, "gamma": g, "split": 0, "degenerate": deg, "lam_on_edge": False,
+                         "lam": 1.0 if deg else float(lam_of(i, j, rng)), "test_rmse": 0.9})
+    return pd.DataFrame(rows)
+
+
+def test_fig4_6_gamma_claim_is_within_d_and_not_fooled_by_the_unbalanced_grid():
+    """λ depends on d only: the pooled λ–γ correlation over the live cells (the measure of 728723a) is −0.37, past
+    the −0.1 margin with every old guard passing; within each d λ is flat, so the γ claim has no defined correlation
+    and is not reproduced, while the λ–d trend (within each γ) still is."""
+    from dpmf_lib.experiments import balu_fig4_6 as f6
+
+    df = _demo_frame(lambda i, j, rng: 10.0 ** (-3 + i / 4))
+    live = df[~df.degenerate]
+    assert len(live) == 72 and stats.spearmanr(live.d, live.gamma).statistic < -0.3
+    pooled = stats.spearmanr(live.gamma, live.lam).statistic  # the old measure
+    assert pooled == pytest.approx(-0.37, abs=0.01) and pooled < -0.1
+    mg, md = f6.measure(df, _r("ml-100k"))
+    assert math.isnan(mg.value) and mg.guards["d_series_defined"] == 0.0 and mg.guards["live_cells"] == 72
+    assert _judge(mg.claim, [mg] * 5) == "inconclusive"  # never reproduced
+    assert md.value == pytest.approx(1.0) and md.guards["gamma_series_defined"] == 1.0
+
+
+def test_fig4_6_gamma_claim_sees_lambda_falling_within_each_d():
+    """The positive case on the same unbalanced grid: λ falls with γ within each d (and grows with d), with noise
+    that varies over 5 seeds: a negative mean within-d correlation, reproduced; the d claim likewise."""
+    from dpmf_lib.experiments import balu_fig4_6 as f6
+
+    ms = [f6.measure(_demo_frame(lambda i, j, rng: 10.0 ** (-3 + i / 4 - j / 4 + 0.3 * rng.standard_normal()), s),
+                     _r("ml-100k")) for s in range(5)]
+    for mg, md in ms:
+        assert mg.value < -0.5 and md.value > 0.5
+        assert mg.guards["d_series_defined"] >= 0.5 and md.guards["gamma_series_defined"] >= 0.5
+    assert _judge(f6.CLAIMS_GAMMA["ml-100k"], [m[0] for m in ms]) == "reproduced"
+    assert _judge(f6.CLAIMS_D["ml-100k"], [m[1] for m in ms]) == "reproduced"
 
 
 def test_fig4_6_edge_flag_counts_stage_two():
@@ -210,7 +300,7 @@ def test_fig4_1_fresh_seeds_reproduce_then_refit_only(fresh_cache, split_seeds):
     got = out[out.split == 0].set_index(["k", "d", "gamma"])[["eta", "lam"]]
     pd.testing.assert_frame_equal(got.sort_index(), sel.sort_index(), check_exact=True)
     assert [_key(m) for m in out.attrs["measurements"]] == [_key(m) for m in df.attrs["measurements"]]
-    # split seeds: the full run's first ones at seed 0, then disjoint blocks per fresh seed
+    # split seeds: the full run's first ones at seed 0, then a block of distinct seeds per fresh seed
     fs({**p, "seed": 2})
     assert split_seeds == [[0, 1], [2, 3], [12, 13]]
     with pytest.raises(ParameterError, match="full run"):
