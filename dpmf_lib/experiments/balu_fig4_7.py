@@ -23,7 +23,8 @@ Claims over seeds (:func:`fresh_seeds`, our choice): at ``paper`` the claims nee
 search per seed would cost 5× the figure (~3.3 h). At each of 5 fresh seeds only the configurations the claims read
 (:func:`claim_configs`: the 36 count-sketch ones and unclipped regular MF per d; clipped regular MF is only drawn) are
 re-fitted with the (η, λ) the first seed's search selected, without a search, with the figure's T = 100 epochs, on
-``claim_splits`` (1) new random split (disjoint from the figure's and from each other's); the values come from the
+``claim_splits`` (1) new random split (distinct split seeds: other random partitions of the same ratings, whose test sets
+overlap the validation set seed 0 selected on); the values come from the
 same measurement functions. Figure 4.8's re-fits are 4.7's (served from the result cache after 4.7). The interval
 over seeds is the seed-to-seed spread of the selected configurations, not the stability of the selection.
 """
