@@ -77,7 +77,9 @@ def require_finite(model, *, solver: str, d: int, dataset: str, threads=None, hi
                     + (f" ({hint})" if hint else "") + " — lower the step size (sgd_eta0 / sgld_eta0_times_n) or "
                     "check the rating scale")
     if not np.isfinite(float(model.b0)):
-        raise ParameterError(f"{where}: the global bias is not finite")
+        raise ParameterError(f"{where} diverged: the global bias b0 is not finite after the last round"
+                             + (f" ({hint})" if hint else "") + " — lower the step size (sgd_eta0 / sgld_eta0_times_n) "
+                             "or check the rating scale")
 
 
 def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool = True):
