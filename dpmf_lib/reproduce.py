@@ -194,6 +194,14 @@ def judging_digest(claim_ids) -> str:
     return h.hexdigest()[:16]
 
 
+def snapshot_dir_text() -> str:
+    from .paths import REPO_ROOT
+    from .snapshot import snapshot_dir
+
+    d = snapshot_dir()
+    return str(d.relative_to(REPO_ROOT)) if d.is_relative_to(REPO_ROOT) else str(d)
+
+
 def up_to_date(entry: Entry, digest: str) -> bool:
     return staleness(entry, digest) is None
 
@@ -374,6 +382,7 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
         prov = json.loads((staging / "provenance.json").read_text())
         record["data_state"] = states_of_run(prov.get("datasets", []))
         record["claim_seed_rules"] = _seed_rules_of(staging / "measurements.json")
+        record["cpu"] = cpu_record()
         try:  # what the executed notebook's printed claims table was judged under (the report notes a change)
             ids = [m["claim"] for m in json.loads((staging / "measurements.json").read_text())]
             record["verdict_rules"] = judging_digest(ids)
@@ -386,6 +395,29 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     (staging / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     swap_into_place(staging, final)
     return record
+
+
+def cpu_record() -> dict:
+    """The CPU a run's numbers came from: its model and the SIMD levels numpy dispatches to. numpy's float64
+    exp/log take another code path with AVX-512 than without, an ulp apart, so a synthetic stand-in fitted with them
+    (its Zipf–Mandelbrot exponents, hence its checksum and possibly its ratings) can differ between two CPUs at the
+    same seed: a table replays byte for byte only where this record matches (the Netflix stand-in at scale 0.01
+    had another checksum on the AMD EPYC host of 2026-11-27 than in the snapshot rows of 2026-11-23)."""
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+        simd = [x for x in __cpu_dispatch__ if __cpu_features__.get(x)]
+    except ImportError:  # a numpy without these internals: the model alone
+        simd = None
+    return {"model": model, "numpy_simd": simd}
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -553,7 +585,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --set runs are not the profile's runs: no --snapshot or --record-budget with them",
               file=sys.stderr)
         return 2
-    todo, skipped = [], []
+    if args.snapshot and args.profile != "paper":
+        print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
+        return 2
+    todo, skipped, in_snapshot = [], [], []
     for e in chosen:
         try:
             if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
@@ -563,13 +598,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e.name}: {exc}", file=sys.stderr)
             return 2
         current = not args.force and not sets.get(e.name) and up_to_date(e, digest)
+        if not current and args.snapshot and not args.force and not sets.get(e.name):
+            # a fresh clone has an empty figures/: a committed snapshot row that is current for this hash (code,
+            # params, notebook, seed rules, data) is that same run, so a snapshot run does not spend its hours again
+            from .snapshot import row_state
+
+            if row_state(e, digest)[0] == "current":
+                in_snapshot.append(e.name)
+                continue
         (skipped if current else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
+    if in_snapshot:
+        print(f"current in the snapshot ({snapshot_dir_text()}), skipped: {', '.join(in_snapshot)} "
+              f"(--force runs them again)")
     todo = cache_readers_last(todo, chosen)
-    if args.snapshot and args.profile != "paper":
-        print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
-        return 2
     env = forwarded_env({"DPMF_SWEEP_BACKEND": args.backend,
                          **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {}),
                          # --force reaches the result cache too (dpmf_lib.cache): recompute, overwrite the entries

@@ -119,7 +119,8 @@ def rows() -> list[dict]:
         state, why = row_state(e)
         run = _read_json(snapshot_dir() / e.name / "run.json") or {}
         out.append({"name": e.name, "paper": e.paper, "state": state, "why": why,
-                    "runtime_s": run.get("runtime_s"), "peak_rss_mib": run.get("peak_rss_mib")})
+                    "runtime_s": run.get("runtime_s"), "peak_rss_mib": run.get("peak_rss_mib"),
+                    "cpu": run.get("cpu")})
     return out
 
 
@@ -168,9 +169,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kept {take(e.name)}")
                 taken += 1
         print(f"{taken} paper run(s) kept in {snapshot_dir()}")
+    from .reproduce import cpu_record
+
+    here = cpu_record()
     for r in rows():
         t = "" if r["runtime_s"] is None else f"{r['runtime_s'] / 60:6.1f} min  {r['peak_rss_mib'] or 0:6.0f} MiB"
-        print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}")
+        # a row from another CPU (or from before the CPU was recorded) need not replay byte for byte here
+        # (reproduce.cpu_record); a stale or missing row is re-run anyway
+        other = ("" if r["state"] != "current" or r["cpu"] == here
+                 else "  (taken on " + (f"{r['cpu']['model']}, numpy SIMD {r['cpu']['numpy_simd']}" if r["cpu"]
+                                        else "a CPU not recorded") + ")")
+        print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}{other}")
     return 0
 
 

@@ -88,6 +88,35 @@ def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures
     assert snapshot.row_state(_entry("liu_fig1"))[0] == "missing"
 
 
+def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path, monkeypatch, capsys):
+    """A fresh clone has an empty figures/: `make paper-snapshot` must not re-run the hours the committed snapshot
+    already holds for the same code, params and data; a stale row, --force and a ci run are not skipped."""
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    current, stale = _entry("balu_fig3_1"), _entry("hua_fig1")
+    _fake_paper_run(figures_tmp, current.name, reproduce.run_hash(current, "paper"))
+    _fake_paper_run(figures_tmp, stale.name, "older code")
+    for e in (current, stale):
+        snapshot.take(e.name)
+    for e in (current, stale):
+        (figures_tmp / e.name / "run.json").unlink()  # as in a fresh clone: nothing in figures/
+    ran = []
+
+    def fake_run_all(todo, profile, *args, **kwargs):
+        ran.append((profile, sorted(n for n, _ in todo)))
+        return iter(())
+
+    monkeypatch.setattr(reproduce, "_run_all", fake_run_all)
+    monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
+    only = f"{current.name},{stale.name}"
+    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", only]) == 0
+    assert ran[-1] == ("paper", [stale.name])
+    assert f"skipped: {current.name}" in capsys.readouterr().out
+    assert reproduce.main(["--profile", "paper", "--snapshot", "--force", "--only", only]) == 0
+    assert ran[-1] == ("paper", sorted([current.name, stale.name]))
+    assert reproduce.main(["--profile", "paper", "--only", only]) == 0  # without --snapshot: figures/ decides
+    assert ran[-1] == ("paper", sorted([current.name, stale.name]))
+
+
 def test_snapshot_refuses_a_run_that_is_not_a_successful_paper_run(figures_tmp, tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     _fake_paper_run(figures_tmp, "liu_fig1", "h")

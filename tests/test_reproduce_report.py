@@ -172,6 +172,8 @@ def test_hand_run_with_overrides_cannot_replace_canonical_outputs(figures_tmp, t
     rec = reproduce.execute("liu_fig1", "smoke", reproduce.run_hash(_entry("liu_fig1"), "smoke"))
     assert rec["status"] == "ok", rec["error"]
     canon = figures_tmp / "liu_fig1"
+    # which CPU the numbers came from (a stand-in's fit can differ an ulp with numpy's AVX-512 paths)
+    assert json.loads((canon / "run.json").read_text())["cpu"] == reproduce.cpu_record()
     before = {p.name: p.read_bytes() for p in canon.iterdir()}
     for overrides in ({"seed": 1}, {}):
         pm.execute_notebook(str(notebooks_dir() / "liu_fig1.ipynb"), str(tmp_path / "out.ipynb"),
