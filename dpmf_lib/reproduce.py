@@ -398,11 +398,12 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
 
 
 def cpu_record() -> dict:
-    """The CPU a run's numbers came from: its model and the SIMD levels numpy dispatches to. numpy's float64
-    exp/log take another code path with AVX-512 than without, an ulp apart, so a synthetic stand-in fitted with them
-    (its Zipf–Mandelbrot exponents, hence its checksum and possibly its ratings) can differ between two CPUs at the
-    same seed: a table replays byte for byte only where this record matches (the Netflix stand-in at scale 0.01
-    had another checksum on the AMD EPYC host of 2026-11-27 than in the snapshot rows of 2026-11-23)."""
+    """The CPU a run's numbers came from: its model and the SIMD levels numpy dispatches to. The Netflix stand-in
+    at scale 0.01, seed 0 had another checksum (a digest of its fitted parameters) on the AMD EPYC, AVX2-only host of
+    2026-11-27 than in the snapshot rows of 2026-11-23, with the same code and packages; on this host it is the same
+    on 1, 2 or 3 numba threads, under other OpenBLAS core types and with numpy held to X86_V2. The likely cause is
+    numpy's float64 exp/log in the fit, whose AVX-512 loops differ by an ulp from the scalar ones; not proven without
+    the other host. So a table replays byte for byte only where this record matches."""
     model = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
