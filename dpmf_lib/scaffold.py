@@ -132,7 +132,7 @@ def look_for(name: str) -> str:
     claims = [c for c in load_claims() if c.notebook == name]
     lines = [LOOK_FOR_HEAD, "", f"**{what}.**"]
     if claims:
-        lines += ["", "The paper's claims measured here, and what would count as reproducing them:"]
+        lines += ["", CLAIMS_INTRO]
         for c in claims:
             rule = c.shown_not_judged and f"shown, not judged ({c.shown_not_judged})" or rule_of(c)
             lines.append(f"- *{c.where}*: \u201c{_clip(c.quote, 160)}\u201d — we measure {_clip(c.measures, 220)}"
@@ -143,6 +143,43 @@ def look_for(name: str) -> str:
         lines += ["", "No quantitative claim of `params/claims.yaml` is measured here: compare the figure's shape "
                   "with the paper's (stand-in rows are labelled `[synthetic stand-in]`)."]
     return "\n".join(lines)
+
+
+CLAIMS_INTRO = "The paper's claims measured here, and what would count as reproducing them:"
+
+
+def with_current_claims(note: str, name: str) -> str:
+    """``note`` (a notebook's own "what to look for" cell) with its list of claims — the bullets under
+    :data:`CLAIMS_INTRO` — rewritten from ``params/claims.yaml`` as it is now; the rest of the note, the notebook's own
+    words, is kept. The list quotes each claim's rule, which changes with the claims file: a list written once and kept
+    told readers of Fig 5 that 'slower' meant 10 % more time long after the margin became 0. A note without that
+    list is returned as it is."""
+    lines = note.splitlines()
+    if CLAIMS_INTRO not in lines:
+        return note
+    start = lines.index(CLAIMS_INTRO) + 1
+    end = start
+    while end < len(lines) and (lines[end].startswith("- *") or (end > start and lines[end].startswith("  "))):
+        end += 1
+    fresh = [x for x in look_for(name).splitlines() if x.startswith("- *")]
+    return "\n".join(lines[:start] + fresh + lines[end:])
+
+
+def refresh_look_for(name: str) -> bool:
+    """Rewrite the claims list of ``notebooks/<name>.ipynb``'s "what to look for" cell in place
+    (:func:`with_current_claims`); nothing else of the notebook changes — markdown is not a run input, so no run goes
+    stale. True when the cell changed."""
+    path = notebooks_dir() / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if _slot(cell) == "look_for":
+            fresh = with_current_claims(cell.source.strip(), name)
+            if fresh != cell.source.strip():
+                cell.source, changed = fresh, True
+    if changed:
+        nbformat.write(nb, path)
+    return changed
 
 
 def _clip(text: str, n: int) -> str:
@@ -252,8 +289,9 @@ def regenerate(name: str) -> Path:
     path = notebooks_dir() / f"{name}.ipynb"
     old = nbformat.read(path, as_version=4)
     p = parts_of(old)
+    look = p["look_for_md"] and with_current_claims(p["look_for_md"], name)
     nb = build(name, p["intro"], p["module"], display=p["display"], save_call=p["save_call"],
-               look_for_md=p["look_for_md"], claims_cell=p["claims_cell"], extra=p["extra"])
+               look_for_md=look, claims_cell=p["claims_cell"], extra=p["extra"])
     nbformat.write(nb, path)
     return path
 
@@ -277,8 +315,19 @@ def main(argv=None) -> int:
     ap.add_argument("--module", default=None)
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--regenerate", action="store_true", help="rebuild existing notebooks, keeping their own cells")
-    ap.add_argument("--all", action="store_true", help="with --regenerate: every notebook in notebooks/")
+    ap.add_argument("--all", action="store_true", help="with --regenerate or --refresh-look-for: every notebook")
+    ap.add_argument("--refresh-look-for", action="store_true",
+                    help="rewrite only the claims list of the 'what to look for' cell from params/claims.yaml "
+                         "(markdown: no run goes stale)")
     a = ap.parse_args(argv)
+    if a.refresh_look_for:
+        names = sorted(p.stem for p in notebooks_dir().glob("*.ipynb")) if a.all else a.name
+        if not names:
+            ap.error("--refresh-look-for needs notebook names or --all")
+        for n in names:
+            if refresh_look_for(n):
+                print(notebooks_dir() / f"{n}.ipynb")
+        return 0
     if a.regenerate:
         names = sorted(p.stem for p in notebooks_dir().glob("*.ipynb")) if a.all else a.name
         if not names:

@@ -93,6 +93,45 @@ def test_regeneration_keeps_intro_own_cells_and_look_for_note_and_is_idempotent(
 
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_look_for_note_lists_the_claims_as_they_are_now(path):
+    """The note's list of claims quotes each rule; written once and kept, it told Fig 5's readers that 'slower' meant
+    10 % more time after the margin had become 0. Refresh with `python -m dpmf_lib.scaffold --refresh-look-for --all`
+    (markdown only: no run goes stale)."""
+    from dpmf_lib import scaffold
+
+    note = next(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"
+                and c.source.startswith(scaffold.LOOK_FOR_HEAD))
+    assert scaffold.with_current_claims(note.strip(), path.stem) == note.strip(), (
+        f"{path.name}: its claims list is not params/claims.yaml's; run "
+        f"`python -m dpmf_lib.scaffold --refresh-look-for {path.stem}`")
+
+
+def test_refreshing_the_look_for_note_keeps_its_own_words_and_every_code_cell(tmp_path, monkeypatch):
+    import shutil
+
+    from dpmf_lib import reproduce, scaffold
+
+    monkeypatch.setattr(scaffold, "notebooks_dir", lambda: tmp_path)
+    shutil.copy(notebooks_dir() / "liu_fig5.ipynb", tmp_path / "liu_fig5.ipynb")
+    nb = nbformat.read(tmp_path / "liu_fig5.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith(scaffold.LOOK_FOR_HEAD))
+    lines = cell.source.splitlines()
+    at = lines.index(scaffold.CLAIMS_INTRO) + 1
+    current = lines[at]
+    lines[at] = current.replace("we measure", "we measured, under an old rule,")
+    cell.source = "\n".join(lines + ["", "A closing word of the notebook's own."])
+    nbformat.write(nb, tmp_path / "liu_fig5.ipynb")
+    code_before = reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb")
+    assert scaffold.refresh_look_for("liu_fig5") is True
+    after = next(c.source for c in nbformat.read(tmp_path / "liu_fig5.ipynb", as_version=4).cells
+                 if c.cell_type == "markdown" and c.source.startswith(scaffold.LOOK_FOR_HEAD))
+    assert current in after.splitlines() and "under an old rule" not in after
+    assert after.endswith("A closing word of the notebook's own.")
+    assert reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb") == code_before
+    assert scaffold.refresh_look_for("liu_fig5") is False  # idempotent
+
+
 def test_regeneration_keeps_a_claims_cell_of_the_notebooks_own(tmp_path, monkeypatch):
     """A notebook that replicates its claims its own way (pnbm: the selected configurations at fresh seeds) keeps
     that cell, once, where the standard one goes: regenerating must not add the standard ``nb.replicate`` beside it."""
