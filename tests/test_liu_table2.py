@@ -99,3 +99,28 @@ def test_parse_callgrind_summary_and_bad_cache_geometry(tmp_path):
     assert l1 == (32768, 8, 64) and ll == (6291456, 12, 64) and "the paper's" in note
     with pytest.raises(ParameterError, match="power of two"):
         t2.caches({"l1": [32768, 8], "ll": [6000000, 12]})
+
+
+def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp_path, monkeypatch):
+    """What each measured segment runs: the row's stored order, its segments and its prefetch stride, in row order
+    (a driver that ran every row at one stride, or one order, would make the table compare nothing)."""
+    import dpmf_lib.mf.csgd as csgd
+
+    params = {**load_params("liu_table2", "smoke"), "prefetch": 0, "prefetch_row": 2}
+    specs = t2.row_specs(params)
+    t2.build_layouts(toy(), specs, params, tmp_path / "rows.npz")
+    z = np.load(tmp_path / "rows.npz")
+    seen, segment = [], []
+    monkeypatch.setattr(driver.os, "getppid", lambda: segment.append(len(seen)))
+    monkeypatch.setattr(csgd, "_sgd_epoch_serial",
+                        lambda users, items, values, seg, *rest: seen.append((users.copy(), seg.copy(), rest[-1])))
+    with contextlib.redirect_stdout(io.StringIO()):
+        driver.main([str(tmp_path / "rows.npz"), "8", "2"])
+    measured = seen[1:]  # the first call compiles, outside every segment
+    assert len(measured) == 2 * len(specs)
+    for k, s in enumerate(specs):
+        start = segment[2 + 2 * k] - 1  # calls counted when row k's opening marker fired (compile call included)
+        for users, seg, stride in measured[start:start + 2]:
+            assert stride == s["prefetch"]
+            assert np.array_equal(users, z[f"users_{k}"]) and np.array_equal(seg, z[f"seg_{k}"])
+    assert [m[2] for m in measured] == [0, 0, 0, 0, 0, 0, 2, 2]
