@@ -418,7 +418,9 @@ def cpu_record() -> dict:
         simd = [x for x in __cpu_dispatch__ if __cpu_features__.get(x)]
     except ImportError:  # a numpy without these internals: the model alone
         simd = None
-    return {"model": model, "numpy_simd": simd}
+    import numpy
+
+    return {"model": model, "numpy": numpy.__version__, "numpy_simd": simd}
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -610,9 +612,22 @@ def main(argv: list[str] | None = None) -> int:
         (skipped if current else todo).append((e.name, digest))
     if skipped:
         print(f"up to date, skipped: {', '.join(n for n, _ in skipped)}")
+    if args.snapshot and skipped:
+        # a paper run current in figures/ (made without --snapshot) whose snapshot row is missing or stale: keep it
+        from .snapshot import row_state, take
+
+        by = {e.name: e for e in chosen}
+        for n, digest in skipped:
+            if row_state(by[n], digest)[0] != "current":
+                print(f"snapshot: {take(n)} (the current run in figures/)")
     if in_snapshot:
         print(f"current in the snapshot ({snapshot_dir_text()}), skipped: {', '.join(in_snapshot)} "
               f"(--force runs them again)")
+        reads = {e.name: e.reads_cache_of for e in chosen}
+        cold = sorted({n for n, _ in todo for p in reads.get(n, ()) if p in in_snapshot})
+        if cold:  # correct either way (the readers compute what the cache lacks), but slower than reading
+            print(f"note: {', '.join(cold)} read the result cache of a notebook skipped here; on a fresh clone that "
+                  f"cache is empty and they compute its runs themselves")
     todo = cache_readers_last(todo, chosen)
     env = forwarded_env({"DPMF_SWEEP_BACKEND": args.backend,
                          **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {}),

@@ -2,6 +2,7 @@
 
     python -m dpmf_lib.scaffold NAME --intro intro.md [--module dpmf_lib.experiments.NAME] [--look-for FILE] [--force]
     python -m dpmf_lib.scaffold --regenerate NAME [NAME ...] | --regenerate --all
+    python -m dpmf_lib.scaffold --refresh-look-for NAME [NAME ...] | --refresh-look-for --all
 
 The notebook it writes: the intro markdown (what the paper shows, the choices made, which data are stand-ins); a code
 cell tagged ``parameters`` with ``profile`` and one ``name = None`` line per top-level parameter of
@@ -14,7 +15,8 @@ the result against the paper (``nb.results()``: quote, paper value, ours ± inte
 
 ``--regenerate`` rebuilds the standard cells of existing notebooks — after a parameter is added to or removed from
 ``params/<NAME>.yaml``, or when this template changes — keeping each notebook's intro, its "what to look for" note,
-its own display and save calls, and every cell of its own where it was.
+its own display and save calls, and every cell of its own where it was; the claims list inside the note is
+rewritten from ``params/claims.yaml``. ``--refresh-look-for`` rewrites that list only (markdown: no run goes stale).
 """
 
 from __future__ import annotations
@@ -137,32 +139,51 @@ def look_for(name: str) -> str:
             rule = c.shown_not_judged and f"shown, not judged ({c.shown_not_judged})" or rule_of(c)
             lines.append(f"- *{c.where}*: \u201c{_clip(c.quote, 160)}\u201d — we measure {_clip(c.measures, 220)}"
                          f" ({c.unit}; on {c.dataset}; {rule}; needs profile ≥ {c.min_profile}).")
-        lines += ["", "Rows computed on a `[synthetic stand-in]` are shown but never judged; a claim that needs the "
-                  "`paper` profile is only *indicative* below it. The table below gives each verdict and its reason."]
+        lines += ["", CLAIMS_CLOSING]
     else:
-        lines += ["", "No quantitative claim of `params/claims.yaml` is measured here: compare the figure's shape "
-                  "with the paper's (stand-in rows are labelled `[synthetic stand-in]`)."]
+        lines += ["", NO_CLAIMS]
     return "\n".join(lines)
 
 
 CLAIMS_INTRO = "The paper's claims measured here, and what would count as reproducing them:"
 
 
+NO_CLAIMS = ("No quantitative claim of `params/claims.yaml` is measured here: compare the figure's shape with the "
+             "paper's (stand-in rows are labelled `[synthetic stand-in]`).")
+CLAIMS_CLOSING = ("Rows computed on a `[synthetic stand-in]` are shown but never judged; a claim that needs the `paper` "
+                  "profile is only *indicative* below it. The table below gives each verdict and its reason.")
+# a bullet as look_for writes it: "- *<where>*: “<quote>” — we measure …"; a bullet of the note's own is never this
+_GENERATED_BULLET = re.compile(r"^- \*[^*\n]+\*: \u201c")
+
+
 def with_current_claims(note: str, name: str) -> str:
-    """``note`` (a notebook's own "what to look for" cell) with its list of claims — the bullets under
-    :data:`CLAIMS_INTRO` — rewritten from ``params/claims.yaml`` as it is now; the rest of the note, the notebook's own
-    words, is kept. The list quotes each claim's rule, which changes with the claims file: a list written once and kept
-    told readers of Fig 5 that 'slower' meant 10 % more time long after the margin became 0. A note without that
-    list is returned as it is."""
+    """``note`` (a notebook's own "what to look for" cell) with its list of claims — the generated bullets under
+    :data:`CLAIMS_INTRO` — rewritten from ``params/claims.yaml`` as it is now; every other line of the note, the
+    notebook's own words (its own bullets and indented remarks included), is kept. The list quotes each claim's rule,
+    which changes with the claims file: a list written once and kept told readers of Fig 5 that 'slower' meant 10 %
+    more time long after the margin became 0. A notebook that gained its first claim gets the list in place of the
+    "no quantitative claim" sentence; one that lost its last claim gets that sentence back. A note with neither (all
+    its author's) is returned as it is; ``tests/test_notebooks.py`` asks every committed note for the list."""
+    fresh = [x for x in look_for(name).splitlines() if _GENERATED_BULLET.match(x)]
     lines = note.splitlines()
-    if CLAIMS_INTRO not in lines:
-        return note
-    start = lines.index(CLAIMS_INTRO) + 1
-    end = start
-    while end < len(lines) and (lines[end].startswith("- *") or (end > start and lines[end].startswith("  "))):
-        end += 1
-    fresh = [x for x in look_for(name).splitlines() if x.startswith("- *")]
-    return "\n".join(lines[:start] + fresh + lines[end:])
+    intro_at = next((i for i, x in enumerate(lines) if x.strip() == CLAIMS_INTRO), None)
+    if intro_at is None:
+        if not fresh:
+            return note
+        at = next((i for i, x in enumerate(lines) if x.strip() == NO_CLAIMS), None)
+        if at is None:  # a note wholly of the notebook's own words: left to its author (a test asks for the list)
+            return note
+        return "\n".join(lines[:at] + [CLAIMS_INTRO, *fresh, "", CLAIMS_CLOSING] + lines[at + 1:])
+    kept_after = [x for x in lines[intro_at + 1:] if not _GENERATED_BULLET.match(x)]
+    if not fresh:
+        rest = [x for x in kept_after if x.strip() != CLAIMS_CLOSING]
+        return "\n".join(lines[:intro_at] + [NO_CLAIMS] + rest)
+    # the generated bullets sit right under the intro; the note's own lines keep their places after them
+    first_own = intro_at + 1
+    while first_own < len(lines) and _GENERATED_BULLET.match(lines[first_own]):
+        first_own += 1
+    stray = [x for x in lines[first_own:] if _GENERATED_BULLET.match(x)]  # generated bullets further down: drop
+    return "\n".join(lines[:intro_at + 1] + fresh + [x for x in lines[first_own:] if x not in stray])
 
 
 def refresh_look_for(name: str) -> bool:
@@ -320,10 +341,15 @@ def main(argv=None) -> int:
                     help="rewrite only the claims list of the 'what to look for' cell from params/claims.yaml "
                          "(markdown: no run goes stale)")
     a = ap.parse_args(argv)
+    if a.refresh_look_for and a.regenerate:
+        ap.error("--refresh-look-for and --regenerate: choose one (--regenerate refreshes the list too)")
     if a.refresh_look_for:
         names = sorted(p.stem for p in notebooks_dir().glob("*.ipynb")) if a.all else a.name
         if not names:
             ap.error("--refresh-look-for needs notebook names or --all")
+        missing = [n for n in names if not (notebooks_dir() / f"{n}.ipynb").exists()]
+        if missing:
+            ap.error(f"no notebook {', '.join(missing)} in {notebooks_dir()} (python -m dpmf_lib.reproduce --list)")
         for n in names:
             if refresh_look_for(n):
                 print(notebooks_dir() / f"{n}.ipynb")

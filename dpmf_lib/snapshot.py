@@ -177,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         # a row from another CPU (or from before the CPU was recorded) need not replay byte for byte here
         # (reproduce.cpu_record); a stale or missing row is re-run anyway
         other = ("" if r["state"] != "current" or r["cpu"] == here
-                 else "  (taken on " + (f"{r['cpu']['model']}, numpy SIMD {r['cpu']['numpy_simd']}" if r["cpu"]
-                                        else "a CPU not recorded") + ")")
+                 else "  (taken on another CPU or numpy build: " + (
+                     f"{r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')} SIMD {r['cpu'].get('numpy_simd')}"
+                     if r["cpu"] else "not recorded") + ")")
         print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}{other}")
     return 0
 

@@ -108,19 +108,22 @@ def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp
 
     params = {**load_params("liu_table2", "smoke"), "prefetch": 0, "prefetch_row": 2}
     specs = t2.row_specs(params)
-    t2.build_layouts(toy(), specs, params, tmp_path / "rows.npz")
+    t2.build_layouts(toy(n_users=300, n_items=1500, n=20000), specs, params, tmp_path / "rows.npz")
     z = np.load(tmp_path / "rows.npz")
+    orders = [(z[f"users_{k}"].tobytes(), z[f"items_{k}"].tobytes()) for k in range(3)]
+    assert len(set(orders)) == 3  # tiered, single tier and random are three orders here (items past the first tier)
     seen, segment = [], []
     monkeypatch.setattr(driver.os, "getppid", lambda: segment.append(len(seen)))
-    monkeypatch.setattr(csgd, "_sgd_epoch_serial",
-                        lambda users, items, values, seg, *rest: seen.append((users.copy(), seg.copy(), rest[-1])))
+    monkeypatch.setattr(csgd, "_sgd_epoch_serial", lambda users, items, values, seg, *rest: seen.append(
+        (users.copy(), items.copy(), values.copy(), seg.copy(), rest[-1])))
     with contextlib.redirect_stdout(io.StringIO()):
         driver.main([str(tmp_path / "rows.npz"), "8", "2"])
     measured = seen[1:]  # the first call compiles, outside every segment
     assert len(measured) == 2 * len(specs)
     for k, s in enumerate(specs):
         start = segment[2 + 2 * k] - 1  # calls counted when row k's opening marker fired (compile call included)
-        for users, seg, stride in measured[start:start + 2]:
+        for users, items, values, seg, stride in measured[start:start + 2]:
             assert stride == s["prefetch"]
-            assert np.array_equal(users, z[f"users_{k}"]) and np.array_equal(seg, z[f"seg_{k}"])
-    assert [m[2] for m in measured] == [0, 0, 0, 0, 0, 0, 2, 2]
+            for got, key in ((users, "users"), (items, "items"), (values, "values"), (seg, "seg")):
+                assert np.array_equal(got, z[f"{key}_{k}"]), (k, key)
+    assert [m[-1] for m in measured] == [0, 0, 0, 0, 0, 0, 2, 2]

@@ -7,6 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from dpmf_lib.claims import load_claims
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select
 from dpmf_lib.reproduce import execute
@@ -105,6 +106,27 @@ def test_the_look_for_note_lists_the_claims_as_they_are_now(path):
     assert scaffold.with_current_claims(note.strip(), path.stem) == note.strip(), (
         f"{path.name}: its claims list is not params/claims.yaml's; run "
         f"`python -m dpmf_lib.scaffold --refresh-look-for {path.stem}`")
+    has_claims = any(c.notebook == path.stem for c in load_claims())
+    assert (scaffold.CLAIMS_INTRO in note.splitlines()) == has_claims
+    assert (scaffold.NO_CLAIMS in note) == (not has_claims)
+
+
+def test_the_claims_list_follows_a_first_claim_and_a_last_one_removed_and_keeps_the_notes_own_lines():
+    from dpmf_lib import scaffold
+
+    name = "liu_fig5"
+    lines = scaffold.look_for(name).splitlines()
+    at = lines.index(scaffold.CLAIMS_INTRO) + 1
+    own = ["  an indented remark of the note's own", "- *Our reading*: a bullet of the note's own"]
+    note = "\n".join(lines[:at + 1] + own + lines[at + 1:])
+    out = scaffold.with_current_claims(note, name)
+    assert all(x in out.splitlines() for x in own) and scaffold.with_current_claims(out, name) == out
+    gained = "\n".join(["## What to look for", "", scaffold.NO_CLAIMS, "", "Our closing words."])
+    out = scaffold.with_current_claims(gained, name)
+    assert scaffold.NO_CLAIMS not in out and lines[at] in out.splitlines() and out.endswith("Our closing words.")
+    lost = scaffold.with_current_claims(scaffold.look_for(name) + "\n\nOur closing words.", "liu_fig1x_no_claims")
+    assert scaffold.CLAIMS_INTRO not in lost and scaffold.NO_CLAIMS in lost and lines[at] not in lost
+    assert lost.endswith("Our closing words.") and scaffold.CLAIMS_CLOSING not in lost
 
 
 def test_refreshing_the_look_for_note_keeps_its_own_words_and_every_code_cell(tmp_path, monkeypatch):

@@ -90,7 +90,8 @@ def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures
 
 def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path, monkeypatch, capsys):
     """A fresh clone has an empty figures/: `make paper-snapshot` must not re-run the hours the committed snapshot
-    already holds for the same code, params and data; a stale row, --force and a ci run are not skipped."""
+    already holds for the same code, params and data; a stale row, a row read from other data, and --force are
+    not skipped; without --snapshot, figures/ alone decides."""
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     current, stale = _entry("balu_fig3_1"), _entry("hua_fig1")
     _fake_paper_run(figures_tmp, current.name, reproduce.run_hash(current, "paper"))
@@ -115,6 +116,25 @@ def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path
     assert ran[-1] == ("paper", sorted([current.name, stale.name]))
     assert reproduce.main(["--profile", "paper", "--only", only]) == 0  # without --snapshot: figures/ decides
     assert ran[-1] == ("paper", sorted([current.name, stale.name]))
+    row = tmp_path / "snap" / current.name / "run.json"  # same hash, but read from other data than there is now
+    row.write_text(json.dumps({**json.loads(row.read_text()), "data_state": {"ml-100k": "real:another checksum"}}))
+    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", current.name]) == 0
+    assert ran[-1] == ("paper", [current.name])
+
+
+def test_a_snapshot_run_keeps_a_current_paper_run_of_figures_whose_snapshot_row_is_stale(figures_tmp, tmp_path,
+                                                                                          monkeypatch):
+    """A paper run made without --snapshot is current in figures/ and so skipped: `make paper-snapshot` must still
+    copy it into a snapshot row that is missing or stale, instead of leaving that row as it was."""
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    e = _entry("balu_fig3_1")
+    digest = reproduce.run_hash(e, "paper")
+    _fake_paper_run(figures_tmp, e.name, digest)
+    monkeypatch.setattr(reproduce, "_run_all", lambda todo, *a, **k: iter(()))
+    monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
+    assert snapshot.row_state(e, digest)[0] == "missing"
+    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
+    assert snapshot.row_state(e, digest) == ("current", None)
 
 
 def test_snapshot_refuses_a_run_that_is_not_a_successful_paper_run(figures_tmp, tmp_path, monkeypatch):
