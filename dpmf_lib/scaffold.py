@@ -146,8 +146,6 @@ def look_for(name: str) -> str:
 
 
 CLAIMS_INTRO = "The paper's claims measured here, and what would count as reproducing them:"
-
-
 NO_CLAIMS = ("No quantitative claim of `params/claims.yaml` is measured here: compare the figure's shape with the "
              "paper's (stand-in rows are labelled `[synthetic stand-in]`).")
 CLAIMS_CLOSING = ("Rows computed on a `[synthetic stand-in]` are shown but never judged; a claim that needs the `paper` "
@@ -174,16 +172,10 @@ def with_current_claims(note: str, name: str) -> str:
         if at is None:  # a note wholly of the notebook's own words: left to its author (a test asks for the list)
             return note
         return "\n".join(lines[:at] + [CLAIMS_INTRO, *fresh, "", CLAIMS_CLOSING] + lines[at + 1:])
-    kept_after = [x for x in lines[intro_at + 1:] if not _GENERATED_BULLET.match(x)]
+    own = [x for x in lines[intro_at + 1:] if not _GENERATED_BULLET.match(x)]  # the note's lines, in their order
     if not fresh:
-        rest = [x for x in kept_after if x.strip() != CLAIMS_CLOSING]
-        return "\n".join(lines[:intro_at] + [NO_CLAIMS] + rest)
-    # the generated bullets sit right under the intro; the note's own lines keep their places after them
-    first_own = intro_at + 1
-    while first_own < len(lines) and _GENERATED_BULLET.match(lines[first_own]):
-        first_own += 1
-    stray = [x for x in lines[first_own:] if _GENERATED_BULLET.match(x)]  # generated bullets further down: drop
-    return "\n".join(lines[:intro_at + 1] + fresh + [x for x in lines[first_own:] if x not in stray])
+        return "\n".join(lines[:intro_at] + [NO_CLAIMS] + [x for x in own if x.strip() != CLAIMS_CLOSING])
+    return "\n".join(lines[:intro_at + 1] + fresh + own)
 
 
 def refresh_look_for(name: str) -> bool:

@@ -176,10 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         t = "" if r["runtime_s"] is None else f"{r['runtime_s'] / 60:6.1f} min  {r['peak_rss_mib'] or 0:6.0f} MiB"
         # a row from another CPU (or from before the CPU was recorded) need not replay byte for byte here
         # (reproduce.cpu_record); a stale or missing row is re-run anyway
-        other = ("" if r["state"] != "current" or r["cpu"] == here
-                 else "  (taken on another CPU or numpy build: " + (
-                     f"{r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')} SIMD {r['cpu'].get('numpy_simd')}"
-                     if r["cpu"] else "not recorded") + ")")
+        if r["state"] != "current" or r["cpu"] == here:
+            other = ""
+        elif not r["cpu"]:
+            other = "  (CPU not recorded: taken before run.json kept it)"
+        else:
+            other = (f"  (taken on another CPU or numpy build: {r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')}"
+                     f" SIMD {r['cpu'].get('numpy_simd')})")
         print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}{other}")
     return 0
 

@@ -135,6 +135,11 @@ def test_a_snapshot_run_keeps_a_current_paper_run_of_figures_whose_snapshot_row_
     assert snapshot.row_state(e, digest)[0] == "missing"
     assert reproduce.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
     assert snapshot.row_state(e, digest) == ("current", None)
+    row = tmp_path / "snap" / e.name / "run.json"
+    row.write_text(json.dumps({**json.loads(row.read_text()), "hash": "older code"}))
+    assert snapshot.row_state(e, digest)[0] == "stale"
+    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
+    assert snapshot.row_state(e, digest) == ("current", None)
 
 
 def test_snapshot_refuses_a_run_that_is_not_a_successful_paper_run(figures_tmp, tmp_path, monkeypatch):
