@@ -25,7 +25,9 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .dependencies import code_digest, data_states, states_of_run
@@ -332,18 +334,20 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     ``overrides`` (``--set``): parameters injected as the notebook's ``overrides``; such a run is not canonical and
     lands in ``figures/_runs/<name>-<profile>-<hash>/`` (the directory a hand run with these values would use).
     """
+    with _settings(env or {}):
+        return _execute(name, profile, digest, timeout_s, overrides)
+
+
+def _execute(name: str, profile: str, digest: str, timeout_s: float | None, overrides: dict | None) -> dict:
     import subprocess
 
-    for key, value in (env or {}).items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
     final = scratch_dir(name, load_params(name, profile, overrides)) if overrides else figures_dir() / name
     staging = final.parent / f".staging-{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    os.environ[RUN_DIR_VAR], os.environ[RUN_NOTEBOOK_VAR] = str(staging), name
+    # the staging directory is this notebook's alone: the child's environment, never this process's (two notebooks
+    # run side by side in one dask worker's threads, or in the runner's)
+    child_env = {**os.environ, RUN_DIR_VAR: str(staging), RUN_NOTEBOOK_VAR: name}
     started = time.time()
     record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None,
               **({"overrides": overrides, "out_dir": str(final)} if overrides else {})}
@@ -353,14 +357,16 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     try:
         with open(staging / "kernel.log", "wb") as log:
             child = subprocess.Popen([sys.executable, "-c", "from dpmf_lib.reproduce import _child_main; "
-                                      "_child_main()", json.dumps(job)], stdout=log, stderr=subprocess.STDOUT)
-            try:
-                child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_tree(child.pid)
-                child.wait()
-                record.update(status="over budget",
-                              error=f"stopped after its budget of {timeout_s / 60:.0f} min (--timeout)")
+                                      "_child_main()", json.dumps(job)], stdout=log, stderr=subprocess.STDOUT,
+                                     env=child_env)
+            with _off_worker_thread():
+                try:
+                    child.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    _kill_tree(child.pid)
+                    child.wait()
+                    record.update(status="over budget",
+                                  error=f"stopped after its budget of {timeout_s / 60:.0f} min (--timeout)")
         if record["status"] == "ok":
             try:
                 record.update(json.loads(result_file.read_text()))
@@ -374,8 +380,6 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
             record.update(status="failed", error="the notebook set overrides of its own: a canonical run uses "
                                                  "params/<name>.yaml as it is (change parameters with --set)")
     finally:
-        os.environ.pop(RUN_DIR_VAR, None)
-        os.environ.pop(RUN_NOTEBOOK_VAR, None)
         result_file.unlink(missing_ok=True)
     record["runtime_s"] = round(time.time() - started, 2)
     if record["status"] == "ok":
@@ -395,6 +399,66 @@ def execute(name: str, profile: str, digest: str, env: dict | None = None, timeo
     (staging / "run.json").write_text(json.dumps(record, indent=2) + "\n")
     swap_into_place(staging, final)
     return record
+
+
+_SETTINGS = threading.Condition()
+_SETTINGS_IN_USE = {"count": 0, "env": None, "saved": None}
+
+
+@contextmanager
+def _settings(env: dict):
+    """The runner's settings (``env``: ``DPMF_*``, thread limits; ``None`` removes a variable) in this process's
+    environment while a notebook runs here, as they were before once the last notebook using them ends.
+
+    :func:`execute` reads them itself (``DPMF_FIGURES_DIR`` decides where the run lands) and its child inherits them.
+    A dask worker is long-lived and runs a task per thread: notebooks of one run share the same settings and run side
+    by side; a notebook of another run with other settings (another figures directory, ``DPMF_CACHE=refresh``) waits
+    until they are done, and no setting outlives the runs that made it (the previous caller's
+    ``DPMF_CACHE=refresh`` stays with that caller)."""
+    key = sorted(env.items(), key=lambda kv: kv[0])
+    with _SETTINGS:
+        _SETTINGS.wait_for(lambda: _SETTINGS_IN_USE["count"] == 0 or _SETTINGS_IN_USE["env"] == key)
+        if _SETTINGS_IN_USE["count"] == 0:
+            _SETTINGS_IN_USE.update(env=key, saved={k: os.environ.get(k) for k in env})
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        _SETTINGS_IN_USE["count"] += 1
+    try:
+        yield
+    finally:
+        with _SETTINGS:
+            _SETTINGS_IN_USE["count"] -= 1
+            if _SETTINGS_IN_USE["count"] == 0:
+                for k, v in _SETTINGS_IN_USE["saved"].items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+                _SETTINGS_IN_USE.update(env=None, saved=None)
+            _SETTINGS.notify_all()
+
+
+@contextmanager
+def _off_worker_thread():
+    """On a dask worker, give the task's thread back while the notebook runs in its own process: the notebook's
+    sweeps are tasks on the same cluster, and with every thread held by a waiting notebook they would never start
+    (the runner keeps at most ``--jobs`` notebooks in flight, so this does not start more notebooks). Elsewhere a
+    no-op."""
+    try:
+        from distributed import get_worker, rejoin, secede
+
+        get_worker()
+    except (ImportError, ValueError):
+        yield
+        return
+    secede()
+    try:
+        yield
+    finally:
+        rejoin()
 
 
 def cpu_record() -> dict:
@@ -482,42 +546,81 @@ def forwarded_env(extra: dict | None = None) -> dict:
 
 def cache_readers_last(todo: list[tuple[str, str]], entries) -> list[tuple[str, str]]:
     """``todo`` with the notebooks that read another's cached runs (registry ``reads_cache_of``), when that one runs
-    too, moved to the end (order otherwise kept): with ``--jobs 2`` Figure 4.8 would otherwise start beside 4.7 and
-    train all of 4.7's runs again instead of reading them."""
+    too, moved to the end (order otherwise kept), so the others fill the slots first; :func:`_run_all` also holds a
+    reader back until its producer has ended (with ``--jobs 2`` Figure 4.8 would otherwise start beside 4.7 and train
+    all of 4.7's runs again instead of reading them)."""
     names = {n for n, _ in todo}
     reads = {e.name: e.reads_cache_of for e in entries}
     return sorted(todo, key=lambda t: any(p in names for p in reads.get(t[0], ())))
 
 
 def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict,
-             timeout_s: float | None = None, sets: dict[str, dict] | None = None):
+             timeout_s: float | None = None, sets: dict[str, dict] | None = None,
+             reads: dict[str, tuple] | None = None):
+    """Run ``todo`` (``(name, hash)``, in order) and yield each run record as it ends: at most ``jobs`` notebooks at a
+    time, each in its own process (:func:`execute`), from threads of this process or as tasks on a dask cluster
+    (``backend="dask"``: ``scheduler``, else a local cluster of ``jobs`` one-thread workers whose address the
+    notebooks' sweeps get as ``DPMF_DASK_SCHEDULER``, so they share it). ``reads`` (registry ``reads_cache_of``): a
+    notebook that reads another's cached runs starts only when that one, if it is in ``todo``, has ended — else
+    both would compute the same runs (Fig 4.8 beside 4.7, Fig 3.4 beside 3.2). Notebooks are submitted as slots
+    free up, not all at once: on a cluster every waiting notebook would otherwise hold a worker thread."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+    from concurrent.futures import wait as wait_local
+
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(todo), desc=f"notebooks ({profile})", unit="nb", disable=not todo)
+    names = {n for n, _ in todo}
+    after = {n: {p for p in (reads or {}).get(n, ()) if p in names and p != n} for n, _ in todo}
+    sets = sets or {}
+    client = cluster = pool = None
     if backend == "dask":
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import wait as wait_dask
 
-        cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None)
+        if not scheduler:
+            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None)
+            env = {**env, "DPMF_DASK_SCHEDULER": cluster.scheduler_address}
         client = Client(scheduler or cluster)
-        try:
-            futures = [client.submit(execute, n, profile, h, env, timeout_s, (sets or {}).get(n), pure=False)
-                       for n, h in todo]
-            for fut in as_completed(futures):
+
+        def submit(n, h):
+            return client.submit(execute, n, profile, h, env, timeout_s, sets.get(n), pure=False)
+
+        def first_done(futures):
+            return wait_dask(futures, return_when="FIRST_COMPLETED").done
+    else:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+
+        def submit(n, h):
+            return pool.submit(execute, n, profile, h, env, timeout_s, sets.get(n))
+
+        def first_done(futures):
+            return wait_local(futures, return_when=FIRST_COMPLETED).done
+    pending, ended, running = list(todo), set(), {}
+    try:
+        while pending or running:
+            while len(running) < jobs:
+                ready = next((t for t in pending if after[t[0]] <= ended), None)
+                if ready is None:
+                    break
+                pending.remove(ready)
+                running[submit(*ready)] = ready[0]
+            if not running:
+                raise WorkbookError("registry: reads_cache_of forms a cycle among " + ", ".join(n for n, _ in pending))
+            for fut in first_done(list(running)):
+                ended.add(running.pop(fut))
                 bar.update()
                 yield fut.result()
-        finally:
+    finally:
+        for fut in running:
+            fut.cancel()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if client is not None:
             client.close()
-            if cluster is not None:
-                cluster.close()
-    else:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")(
-            delayed(execute)(n, profile, h, env, timeout_s, (sets or {}).get(n)) for n, h in todo)
-        for rec in results:
-            bar.update()
-            yield rec
-    bar.close()
+        if cluster is not None:
+            cluster.close()
+        bar.close()
 
 
 def _profile_name(text: str) -> str:
@@ -638,7 +741,9 @@ def main(argv: list[str] | None = None) -> int:
     timeout_s = args.timeout * 60 if args.timeout else None
     from tqdm.auto import tqdm  # status lines through tqdm.write: printed above the progress bar, not glued to it
 
-    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets):
+    reads = {e.name: e.reads_cache_of for e in chosen}
+    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets,
+                        reads):
         if args.record_budget:
             record_budget(by_name[rec["notebook"]], rec)
         if args.snapshot and rec["status"] == "ok":

@@ -225,6 +225,66 @@ def test_runner_on_a_dask_cluster_writes_where_the_caller_said(figures_tmp, tmp_
     assert all(rows[n]["status"] == "ok" for n in names)
 
 
+
+@pytest.mark.slow
+def test_notebooks_holding_every_worker_thread_leave_their_sweeps_a_thread(figures_tmp):
+    """Two notebook tasks hold both threads of a 2-worker cluster while their kernels run; their sweeps (Hua's
+    scenario runs, ``grid_map`` on the same scheduler: joblib sees 2 threads, so they are real tasks) must still get
+    a thread. Before, each sweep waited for a notebook and each notebook for its sweep, until the budget stopped
+    them ("over budget")."""
+    from dask.distributed import Client, LocalCluster, get_task_stream
+
+    names = ["hua_fig1", "hua_fig2"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client, get_task_stream(client) as stream:
+        env = reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask",
+                                       "DPMF_DASK_SCHEDULER": cluster.scheduler_address})
+        todo = [(n, reproduce.run_hash(_entry(n), "smoke")) for n in names]
+        recs = list(reproduce._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address, env, timeout_s=300))
+    assert sorted((r["notebook"], r["status"]) for r in recs) == [(n, "ok") for n in names], recs
+    keys = [str(t["key"]) for t in stream.data]
+    assert sum("execute" in k for k in keys) == 2 and len(keys) > 2, keys  # the sweeps ran as tasks here too
+    assert all((figures_tmp / n / f"{n}.csv").exists() for n in names)
+
+
+def test_local_runs_hold_at_most_jobs_notebooks_and_start_a_cache_reader_after_its_producer(monkeypatch):
+    """``--jobs 2`` with a reader of another's cache: the reader starts only once its producer has ended, never
+    beside it (it would compute the producer's runs again), and no more than 2 notebooks run at once."""
+    import threading
+
+    lock, running, log = threading.Lock(), [], []
+
+    def fake_execute(name, profile, digest, env=None, timeout_s=None, overrides=None):
+        with lock:
+            running.append(name)
+            log.append(("start", name, tuple(running)))
+        time.sleep({"producer": 0.3, "other": 0.05, "reader": 0.01, "fourth": 0.05}[name])
+        with lock:
+            running.remove(name)
+            log.append(("end", name, tuple(running)))
+        return {"notebook": name, "status": "ok"}
+
+    monkeypatch.setattr(reproduce, "execute", fake_execute)
+    todo = [(n, "h") for n in ("producer", "reader", "other", "fourth")]
+    recs = list(reproduce._run_all(todo, "smoke", 2, "loky", None, {}, reads={"reader": ("producer",)}))
+    assert sorted(r["notebook"] for r in recs) == sorted(n for n, _ in todo)
+    assert max(len(r) for _, _, r in log) <= 2
+    order = [(kind, n) for kind, n, _ in log]
+    assert order.index(("start", "reader")) > order.index(("end", "producer")), log
+    assert not any(kind == "start" and n == "reader" and "producer" in r for kind, n, r in log)
+
+
+def test_settings_are_undone_when_the_last_notebook_using_them_ends(monkeypatch):
+    """A long-lived worker must not keep a previous run's DPMF_CACHE=refresh (or figures directory) for the next."""
+    monkeypatch.delenv("DPMF_CACHE", raising=False)
+    monkeypatch.setenv("DPMF_DATA_DIR", "/before")
+    with reproduce._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):
+        assert os.environ["DPMF_CACHE"] == "refresh" and "DPMF_DATA_DIR" not in os.environ
+        with reproduce._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):  # a second notebook of the run
+            pass
+        assert os.environ["DPMF_CACHE"] == "refresh"  # the first one still runs
+    assert "DPMF_CACHE" not in os.environ and os.environ["DPMF_DATA_DIR"] == "/before"
+
 def test_report_shows_the_paper_snapshot_beside_this_run(figures_tmp, tmp_path, monkeypatch):
     from dpmf_lib.report import write_report
 
