@@ -20,6 +20,10 @@ Theorem 1's ε is for Definition 1, which *replaces* a user (sensitivity 2B): on
 ε_i = ε B_i / B (a user at the bound, B_i = B, gets Theorem 1's ε, not ε/2). The factor decides the claim (issue
 #14: on ML-100K ≈ 1/57 with the first reading, ≈ 1/28 with the second), so the claim is measured in both readings
 (``setting``), and the CSV carries both (``*_alt`` columns = the ε B_i / B reading).
+
+**Which claim.** The paper's is about Netflix (a stand-in here, never judged); a run on real ML-100K measures our
+counterpart ``liu-6.7-typical-user-eps-over-25-ml-100k`` (judged at ``paper`` over 5 seeds, both readings). Its
+further seeds (:func:`replicate_run`) re-run ML-100K at the first ρ and ``typical_epsilon`` only.
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 from . import liu_fig7
+from ._liu_mf import ML100KSeeds, claim_for, ml100k_params
 
-TYPICAL_CLAIM = "liu-6.7-typical-user-eps-over-25"
+#: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
+TYPICAL_CLAIMS = {"netflix": "liu-6.7-typical-user-eps-over-25", "ml-100k": "liu-6.7-typical-user-eps-over-25-ml-100k"}
+TYPICAL_CLAIM = TYPICAL_CLAIMS["netflix"]
 
 
 def run(params: dict) -> pd.DataFrame:
@@ -64,7 +71,7 @@ def run(params: dict) -> pd.DataFrame:
                                          ("eps_hat_over_eps_alt", "eps_i = eps B_i/B (without the 1/2)")):
                         med = float(acc[col].median())
                         measurements.append(Measurement(
-                            TYPICAL_CLAIM, med, r.source.label, r.source.real, setting=reading,
+                            claim_for(TYPICAL_CLAIMS, r.source), med, r.source.label, r.source.real, setting=reading,
                             note=f"median over {len(acc)} users of the realized personal loss / ε at ε={eps:g}, "
                                  f"τ={tau}, ρ={rho:g}, weights from {params['weights_from']} m_i "
                                  f"(= 1/{1 / med:.0f}); reading {reading}; guaranteed median "
@@ -73,6 +80,17 @@ def run(params: dict) -> pd.DataFrame:
                                     "chain_ess": row["ess"] if np.isfinite(row["ess"]) else 0.0}))
     df = pd.concat(frames, ignore_index=True)
     return attach(df, sources=sources, measurements=measurements)
+
+
+def replicate_run(params: dict) -> pd.DataFrame:
+    """What the ML-100K counterpart's further seeds need (:class:`._liu_mf.ML100KSeeds`): :func:`run` on real ML-100K
+    at the first ρ and ε = ``typical_epsilon`` only (the point the claim reads; seeded as in the full run)."""
+    return run({**ml100k_params(params), "rho": [params["rho"][0]], "epsilons": [params["typical_epsilon"]]})
+
+
+def ml100k_seeds(df: pd.DataFrame) -> ML100KSeeds:
+    """The notebook's claims cell: ``experiment.ml100k_seeds(df).replicate(nb)`` (see :class:`._liu_mf.ML100KSeeds`)."""
+    return ML100KSeeds(df, replicate_run)
 
 
 def plot(df: pd.DataFrame, params: dict):
