@@ -157,8 +157,15 @@ def test_fig4_a_diverged_small_table_is_power_and_left_out_of_the_plot(monkeypat
     p = load_params("liu_fig4", "smoke", {**SMALL["liu_fig4"], "repeats": 2})
     df = liu_fig4.run(p)
     (m,) = df.attrs["measurements"]
-    assert np.isfinite(m["value"]) and m["guards"]["power_smallest_table"] == np.inf
+    assert np.isfinite(m["value"]) and m["guards"]["power_smallest_table"] == liu_fig4.DIVERGED_POWER
     assert "1 run(s) at size 10" in m["note"] and df.diverged.sum() == 1
+    from dpmf_lib.verdicts import judge  # the guard holds: a broken table is as distinguishable as it gets
+
+    claim = next(c for c in load_claims() if c.id == m["claim"])
+    guard = next(g for g in claim.guards if g.name == "power_smallest_table")
+    assert guard.holds(m["guards"]["power_smallest_table"])
+    assert "power_smallest_table" not in judge(claim, [{**m, "profile": "paper", "values": [m["value"]] * 5,
+                                                        "guards": {k: [v] * 5 for k, v in m["guards"].items()}}]).reason
     fig = liu_fig4.plot(df, p)
     assert "diverged" in " ".join(t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
 

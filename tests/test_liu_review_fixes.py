@@ -194,3 +194,18 @@ def test_a_non_finite_global_bias_reads_diverged():
     with pytest.raises(ParameterError, match="diverged") as e:
         lm.require_finite(model, solver="sgld", d=2, dataset="ml-100k", hint="eta0*N=0.02")
     assert "b0" in str(e.value) and "eta0*N=0.02" in str(e.value)
+
+
+def test_fig2_title_names_only_the_solvers_that_ran():
+    """At `paper` surprise does not run; the title used to list it anyway (issue #14 audit)."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from dpmf_lib.experiments import liu_fig2
+
+    rows = [{"dataset": "ml-100k", "d": 16, "solver": s, "wall": w, "test_rmse": 1.0 - 0.01 * w, "epoch": e}
+            for s in ("csgd", "csgd-1t", "sgld", "libmf") for e, w in ((1, 0.1), (2, 0.2))]
+    fig = liu_fig2.plot(pd.DataFrame(rows), {})
+    title = fig._suptitle.get_text()
+    plt.close(fig)
+    assert "(C-SGD, SGLD, libmf)" in title and "surprise" not in title
