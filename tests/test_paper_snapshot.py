@@ -88,6 +88,41 @@ def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures
     assert snapshot.row_state(_entry("liu_fig1"))[0] == "missing"
 
 
+
+def test_the_snapshot_keeps_a_compact_palette_figure_with_the_plot_intact(figures_tmp, tmp_path, monkeypatch):
+    """The kept PNG is a 256-colour re-encoding (issue #20: the snapshot was 15 MB, half of it matplotlib's RGBA
+    PNGs): smaller, the same size in pixels, every pixel within a few shades of the run's, and compacting again
+    changes nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
+    e = _entry("balu_fig3_1")
+    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"))
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    x = np.linspace(0, 10, 200)
+    for k in range(6):
+        ax.plot(x, np.sin(x + k), label=f"series {k}")
+    ax.fill_between(x, -1, np.cos(x), alpha=0.3)
+    ax.legend()
+    ax.set_title("a figure with text, lines and a translucent fill")
+    png = figures_tmp / e.name / f"{e.name}.png"
+    fig.savefig(png)
+    plt.close(fig)
+    dest = snapshot.take(e.name)
+    kept = dest / f"{e.name}.png"
+    assert kept.stat().st_size < 0.7 * png.stat().st_size
+    with Image.open(png) as a, Image.open(kept) as b:
+        assert b.mode == "P" and a.size == b.size
+        diff = np.abs(np.asarray(a.convert("RGB"), dtype=int) - np.asarray(b.convert("RGB"), dtype=int))
+    assert np.percentile(diff, 99.9) <= 24 and diff.mean() < 1.0
+    before = kept.read_bytes()
+    assert not snapshot.compact_figure(kept) and kept.read_bytes() == before
+
 def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path, monkeypatch, capsys):
     """A fresh clone has an empty figures/: `make paper-snapshot` must not re-run the hours the committed snapshot
     already holds for the same code, params and data; a stale row, a row read from other data, and --force are
