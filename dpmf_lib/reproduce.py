@@ -97,21 +97,56 @@ def params_bytes_for_hash(path: Path) -> bytes:
     return b"".join(line for line in lines if not line.startswith(MEASURED_PREFIX.encode()))
 
 
+def cache_entries(entry: Entry, since: float | None = None) -> int:
+    """How many results the result cache (:func:`dpmf_lib.paths.cache_dir`) holds for the code ``entry`` runs — the
+    cached functions of the modules in its experiment's closure — or, with ``since`` (a ``time.time()``), how many
+    of them were written from then on. A notebook that reads another's runs (Fig 4.6 those of 4.1) counts them too,
+    and with ``--jobs 2`` a neighbour's writes to shared functions count: a hint for the reader of a measured time,
+    not an accounting. 0 for a notebook whose code caches nothing."""
+    from .dependencies import REPO_ROOT, module_closure
+    from .paths import cache_dir
+
+    root = cache_dir() / "joblib"  # joblib.Memory: joblib/<module path>/<function>/<call hash>/output.pkl
+    n = 0
+    for path in module_closure(experiment_module(entry)):
+        folder = root / path.relative_to(REPO_ROOT).with_suffix("")
+        if folder.is_dir():
+            n += sum(1 for f in folder.rglob("output.pkl") if since is None or f.stat().st_mtime >= since)
+    return n
+
+
 def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
     """Write (or replace) ``# measured <profile>: <time>, peak <memory> …`` at the top of the notebook's params file,
-    after its leading comment block."""
+    after its leading comment block. When the result cache already held entries at the start, the line says how
+    many (and how many the run wrote): such a time can be far below a cold run's. A cold time noted by hand on the
+    line it replaces (``cold ≈ … min …``) is carried over then, so it is not lost to a warm re-run."""
     import datetime
+    import re
 
     cores = cores or os.cpu_count()
     minutes = record["runtime_s"] / 60
     took = f"> {minutes:.0f} min (stopped at its budget)" if record["status"] == "over budget" else f"{minutes:.1f} min"
     peak = f", peak {record['peak_rss_mib']:.0f} MiB" if record.get("peak_rss_mib") else ""
-    # the 1-minute load average says whether the machine was shared while this ran (then the time is an upper bound)
-    line = (f"{MEASURED_PREFIX}{record['profile']}: {took}{peak} ({record['status']}; {cores} cores, load "
-            f"{os.getloadavg()[0]:.1f} at the end, {datetime.date.today().isoformat()}, "
-            f"python -m dpmf_lib.reproduce --profile {record['profile']} --only {entry.name})\n")
     lines = entry.params_file.read_text(encoding="utf-8").splitlines(keepends=True)
     tag = f"{MEASURED_PREFIX}{record['profile']}:"
+    cache = record.get("result_cache") or {}
+    warm = ""
+    if cache.get("entries_at_start"):
+        warm = (f", result cache held {cache['entries_at_start']} entries at the start and {cache.get('written', 0)} "
+                "were written by the run")
+        old = next((x for x in lines if x.startswith(tag)), "")
+        # what a person added about the cold time: inside the line ("cold ≈ …") or after it ("…); result cache warm…")
+        kept = re.search(r"earlier note: (.*?), python -m dpmf_lib\.reproduce", old)  # carried before: keep it
+        cold = re.search(r"cold ≈ [^;)]*", old)
+        tail = old.rstrip("\n").split(f"--only {entry.name})", 1)[1].strip(" ;") if f"--only {entry.name})" in old \
+            else ""
+        notes = [kept.group(1)] if kept else [x for x in ((cold.group(0).strip() if cold else ""), tail) if x]
+        if notes:
+            warm += "; earlier note: " + "; ".join(notes)
+    # the 1-minute load average says whether the machine was shared while this ran (then the time is an upper bound)
+    line = (f"{MEASURED_PREFIX}{record['profile']}: {took}{peak} ({record['status']}; {cores} cores, load "
+            f"{os.getloadavg()[0]:.1f} at the end, {datetime.date.today().isoformat()}{warm}, "
+            f"python -m dpmf_lib.reproduce --profile {record['profile']} --only {entry.name})\n")
     lines = [x for x in lines if not x.startswith(tag)]
     at = 0
     while at < len(lines) and lines[at].startswith("#"):
@@ -348,6 +383,8 @@ def _execute(name: str, profile: str, digest: str, timeout_s: float | None, over
     # the staging directory is this notebook's alone: the child's environment, never this process's (two notebooks
     # run side by side in one dask worker's threads, or in the runner's)
     child_env = {**os.environ, RUN_DIR_VAR: str(staging), RUN_NOTEBOOK_VAR: name}
+    entry = next((e for e in load_registry()[1] if e.name == name), None)
+    cached_at_start = cache_entries(entry) if entry else 0
     started = time.time()
     record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None,
               **({"overrides": overrides, "out_dir": str(final)} if overrides else {})}
@@ -382,6 +419,9 @@ def _execute(name: str, profile: str, digest: str, timeout_s: float | None, over
     finally:
         result_file.unlink(missing_ok=True)
     record["runtime_s"] = round(time.time() - started, 2)
+    # a run that found its results cached is fast for that reason: the record says so (record_budget writes it)
+    record["result_cache"] = {"entries_at_start": cached_at_start,
+                              "written": cache_entries(entry, since=started) if entry else 0}
     if record["status"] == "ok":
         prov = json.loads((staging / "provenance.json").read_text())
         record["data_state"] = states_of_run(prov.get("datasets", []))

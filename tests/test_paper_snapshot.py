@@ -72,6 +72,47 @@ def _fake_paper_run(fig_dir, name, digest, values=(1.0, 1.1, 0.9, 1.05, 0.95), c
     (out / "measurements.json").write_text(json.dumps(meas))
 
 
+
+def test_a_warm_cache_run_says_so_and_keeps_the_cold_time_noted_before(tmp_path):
+    """A re-run that found its results cached takes minutes where the cold run took an hour: its measured line says
+    how many cached results it found, and the cold time written on the line it replaces survives (issue #20)."""
+    import shutil
+
+    e = _entry("balu_fig4_3")
+    copy = tmp_path / "params.yaml"
+    shutil.copy(e.params_file, copy)
+    fake = SimpleNamespace(name=e.name, params_file=copy)
+    lines = [x for x in copy.read_text().splitlines(keepends=True) if not x.startswith("# measured paper:")]
+    lines.insert(1, "# measured paper: 9.0 min resumed (cold ≈ 33 min: 24 + 9.0), peak 575 MiB (ok; 2 cores, load 2.1 "
+                    f"at the end, 2026-11-27, python -m dpmf_lib.reproduce --profile paper --only {e.name}); by hand\n")
+    copy.write_text("".join(lines))
+    warm = {"profile": "paper", "runtime_s": 60.0, "status": "ok", "result_cache": {"entries_at_start": 300,
+                                                                                   "written": 2}}
+    reproduce.record_budget(fake, warm)
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert "1.0 min" in line and "300 entries at the start and 2 were written" in line
+    assert "earlier note: cold ≈ 33 min: 24 + 9.0; by hand" in line
+    reproduce.record_budget(fake, warm)  # a second warm re-run keeps the same note, once
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert line.count("earlier note:") == 1 and "cold ≈ 33 min: 24 + 9.0; by hand" in line
+    reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})  # cold: own time
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert "earlier note" not in line and "entries" not in line
+
+
+def test_cache_entries_count_only_the_notebooks_own_cached_functions(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
+    own = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "_balu_ch4_runs" / "_fit"
+    other = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "hua_common" / "scenario_run"
+    for folder, n in ((own, 3), (other, 5)):
+        for k in range(n):
+            (folder / f"h{k}").mkdir(parents=True)
+            (folder / f"h{k}" / "output.pkl").write_bytes(b"x")
+    assert reproduce.cache_entries(_entry("balu_fig4_3")) == 3
+    assert reproduce.cache_entries(_entry("hua_fig1")) == 5
+    assert reproduce.cache_entries(_entry("liu_fig1")) == 0
+    assert reproduce.cache_entries(_entry("balu_fig4_3"), since=time.time() + 60) == 0
+
 def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures_tmp, tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     e = _entry("balu_fig3_1")
