@@ -48,6 +48,10 @@ def test_typical_user_real_ml100k_measures_the_counterpart_and_its_replicate_mat
     df = pp.run(p)
     got = _by_claim(df)
     assert list(got) == [pp.TYPICAL_CLAIMS["ml-100k"]]
+    assert (df.sampler == "gibbs").all()  # ML-100K is in gibbs.datasets: the exact sampler, named in the CSV and note
+    assert all("gibbs chains" in m["note"] for m in got[pp.TYPICAL_CLAIMS["ml-100k"]])
+    off = pp.run({**p, "gibbs": {**p["gibbs"], "datasets": []}})
+    assert (off.sampler == "sgld").all()
     first = sorted((m["setting"], m["value"]) for m in got[pp.TYPICAL_CLAIMS["ml-100k"]])
     again = sorted((m["setting"], m["value"]) for m in _by_claim(pp.replicate_run(p))[pp.TYPICAL_CLAIMS["ml-100k"]])
     assert len(first) == 2 and again == first

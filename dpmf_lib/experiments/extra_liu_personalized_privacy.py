@@ -21,6 +21,12 @@ Theorem 1's ε is for Definition 1, which *replaces* a user (sensitivity 2B): on
 #14: on ML-100K ≈ 1/57 with the first reading, ≈ 1/28 with the second), so the claim is measured in both readings
 (``setting``), and the CSV carries both (``*_alt`` columns = the ε B_i / B reading).
 
+**Sampler.** On ``gibbs.datasets`` (ML-100K) Algorithm 1 samples with exact block Gibbs (``liu_fig7``'s exact-Gibbs
+series: the same target, so Theorem 2 applies to its sample as to an exact SGLD sample); elsewhere the paper's SGLD.
+At paper the SGLD chains at ε = 250 on ML-100K mixed in 1 seed of 5 (split-R̂ 1.01, 1.24, 1.08, 1.61, 1.06; ESS 586,
+6, 22, 3, 34), so the claim's guards failed on the paper's sampler (2026-11-27); its value hardly moved (0.0185-0.0190
+in the stated reading). The CSV's ``sampler`` column says which ran.
+
 **Which claim.** The paper's is about Netflix (a stand-in here, never judged); a run on real ML-100K measures our
 counterpart ``liu-6.7-typical-user-eps-over-25-ml-100k`` (judged at ``paper`` over 5 seeds, both readings). Its
 further seeds (:func:`replicate_run`) re-run ML-100K at the first ρ and ``typical_epsilon`` only.
@@ -58,11 +64,12 @@ def run(params: dict) -> pd.DataFrame:
         for rho in params["rho"]:
             pre = ps.preprocess(train, tau=tau, kappa=params["kappa"], rho=rho, seed=params["seed"],
                                 weights_from=params["weights_from"])
+            sampler = "gibbs" if ds in (params.get("gibbs") or {}).get("datasets", []) else "sgld"
             for eps in liu_fig7.resolve_epsilons(params["epsilons"], pre.B):
-                row, rel, acc = liu_fig7.private_point(pre, eps, priors, train, test, params, ds=ds)
+                row, rel, acc = liu_fig7.private_point(pre, eps, priors, train, test, params, ds=ds, sampler=sampler)
                 acc = acc.assign(eps_i_over_eps_alt=2.0 * acc["eps_i_over_eps"],
                                  eps_hat_over_eps_alt=2.0 * acc["eps_hat_over_eps"])
-                frames.append(acc.assign(dataset=r.source.label, real=r.source.real, rho=float(rho),
+                frames.append(acc.assign(dataset=r.source.label, real=r.source.real, rho=float(rho), sampler=sampler,
                                          epsilon=float(eps), tau=tau, B=pre.B, test_rmse=row["test_rmse"],
                                          constraint_satisfied=row["constraint_satisfied"], rhat=row["rhat"],
                                          ess=row["ess"], n_chains=row["n_chains"]))
@@ -75,7 +82,8 @@ def run(params: dict) -> pd.DataFrame:
                             note=f"median over {len(acc)} users of the realized personal loss / ε at ε={eps:g}, "
                                  f"τ={tau}, ρ={rho:g}, weights from {params['weights_from']} m_i "
                                  f"(= 1/{1 / med:.0f}); reading {reading}; guaranteed median "
-                                 f"{acc[col.replace('hat', 'i')].median():.3f}; split-R-hat {row['rhat']:.3f}",
+                                 f"{acc[col.replace('hat', 'i')].median():.3f}; {sampler} chains: split-R-hat "
+                                 f"{row['rhat']:.3f}, ESS {row['ess']:.0f}",
                             guards={"chain_split_rhat": row["rhat"] if np.isfinite(row["rhat"]) else float("inf"),
                                     "chain_ess": row["ess"] if np.isfinite(row["ess"]) else 0.0}))
     df = pd.concat(frames, ignore_index=True)
@@ -122,7 +130,8 @@ def plot(df: pd.DataFrame, params: dict):
                      f"ε B_i/B reading: 1/{1 / e0.eps_hat_over_eps_alt.median():.0f}",
                      transform=ax2.transAxes, ha="right", va="center", fontsize=7)
         ax2.set_xlabel("realized loss at the released sample 2ℓ_i / ε = L_i / (2B)")
-        ax2.set_title(f"{label}: realized (ρ = {g.rho.iloc[0]:g})", fontsize=9)
+        how = "exact Gibbs sample (ours)" if "sampler" in g and (g.sampler == "gibbs").all() else "SGLD sample"
+        ax2.set_title(f"{label}: realized at the {how} (ρ = {g.rho.iloc[0]:g})", fontsize=9)
         ax2.legend(fontsize=7)
     fig.suptitle(standin_title("Liu et al. 2015, Theorem 2 / Section 6.7: personalized privacy loss per user",
                                datasets), fontsize=10)
