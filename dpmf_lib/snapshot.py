@@ -68,7 +68,9 @@ def compact_figure(path: Path) -> bool:
     """Re-encode a run's figure as a 256-colour palette PNG (median cut, no dithering, optimized): about a third of
     the bytes of matplotlib's RGBA output (6.9 → 2.4 MB over the 41 rows of 2026-11-27) with the same lines, text and
     fills — a plot has few colours; only antialiased edges lose shades. The snapshot's figure is a preview: the
-    numbers are its table and measurements, and the run's own PNG stays in ``figures/<name>/``. A palette PNG is left
+    numbers are its table and measurements, and the run's own PNG stays in ``figures/<name>/``. A colour bar (the
+    heatmaps of Figs 4.1, 4.2, 4.6) shows its gradient in bands of a few levels: read values from the cells' numbers
+    or the table, not from the colour. A palette PNG is left
     as it is (so compacting twice changes nothing). Returns whether the file was rewritten."""
     from PIL import Image
 
