@@ -145,3 +145,38 @@ def test_rhat_guard_is_a_share_whose_meaning_does_not_depend_on_the_number_of_us
     assert share["balu-3.5-blip-eps8-joint-half"] == pytest.approx(1 / 6)   # at ε = 8 only: one user in six
     assert "balu-3.5-blip-eps8-single-vs-popularity" not in share
     assert all("subsample of 6 users" in m.note for m in ms)  # the merged claim keeps the first seed's note
+
+
+def test_share_claims_also_guard_the_worst_eps_cell():
+    """A share-of-ε claim reads every ε: pooled over ε (its first guard) a cell where most chains failed passed on the
+    strength of the others (BLIP ε = 59: 237 of 343 constant). Its second guard is the worst ε cell's share."""
+    import pandas as pd
+
+    from dpmf_lib.data.ratings import DataSource
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    rows = pd.concat([_user_rows(6, [1.01] * 4 + [1.3, float("nan")], eps=(59.0,)),
+                      _user_rows(6, [1.01], eps=(8.0, 0.0))]
+                     + [_user_rows(6, [1.01], eps=(59.0, 8.0, 0.0), attack="single").assign(split_rhat=float("nan"))],
+                     ignore_index=True)
+    s = ch3.summarize(rows)
+    params = {"burn_in": 1000, "n_samples": 19000, "min_sweeps": 750, "profile": "paper"}
+    ms = ch3.attack_measurements(s, "blip", DataSource(dataset="ml-100k", real=True), params, metric="cos")
+    guards = {m.claim: m.guards for m in ms if m.guards}
+    assert guards["balu-3.5-blip-joint-beats-single"][ch3.RHAT_GUARD] == pytest.approx(2 / 18)  # pooled over 3 ε
+    assert guards["balu-3.5-blip-joint-beats-single"][ch3.RHAT_CELL_GUARD] == pytest.approx(2 / 6)  # ε = 59 alone
+    assert ch3.RHAT_CELL_GUARD not in guards["balu-3.5-blip-eps8-joint-half"]  # one ε: the first guard says it all
+
+
+def test_constant_chains_are_named_with_their_point_mass_checks_in_the_note():
+    import pandas as pd
+
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    rows = _user_rows(4, [1.0, 1.0, float("inf"), 1.01], eps=(600.0,))
+    rows["point_mass_check"] = [1.0, 1.0, 0.0, float("nan")]
+    s = ch3.summarize(rows)
+    assert s["constant_chains"].iloc[0] == 3 and s["point_mass_confirmed"].iloc[0] == 2
+    assert s["rhat_over_share"].iloc[0] == pytest.approx(0.25)  # the stuck pair (inf) fails, confirmed ones pass
+    note = ch3._constant_chains_note(s, "mcmc_prior")
+    assert "ε = 600: 3 of 4 (2 confirmed)" in note and "without a check" not in note

@@ -18,6 +18,13 @@ Choices the thesis leaves open (ours, also stated in the notebooks):
   eps -> 0 the candidate set would be random and the prior could not act.
 - MCMC initial state: c_hat random candidates ("started with c_hat random items"); ranking = marginals (3.33), ties
   (e.g. candidates never visited, items outside the prefilter) broken by the prefilter score.
+- Constant chains (ours): where the posterior is nearly a point mass (JLT at ε = 600, BLIP at ε = 59) a mixed chain
+  sits in one state through both halves of its kept samples, and so does a chain stuck in a local mode: split-R̂ is
+  undefined for both. Only there, a check chain of the same length is run from a dispersed start (c_hat candidates
+  disjoint from the first chain's start) on a stream of its own; R̂ is then computed over the four halves of the two
+  chains (:func:`split_rhat_sequences`), and two chains that end constant in the same state give R̂ = 1 (a point mass
+  reached from two disjoint starts); in different states, R̂ = inf. The attack's marginals stay the first chain's
+  (the thesis runs one chain): the check chain is a diagnostic, and every other row is unchanged by it.
 - Chain length: the thesis fixes T = 1,000 burn-in and M = 19,000 kept transitions whatever the profile. One transition
   redraws ONE of the c_max slots, so that is (T + M) / c_max updates per slot: ~47 at c_max ~ 420 (ML-100K at eps = 0),
   too few to mix. ``min_sweeps`` (ours; None = the thesis's fixed T, M) lengthens a user's chain to at least
@@ -130,6 +137,9 @@ class MCMCResult:
     c_max: int
     n_transitions: int
     split_rhat: float = float("nan")  # see split_rhat()
+    start: np.ndarray | None = None  # candidate indices (positions in ``candidates``) of the initial state
+    halves: tuple = ()  # counts of the two halves of the kept samples, the second rescaled to the first's length
+    n_half: int = 0  # kept states per half (the first half's)
 
 
 def split_rhat(counts_a: np.ndarray, counts_b: np.ndarray, n: int) -> float:
@@ -150,9 +160,40 @@ def split_rhat(counts_a: np.ndarray, counts_b: np.ndarray, n: int) -> float:
     return float("inf") if stuck.any() else float(r.max())
 
 
+def split_rhat_sequences(counts: list, n: int) -> float:
+    """Split-R̂ over m >= 2 sequences of ``n`` kept states each (the halves of one or more chains; Gelman et al.,
+    BDA3 Section 11.4) of every candidate's inclusion indicator, maximised over candidates; ``counts`` holds each
+    sequence's per-candidate count of states holding it. As in :func:`split_rhat` (its m = 2 case), candidates constant
+    and equal in every sequence are skipped; constant but unequal ones give inf; NaN when every candidate is constant
+    and equal in every sequence. With the halves of two chains from disjoint starts, that NaN means both chains sat in
+    the same state: :func:`point_mass_rhat` reads it as converged."""
+    if n < 2 or len(counts) < 2:
+        return float("nan")
+    p = np.stack([np.asarray(c, dtype=np.float64) for c in counts]) / n
+    w = (p * (1 - p)).mean(axis=0) * n / (n - 1)
+    b_over_n = p.var(axis=0, ddof=1)  # between-sequence variance of the means
+    live = w > 0
+    spread = np.ptp(p, axis=0) > 0
+    if not live.any():
+        return float("inf") if spread.any() else float("nan")
+    r = np.sqrt(((n - 1) / n * w[live] + b_over_n[live]) / w[live])
+    return float("inf") if ((~live) & spread).any() else float(r.max())
+
+
+def point_mass_rhat(first: "MCMCResult", check: "MCMCResult") -> tuple[float, bool]:
+    """(R̂, same point) of a constant chain ``first`` and its check chain (see the module notes): R̂ over the four
+    halves of the two chains; 1.0 and True when both sat in the same state through all four (the posterior is a point
+    mass there, reached from two disjoint starts); inf when they sat in different states."""
+    r = split_rhat_sequences(list(first.halves) + list(check.halves), first.n_half)
+    if np.isnan(r) and first.n_half >= 2:
+        return 1.0, True
+    return r, False
+
+
 def _run_in_halves(kernel, args_before, args_after, sd, u, burn_in: int, n_samples: int, n_cand: int):
     """Run a Gibbs kernel as two consecutive calls (the chain state lives in ``slots`` and is rebuilt from it by each
-    call, so this is the same chain as one call) and return (counts, split-R̂)."""
+    call, so this is the same chain as one call) and return (counts, split-R̂, (first half's counts, second half's
+    rescaled to the first's length), kept states per half)."""
     half = burn_in + n_samples // 2
     c1 = np.zeros(n_cand, dtype=np.int64)
     c2 = np.zeros(n_cand, dtype=np.int64)
@@ -161,13 +202,24 @@ def _run_in_halves(kernel, args_before, args_after, sd, u, burn_in: int, n_sampl
            empty)
     kernel(*args_before, np.ascontiguousarray(sd[half:]), np.ascontiguousarray(u[half:]), *args_after, 0, c2, empty)
     n_a, n_b = n_samples // 2, n_samples - n_samples // 2
-    return c1 + c2, split_rhat(c1, c2 * (n_a / n_b), n_a)  # an odd n: the longer half rescaled to the shorter
+    c2_scaled = c2 * (n_a / n_b)  # an odd n: the longer half rescaled to the shorter
+    return c1 + c2, split_rhat(c1, c2_scaled, n_a), (c1, c2_scaled), n_a
 
 
-def _slots_init(n_cand: int, c_max: int, c_init: int, rng) -> np.ndarray:
+def _slots_init(n_cand: int, c_max: int, c_init: int, rng, avoid: np.ndarray | None = None) -> np.ndarray:
+    """The initial state: ``c_init`` random candidates (at most c_max, n_cand); with ``avoid``, drawn from the
+    candidates not in it first (a dispersed start for a check chain), topped up from the rest if too few remain."""
     slots = np.full(c_max, -1, dtype=np.int64)
     k = min(c_init, c_max, n_cand)
-    slots[:k] = rng.choice(n_cand, size=k, replace=False)
+    if avoid is None:
+        slots[:k] = rng.choice(n_cand, size=k, replace=False)
+        return slots
+    taken = np.zeros(n_cand, dtype=bool)
+    taken[np.asarray(avoid, dtype=np.int64)] = True
+    free, used = np.flatnonzero(~taken), np.flatnonzero(taken)
+    first = rng.choice(free, size=min(k, len(free)), replace=False)
+    rest = rng.choice(used, size=k - len(first), replace=False)
+    slots[:k] = np.concatenate([first, rest])
     return slots
 
 
@@ -183,8 +235,9 @@ def _check_mcmc(burn_in: int, n_samples: int, c_max: int, n_cand: int):
 
 
 def mcmc_blip(btilde: np.ndarray, blip: BLIP, candidates: np.ndarray, log_rho: np.ndarray, *, c_max: int, c_init: int,
-              burn_in: int, n_samples: int, seed=None) -> MCMCResult:
-    """Joint decoder for BLIP on ``candidates`` (item ids); ``log_rho`` are the prior log-odds of all N items."""
+              burn_in: int, n_samples: int, seed=None, avoid: np.ndarray | None = None) -> MCMCResult:
+    """Joint decoder for BLIP on ``candidates`` (item ids); ``log_rho`` are the prior log-odds of all N items;
+    ``avoid``: candidate positions the initial state avoids (:func:`_slots_init`; a check chain's dispersed start)."""
     rng = _rng(seed)
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     _check_mcmc(burn_in, n_samples, c_max, len(cand))
@@ -193,29 +246,32 @@ def mcmc_blip(btilde: np.ndarray, blip: BLIP, candidates: np.ndarray, log_rho: n
     sgn = np.where(np.asarray(btilde) > 0, 1, -1).astype(np.int32)
     bits = np.ascontiguousarray(blip.codebook.bits[cand])
     nbits = np.ascontiguousarray(blip.codebook.nbits[cand])
-    slots = _slots_init(len(cand), c_max, c_init, rng)
+    slots = _slots_init(len(cand), c_max, c_init, rng, avoid)
+    start = slots[slots >= 0].copy()
     sd, u = _draws(c_max, burn_in + n_samples, rng)
-    counts, rhat = _run_in_halves(gibbs.blip_gibbs_kernel,
-                                  (bits, nbits, sgn, lam, np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
-                                  (), sd, u, burn_in, n_samples, len(cand))
-    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat)
+    counts, rhat, halves, n_half = _run_in_halves(
+        gibbs.blip_gibbs_kernel, (bits, nbits, sgn, lam, np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
+        (), sd, u, burn_in, n_samples, len(cand))
+    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat, start, halves, n_half)
 
 
 def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarray, *, c_max: int, c_init: int,
-             burn_in: int, n_samples: int, seed=None) -> MCMCResult:
-    """Joint decoder for JLT: P[y | P] ∝ exp(-||y - sum_{j in P} X_j||^2 / (2 sigma^2)) (end of Section 3.4.2)."""
+             burn_in: int, n_samples: int, seed=None, avoid: np.ndarray | None = None) -> MCMCResult:
+    """Joint decoder for JLT: P[y | P] ∝ exp(-||y - sum_{j in P} X_j||^2 / (2 sigma^2)) (end of Section 3.4.2);
+    ``avoid`` as in :func:`mcmc_blip`."""
     rng = _rng(seed)
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     _check_mcmc(burn_in, n_samples, c_max, len(cand))
     G = jlt.codebook.gram()
     z = jlt.codebook.x64()[cand] @ np.asarray(y, dtype=np.float64)
-    slots = _slots_init(len(cand), c_max, c_init, rng)
+    slots = _slots_init(len(cand), c_max, c_init, rng, avoid)
+    start = slots[slots >= 0].copy()
     sd, u = _draws(c_max, burn_in + n_samples, rng)
-    counts, rhat = _run_in_halves(gibbs.jlt_gibbs_kernel,
-                                  (G, cand, z, 1.0 / (2 * jlt.sigma ** 2),
-                                   np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
-                                  (), sd, u, burn_in, n_samples, len(cand))
-    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat)
+    counts, rhat, halves, n_half = _run_in_halves(
+        gibbs.jlt_gibbs_kernel,
+        (G, cand, z, 1.0 / (2 * jlt.sigma ** 2), np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
+        (), sd, u, burn_in, n_samples, len(cand))
+    return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat, start, halves, n_half)
 
 
 def chain_length(burn_in: int, n_samples: int, c_max: int, min_sweeps: float | None) -> tuple[int, int]:
@@ -259,9 +315,10 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     ``flat_prior``: the flat decoder's item rate — "catalog": mean(q) (= mean training profile size / N), or
     "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
     ``min_sweeps``: see :func:`chain_length` (None: the fixed ``burn_in``, ``n_samples``).
-    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`) under its name, its updates
-    per slot under ``<name>:sweeps`` and, where :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and
-    ``<name>:exact_spearman``."""
+    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`; for a constant chain the
+    two-chain :func:`point_mass_rhat`) under its name, its updates per slot under ``<name>:sweeps``, where a check
+    chain ran ``<name>:point_mass`` (1.0: both chains sat in the same state, 0.0: not) and, where
+    :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and ``<name>:exact_spearman``."""
     if flat_prior not in ("catalog", "candidates"):
         raise ParameterError(f"flat_prior must be 'catalog' or 'candidates', got {flat_prior!r}")
     unknown = set(attacks) - set(ATTACKS)
@@ -290,6 +347,9 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     # one stream per MCMC attack, drawn in a fixed order whatever is requested: a run of mcmc_flat alone must give the
     # rows a run of both gives (the per-ε cache serves either)
     mcmc_rng = {name: np.random.default_rng(rng.integers(0, 2**63 - 1)) for name in ("mcmc_prior", "mcmc_flat")}
+    # the check chains' streams are drawn after the chains' own: the chains, and so every row, are what they were
+    # before the check existed
+    check_rng = {name: np.random.default_rng(rng.integers(0, 2**63 - 1)) for name in ("mcmc_prior", "mcmc_flat")}
     if "single_prior" in attacks:
         # the single decoder given the same item prior as the joint one (ours, not the thesis's): the fair baseline
         # for "joint beats single", which otherwise also credits the joint decoder with the prior's gain
@@ -308,6 +368,11 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
                        seed=mcmc_rng[name])
         if diagnostics is not None:
             diagnostics[name] = res.split_rhat
+            if np.isnan(res.split_rhat) and res.n_half >= 2:  # constant: a point mass, or stuck? (module notes)
+                check = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=T, n_samples=M,
+                                 seed=check_rng[name], avoid=res.start)
+                diagnostics[name], same = point_mass_rhat(res, check)
+                diagnostics[name + ":point_mass"] = 1.0 if same else 0.0
             diagnostics[name + ":sweeps"] = (T + M) / c_max
             chk = flat_likelihood_check(mech, res, lr)
             if chk is not None:
