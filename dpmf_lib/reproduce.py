@@ -590,8 +590,13 @@ def cache_readers_last(todo: list[tuple[str, str]], entries) -> list[tuple[str, 
     reader back until its producer has ended (with ``--jobs 2`` Figure 4.8 would otherwise start beside 4.7 and train
     all of 4.7's runs again instead of reading them)."""
     names = {n for n, _ in todo}
-    reads = {e.name: e.reads_cache_of for e in entries}
+    reads = cache_reads(entries)
     return sorted(todo, key=lambda t: any(p in names for p in reads.get(t[0], ())))
+
+
+def cache_reads(entries) -> dict[str, tuple[str, ...]]:
+    """Notebook name -> the notebooks whose cached runs it reads (registry ``reads_cache_of``)."""
+    return {e.name: e.reads_cache_of for e in entries}
 
 
 def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str, scheduler: str | None, env: dict,
@@ -766,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
     if in_snapshot:
         print(f"current in the snapshot ({snapshot_dir_text()}), skipped: {', '.join(in_snapshot)} "
               f"(--force runs them again)")
-        reads = {e.name: e.reads_cache_of for e in chosen}
+        reads = cache_reads(chosen)
         cold = sorted({n for n, _ in todo for p in reads.get(n, ()) if p in in_snapshot})
         if cold:  # correct either way (the readers compute what the cache lacks), but slower than reading
             print(f"note: {', '.join(cold)} read the result cache of a notebook skipped here; on a fresh clone that "
@@ -781,7 +786,7 @@ def main(argv: list[str] | None = None) -> int:
     timeout_s = args.timeout * 60 if args.timeout else None
     from tqdm.auto import tqdm  # status lines through tqdm.write: printed above the progress bar, not glued to it
 
-    reads = {e.name: e.reads_cache_of for e in chosen}
+    reads = cache_reads(chosen)
     for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets,
                         reads):
         if args.record_budget:
