@@ -21,10 +21,13 @@ Choices the thesis leaves open (ours, also stated in the notebooks):
 - Constant chains (ours): where the posterior is nearly a point mass (JLT at ε = 600, BLIP at ε = 59) a mixed chain
   sits in one state through both halves of its kept samples, and so does a chain stuck in a local mode: split-R̂ is
   undefined for both. Only there, a check chain of the same length is run from a dispersed start (c_hat candidates
-  disjoint from the first chain's start) on a stream of its own; R̂ is then computed over the four halves of the two
-  chains (:func:`split_rhat_sequences`), and two chains that end constant in the same state give R̂ = 1 (a point mass
-  reached from two disjoint starts); in different states, R̂ = inf. The attack's marginals stay the first chain's
-  (the thesis runs one chain): the check chain is a diagnostic, and every other row is unchanged by it.
+  disjoint from both the first chain's start and the state it sat in) on a stream of its own; R̂ is then computed
+  over the four halves of the two chains (:func:`split_rhat_sequences`): two chains constant in the same state give
+  R̂ = 1 (a point mass reached from two disjoint starts), in different states R̂ = inf, and a check chain that moved
+  gives the ordinary four-half R̂ (converged where ≤ 1.05, like any chain). Where the candidates are too few for a
+  disjoint start, the check proves nothing and R̂ stays undefined. The attack's marginals stay the first chain's (the
+  thesis runs one chain): the check chain is a diagnostic, and every other row is unchanged by it (its stream is
+  drawn after the chains'). ``seconds_all_attacks`` includes the check chains' time.
 - Chain length: the thesis fixes T = 1,000 burn-in and M = 19,000 kept transitions whatever the profile. One transition
   redraws ONE of the c_max slots, so that is (T + M) / c_max updates per slot: ~47 at c_max ~ 420 (ML-100K at eps = 0),
   too few to mix. ``min_sweeps`` (ours; None = the thesis's fixed T, M) lengthens a user's chain to at least
@@ -184,8 +187,11 @@ def point_mass_rhat(first: "MCMCResult", check: "MCMCResult") -> tuple[float, bo
     """(R̂, same point) of a constant chain ``first`` and its check chain (see the module notes): R̂ over the four
     halves of the two chains; 1.0 and True when both sat in the same state through all four (the posterior is a point
     mass there, reached from two disjoint starts); inf when they sat in different states."""
+    if len(first.halves) != 2 or len(check.halves) != 2 or check.n_half != first.n_half or first.n_half < 2:
+        raise ValueError("point_mass_rhat needs two chains of equal length, each run in two halves of >= 2 states "
+                         f"(got halves {len(first.halves)}/{len(check.halves)}, {first.n_half}/{check.n_half} states)")
     r = split_rhat_sequences(list(first.halves) + list(check.halves), first.n_half)
-    if np.isnan(r) and first.n_half >= 2:
+    if np.isnan(r):
         return 1.0, True
     return r, False
 
@@ -316,7 +322,7 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
     ``min_sweeps``: see :func:`chain_length` (None: the fixed ``burn_in``, ``n_samples``).
     ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`; for a constant chain the
-    two-chain :func:`point_mass_rhat`) under its name, its updates per slot under ``<name>:sweeps``, where a check
+    two-chain :func:`point_mass_rhat`, NaN where no disjoint check start existed) under its name, its updates per slot under ``<name>:sweeps``, where a check
     chain ran ``<name>:point_mass`` (1.0: both chains sat in the same state, 0.0: not) and, where
     :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and ``<name>:exact_spearman``."""
     if flat_prior not in ("catalog", "candidates"):
@@ -369,10 +375,15 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
         if diagnostics is not None:
             diagnostics[name] = res.split_rhat
             if np.isnan(res.split_rhat) and res.n_half >= 2:  # constant: a point mass, or stuck? (module notes)
+                # the check chain starts away from both the first chain's start and the state it sat in
+                avoid = np.union1d(res.start, np.flatnonzero(res.halves[0] > 0))
                 check = run_mcmc(obs, mech, cand, lr, c_max=c_max, c_init=c_hat, burn_in=T, n_samples=M,
-                                 seed=check_rng[name], avoid=res.start)
-                diagnostics[name], same = point_mass_rhat(res, check)
-                diagnostics[name + ":point_mass"] = 1.0 if same else 0.0
+                                 seed=check_rng[name], avoid=avoid)
+                if np.intersect1d(check.start, avoid).size:  # too few candidates for a disjoint start: no evidence
+                    diagnostics[name + ":point_mass"] = 0.0
+                else:
+                    diagnostics[name], same = point_mass_rhat(res, check)
+                    diagnostics[name + ":point_mass"] = 1.0 if same else 0.0
             diagnostics[name + ":sweeps"] = (T + M) / c_max
             chk = flat_likelihood_check(mech, res, lr)
             if chk is not None:

@@ -111,8 +111,9 @@ RHAT_MAX = 1.05  # the usual split-R-hat threshold
 RHAT_GUARD = "chain_rhat_over_share"  # params/claims.yaml: at most 0.10, pooled over the ε values a claim reads
 # the claims that read several ε: also at most 0.25 in the worst single ε cell. Why 0.25 (chosen 2026-11-28, before
 # the re-run): it catches a cell the pool hides (ε = 59: 0.69) without failing on the replicate seeds' small samples
-# (12 JLT / 24 BLIP users): a cell at the seed-0 paper rates (<= 5.7 % of chains above 1.05) reaches 0.25 with
-# probability 0.004 at 12 users, 0.0003 at 24; a cell at the pooled limit itself (10 %) with 0.026 / 0.007
+# (12 JLT / 24 BLIP users): a cell at 5.7 % (the worst seed-0 paper cell) exceeds 0.25 with probability 0.004 at 12
+# users, 0.0003 at 24; over the 8-9 cells and the 4 replicate seeds (the guard must hold in every seed), at the
+# seed-0 paper rates of each cell, <= 0.017 (JLT) / 0.0005 (BLIP); were every cell at 5.7 %: 0.11 / 0.009
 RHAT_CELL_GUARD = "chain_rhat_worst_eps_share"
 
 
@@ -268,7 +269,8 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
                 add(claim, float(np.mean([d > 0 for d in diffs])),  # a missing mean (NaN) is no win
                     f"share of the {len(eps_all)} eps values where {ATTACK_LABELS[joint]} mean cosine > "
                     f"{ATTACK_LABELS[single]}'s" + _constant_chains_note(summary, joint), rhat=rhat([joint]),
-                    rhat_cell=rhat([joint], worst_cell=True), cells=tuple(diffs))  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
+                    rhat_cell=rhat([joint], worst_cell=True),
+                    cells=tuple(diffs))  # the verdict reads the per-ε differences over seeds (dpmf_lib.verdicts)
         if kind == "blip" and 8.0 in eps_all:
             sg, pop, jt = (_mean(summary, 8.0, a, "cos_mean") for a in ("single", "popularity", "mcmc_prior"))
             if sg is not None and pop is not None:
@@ -284,8 +286,8 @@ def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, pa
 def _constant_chains_note(summary: pd.DataFrame, attack: str) -> str:
     """Where an attack's chains never left one state (e.g. JLT at ε = 600, where the noise is negligible and the
     posterior is nearly a point), say how many, and how many a check chain from a disjoint start confirmed as a point
-    mass (same state: converged; the others count as not converged); rows without the check (split-R̂ undefined) are
-    counted as not converged, since a chain that does not move cannot show that it mixed."""
+    mass (same state: R̂ = 1); the others are judged by their four-half R̂ (a check chain in another state: ∞). Rows
+    without the check (split-R̂ undefined) count as not converged: a chain that does not move cannot show it mixed."""
     parts = []
     if "constant_chains" in summary:
         s = summary[(summary["attack"] == attack) & (summary["constant_chains"] > 0)]
@@ -293,7 +295,7 @@ def _constant_chains_note(summary: pd.DataFrame, attack: str) -> str:
             cells = ", ".join(f"ε = {e:g}: {int(k)} of {int(n)} ({int(c)} confirmed)" for e, k, n, c in
                               zip(s["eps"], s["constant_chains"], s["n_users"], s["point_mass_confirmed"]))
             parts.append("chains constant through both halves, checked by a second chain from a disjoint start "
-                         f"(confirmed: both in the same state, R̂ = 1): {cells}")
+                         f"(confirmed: both in the same state, R̂ = 1; the others by their four-half R̂): {cells}")
     if "rhat_undefined" in summary:
         s = summary[(summary["attack"] == attack) & (summary["rhat_undefined"] > 0)]
         if len(s):

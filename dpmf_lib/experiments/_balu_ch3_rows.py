@@ -94,7 +94,8 @@ def attack_one_eps(kind: str, eps: float, params: dict, setup: Setup) -> list[di
                          "c_hat": c_hat, "c_true": len(P), "split_rhat": diag.get(a, np.nan),
                          "sweeps": diag.get(a + ":sweeps", np.nan), "exact_err": diag.get(a + ":exact_err", np.nan),
                          "exact_spearman": diag.get(a + ":exact_spearman", np.nan),
-                         # 1/0 where the chain sat in one state and a check chain ran (decoders' module notes)
+                         # 1/0 where the chain sat in one state and a check chain ran (decoders' module notes); there
+                         # split_rhat is the two chains' four-half R̂ (1.0: both sat in the same state)
                          "point_mass_check": diag.get(a + ":point_mass", np.nan),
                          "seconds_all_attacks": dt})
     return rows
