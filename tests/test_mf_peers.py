@@ -43,3 +43,58 @@ def test_csgd_beats_global_mean_on_same_toy():
 def test_time_to_rmse():
     assert time_to_rmse([1, 2, 3], [1.0, 0.9, 0.8], 0.9) == 2
     assert time_to_rmse([1, 2], [1.0, 0.95], 0.9) == float("inf")
+
+
+def _sleeps_forever(conn, seconds):  # a worker that never answers (a hung LIBMF); importable by the spawn child
+    import time as _time
+
+    _time.sleep(seconds)
+
+
+def _answers(conn, value):
+    conn.send(value)
+    conn.close()
+
+
+def test_libmf_in_its_worker_process_gives_the_in_process_fit():
+    """The watchdog's process changes where LIBMF runs, not what it computes (1 thread: LIBMF is deterministic)."""
+    import contextlib
+    import io
+
+    tr, te = _lowrank()
+    try:
+        _, rmse = libmf_fit(tr, te, d=8, epochs=10)
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+    with contextlib.redirect_stdout(io.StringIO()):
+        from libmf import mf
+    X = np.column_stack([tr.users, tr.items, tr.values]).astype(np.float32)
+    m = mf.MF(k=8, nr_threads=1, nr_bins=8, nr_iters=10, lambda_p2=0.05, lambda_q2=0.05, lambda_p1=0.0,
+              lambda_q1=0.0, eta=0.1, quiet=True)
+    m.fit(X)
+    P, Q = m.p_factors(), m.q_factors()
+    ok = (te.users < P.shape[0]) & (te.items < Q.shape[0])
+    p = np.full(te.n_ratings, float(m.model.b))
+    p[ok] = np.einsum("ij,ij->i", P[te.users[ok]], Q[te.items[ok]])
+    p[~np.isfinite(p)] = float(m.model.b)
+    assert rmse == float(np.sqrt(np.mean((p - te.values) ** 2)))
+
+
+def test_watchdog_kills_a_hung_worker_and_says_so():
+    import time as _time
+
+    from dpmf_lib.mf.peers import PeerHung, run_with_watchdog
+
+    t0 = _time.perf_counter()
+    with pytest.raises(PeerHung, match="2 attempts"):
+        run_with_watchdog(_sleeps_forever, (600,), timeout_s=3.0, what="a test worker")
+    assert _time.perf_counter() - t0 < 60  # two attempts of 3 s plus process start-up, not the worker's 600 s
+    assert run_with_watchdog(_answers, (42,), timeout_s=60.0) == 42
+
+
+def test_libmf_timeout_leaves_room_for_a_slow_fit():
+    from dpmf_lib.mf.peers import libmf_timeout
+
+    # Liu Fig 2 at paper: 4M ratings, d = 2048, 15 epochs took ≈ 53 + 15 × 15 s here; the watchdog must not fire
+    assert libmf_timeout(4_000_000, 2048, 15) > 10 * (53 + 15 * 15)
+    assert libmf_timeout(20_000, 8, 3) >= 300

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing
 import time
 
 import numpy as np
@@ -37,26 +38,81 @@ def _import_libmf():
     return mf
 
 
-def libmf_fit(train, test, *, d=16, epochs=20, eta=0.1, lam=0.05, n_threads=1, nr_bins=None):
+class PeerHung(WorkbookError):
+    """A peer's fit did not return within its watchdog time, twice."""
+
+
+def _libmf_child(conn, X, options: dict) -> None:
+    """One LIBMF fit in a process of its own (see :func:`libmf_fit`): timed around LIBMF's construction and fit
+    (its data conversion included, as before), factors and the training mean sent back."""
+    mf = _import_libmf()
+    t0 = time.perf_counter()
+    m = mf.MF(quiet=True, **options)
+    m.fit(X)
+    dt = time.perf_counter() - t0
+    conn.send((dt, m.p_factors(), m.q_factors(), float(m.model.b)))
+    conn.close()
+
+
+def run_with_watchdog(target, args: tuple, *, timeout_s: float, attempts: int = 2, what: str = "the call"):
+    """``target(conn, *args)`` in a fresh ``spawn`` process; returns what it sends on ``conn``. A process that sends
+    nothing within ``timeout_s`` seconds is killed and the call started again, up to ``attempts`` times in all; then
+    :class:`PeerHung`. For a library that can hang (LIBMF's scheduler: cjlin1/libmf#12), where a thread cannot be
+    stopped but a process can; ``spawn`` because forking a process that already runs numba/BLAS threads can deadlock
+    the child."""
+    ctx = multiprocessing.get_context("spawn")
+    for attempt in range(1, attempts + 1):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=target, args=(send, *args), daemon=True)
+        proc.start()
+        send.close()
+        try:
+            if recv.poll(timeout_s):
+                try:
+                    return recv.recv()
+                except EOFError:  # the child died without sending: not a hang, an error
+                    proc.join()
+                    raise WorkbookError(f"{what} failed in its worker process (exit code {proc.exitcode})") from None
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+    raise PeerHung(f"{what} did not return within {timeout_s:.0f} s in {attempts} attempts (LIBMF's scheduler can "
+                   "hang: cjlin1/libmf#12); raise the timeout if the fit is really that long")
+
+
+def libmf_timeout(n_ratings: int, d: int, epochs: int) -> float:
+    """Watchdog time of one LIBMF fit: 300 s plus 20× an estimate at 2 ns per (rating · dimension · epoch) (LIBMF
+    here: ≈ 15 s per epoch on 4M ratings at d = 2048, ≈ 1.8 ns), so only a hang, never a slow fit, reaches it."""
+    return 300.0 + 20 * 2e-9 * float(n_ratings) * float(d) * max(int(epochs), 1)
+
+
+def libmf_fit(train, test, *, d=16, epochs=20, eta=0.1, lam=0.05, n_threads=1, nr_bins=None, timeout_s=None):
     """One libmf fit (real-valued L2 MF: r̂ = p_iᵀq_j, no biases). Returns ``(seconds, test_rmse)``.
+
+    The fit runs in a process of its own under a watchdog (:func:`run_with_watchdog`; ``timeout_s``, default
+    :func:`libmf_timeout`): LIBMF 0.9's scheduler can leave its workers waiting forever in ``Scheduler::put_job``
+    (cjlin1/libmf#12; seen here with 2 threads in a ci run and with 1 thread in a smoke test under load), and a hung
+    C call cannot be stopped in-process. The seconds are timed inside that process, around LIBMF's own
+    construction and fit, as before; starting the process and sending the factors back are not in them.
 
     Predictions are computed from the returned factors: the package's ``predict`` wrapper returns wrong values
     (checked against its own per-iteration validation RMSE), and LIBMF leaves factors of items without training
     ratings as NaN — those get LIBMF's fallback, the training mean ``model.b``."""
     require_ratings(train, "train", "libmf_fit")
-    mf = _import_libmf()
+    _import_libmf()  # a missing libmf raises PeerUnavailable here, not in the worker
     X = np.column_stack([train.users, train.items, train.values]).astype(np.float32)
     nb = nr_bins if nr_bins is not None else max(2 * n_threads + 1, 8)
-    t0 = time.perf_counter()
-    m = mf.MF(k=int(d), nr_threads=int(n_threads), nr_bins=int(nb), nr_iters=int(epochs), lambda_p2=float(lam),
-              lambda_q2=float(lam), lambda_p1=0.0, lambda_q1=0.0, eta=float(eta), quiet=True)
-    m.fit(X)
-    dt = time.perf_counter() - t0
-    P, Q = m.p_factors(), m.q_factors()
-    p = np.full(test.n_ratings, float(m.model.b))
+    options = dict(k=int(d), nr_threads=int(n_threads), nr_bins=int(nb), nr_iters=int(epochs), lambda_p2=float(lam),
+                   lambda_q2=float(lam), lambda_p1=0.0, lambda_q1=0.0, eta=float(eta))
+    wait = libmf_timeout(train.n_ratings, d, epochs) if timeout_s is None else float(timeout_s)
+    dt, P, Q, b = run_with_watchdog(_libmf_child, (X, options), timeout_s=wait,
+                                    what=f"libmf fit (d = {d}, {epochs} epochs, {train.n_ratings} ratings)")
+    p = np.full(test.n_ratings, b)
     ok = (test.users < P.shape[0]) & (test.items < Q.shape[0])
     p[ok] = np.einsum("ij,ij->i", P[test.users[ok]], Q[test.items[ok]])
-    p[~np.isfinite(p)] = float(m.model.b)
+    p[~np.isfinite(p)] = b
     return dt, _rmse(p, test.values)
 
 
