@@ -768,10 +768,10 @@ def main(argv: list[str] | None = None) -> int:
         for n, digest in skipped:
             if row_state(by[n], digest)[0] != "current":
                 print(f"snapshot: {take(n)} (the current run in figures/)")
+    reads = cache_reads(chosen)
     if in_snapshot:
         print(f"current in the snapshot ({snapshot_dir_text()}), skipped: {', '.join(in_snapshot)} "
               f"(--force runs them again)")
-        reads = cache_reads(chosen)
         cold = sorted({n for n, _ in todo for p in reads.get(n, ()) if p in in_snapshot})
         if cold:  # correct either way (the readers compute what the cache lacks), but slower than reading
             print(f"note: {', '.join(cold)} read the result cache of a notebook skipped here; on a fresh clone that "
@@ -786,7 +786,6 @@ def main(argv: list[str] | None = None) -> int:
     timeout_s = args.timeout * 60 if args.timeout else None
     from tqdm.auto import tqdm  # status lines through tqdm.write: printed above the progress bar, not glued to it
 
-    reads = cache_reads(chosen)
     for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets,
                         reads):
         if args.record_budget:
