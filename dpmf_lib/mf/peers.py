@@ -61,7 +61,7 @@ def run_with_watchdog(target, args: tuple, *, timeout_s: float, attempts: int = 
     stopped but a process can; ``spawn`` because forking a process that already runs numba/BLAS threads can deadlock
     the child."""
     ctx = multiprocessing.get_context("spawn")
-    for attempt in range(1, attempts + 1):
+    for _ in range(attempts):
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=target, args=(send, *args), daemon=True)
         proc.start()
