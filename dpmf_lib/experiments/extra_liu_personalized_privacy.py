@@ -47,7 +47,6 @@ from ._liu_mf import ML100KSeeds, claim_for, ml100k_params
 
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
 TYPICAL_CLAIMS = {"netflix": "liu-6.7-typical-user-eps-over-25", "ml-100k": "liu-6.7-typical-user-eps-over-25-ml-100k"}
-TYPICAL_CLAIM = TYPICAL_CLAIMS["netflix"]
 
 
 def run(params: dict) -> pd.DataFrame:

@@ -33,23 +33,24 @@ block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood
 and (v_j, b_j) drawn from its Gaussian conditional, no step size) is drawn as a reference line: where a converged
 chain lands (``gibbs``). A claim is judged only where the chains' split-R̂ ≤ 1.05 (guard ``chain_split_rhat``).
 
-A better-mixing sampler (issue #14, ours). At the paper's SGLD settings the chains mix slowly (ML-100K, ε = 4B:
-ESS 11–41 from 2 × 600 constant-step rounds in the paper runs; an exact scale move U·c, V/c did not help, so the
-slow direction is not the scale of V). Theorem 1 is about an exact sample of the target, so any exact sampler of it releases under the same
-ε. With ``gibbs.private_series`` the same exact block Gibbs is Algorithm 1's sampler for every ε at the first ρ, on
-``gibbs.datasets`` ("DPMF, exact Gibbs sampler (ours)": ``gibbs.burn_in`` sweeps, then the rest of ``gibbs.sweeps``
-as draws, ``gibbs.n_chains`` chains, the same range loop and redraws). Its ε = 4B point is the reference line's
-chains themselves (same seeds). Where this series runs, the rating-DP claim reads it (same target, chains that mix)
-and its note gives the paper's SGLD chains' R̂ / ESS beside; elsewhere it reads the SGLD series.
+A better-mixing sampler (issue #14, ours). At the paper's SGLD settings the chains mix slowly (ML-100K, ε = 4B: ESS
+11–41 from 2 × 600 constant-step rounds in the paper runs; an exact scale move U·c, V/c did not help, so the slow
+direction is not the scale of V). Theorem 1 is about an exact sample of the target, so any exact sampler of it
+releases under the same ε. With ``gibbs.private_series`` the same exact block Gibbs is Algorithm 1's sampler for
+every ε at the first ρ, on ``gibbs.datasets`` ("DPMF, exact Gibbs sampler (ours)": ``gibbs.burn_in`` sweeps, then the
+rest of ``gibbs.sweeps`` as draws, ``gibbs.n_chains`` chains, the same range loop and redraws). Its ε = 4B point is
+the reference line's chains themselves (same seeds). Where this series runs, the rating-DP claim reads it (same
+target, chains that mix) and its note gives the paper's SGLD chains' R̂ / ESS beside; elsewhere it reads the SGLD
+series.
 
-**Which claim.** The paper states it on Netflix (a stand-in here, never judged: ``liu-6.7-rating-dp-small-accuracy-loss``);
-a run on real ML-100K measures our counterpart ``liu-6.7-rating-dp-small-accuracy-loss-ml-100k`` (judged at ``paper``
-over 5 seeds). Its further seeds (:func:`replicate_run`) re-run only what it reads: ML-100K, the first ρ, the two
-points ε = τ and ε = 4B of the series the claim reads (exact Gibbs at ``paper``), and the non-private run that fixes
-Λ. ML-100K has 943 users against Netflix's 480,189: the noise a user's bound B allows weighs far more on it, so a
-larger loss there is what the paper's argument predicts, not a contradiction of it; the verdict says what we
-measure at ML-100K's size.
-The non-private SGLD run that fixes Λ is seeded in a namespace of its own (:func:`~dpmf_lib.privacy.posterior_sampling.
+**Which claim.** The paper states it on Netflix (a stand-in here, never judged:
+``liu-6.7-rating-dp-small-accuracy-loss``); a run on real ML-100K measures our counterpart
+``liu-6.7-rating-dp-small-accuracy-loss-ml-100k`` (judged at ``paper`` over 5 seeds). Its further seeds
+(:func:`replicate_run`) re-run only what it reads: ML-100K, the first ρ, the two points ε = τ and ε = 4B of the
+series the claim reads (exact Gibbs at ``paper``), and the non-private run that fixes Λ. ML-100K has 943 users
+against Netflix's 480,189: the noise a user's bound B allows weighs far more on it, so a larger loss there is what
+the paper's argument predicts, not a contradiction of it; the verdict says what we measure at ML-100K's size. The
+non-private SGLD run that fixes Λ is seeded in a namespace of its own (:func:`~dpmf_lib.privacy.posterior_sampling.
 prior_run_seed`), apart from every private chain's seeds.
 
 Choices the paper leaves open (all also in the module docstring of ``posterior_sampling``): λ_r = 2 so that ε = 4B is
@@ -78,7 +79,6 @@ from ..privacy import posterior_sampling as ps
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
 RATING_DP_CLAIMS = {"netflix": "liu-6.7-rating-dp-small-accuracy-loss",
                     "ml-100k": "liu-6.7-rating-dp-small-accuracy-loss-ml-100k"}
-RATING_DP_CLAIM = RATING_DP_CLAIMS["netflix"]
 OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
 ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i (issue #14)
 GIBBS = "exact block Gibbs, ε = 4B (reference)"  # the non-private target sampled exactly (issue #14)
