@@ -140,7 +140,10 @@ def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
         cold = re.search(r"cold ≈ [^;)]*", old)
         tail = old.rstrip("\n").split(f"--only {entry.name})", 1)[1].strip(" ;") if f"--only {entry.name})" in old \
             else ""
-        notes = [kept.group(1)] if kept else [x for x in ((cold.group(0).strip() if cold else ""), tail) if x]
+        # a note carried before stays, and what a person added to that line since is kept beside it (not dropped)
+        carried = kept.group(1) if kept else ""
+        found = [x for x in ((cold.group(0).strip() if cold else ""), tail) if x and x not in carried]
+        notes = [x for x in (carried, *found) if x]
         if notes:
             warm += "; earlier note: " + "; ".join(notes)
     # the 1-minute load average says whether the machine was shared while this ran (then the time is an upper bound)

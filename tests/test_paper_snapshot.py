@@ -95,6 +95,17 @@ def test_a_warm_cache_run_says_so_and_keeps_the_cold_time_noted_before(tmp_path)
     reproduce.record_budget(fake, warm)  # a second warm re-run keeps the same note, once
     line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
     assert line.count("earlier note:") == 1 and "cold ≈ 33 min: 24 + 9.0; by hand" in line
+    # a note a person adds after a line that already carries one survives the next warm re-run too
+    lines = [x if not x.startswith("# measured paper:") else x.rstrip("\n") + "; shard [3] 40 min by hand\n"
+             for x in copy.read_text().splitlines(keepends=True)]
+    copy.write_text("".join(lines))
+    reproduce.record_budget(fake, warm)
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert line.count("earlier note:") == 1 and "cold ≈ 33 min: 24 + 9.0; by hand" in line
+    assert line.count("shard [3] 40 min by hand") == 1
+    reproduce.record_budget(fake, warm)
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert line.count("shard [3] 40 min by hand") == 1 and line.count("cold ≈ 33 min") == 1
     reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})  # cold: own time
     line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
     assert "earlier note" not in line and "entries" not in line
