@@ -119,7 +119,8 @@ def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
     """Write (or replace) ``# measured <profile>: <time>, peak <memory> …`` at the top of the notebook's params file,
     after its leading comment block. When the result cache already held entries at the start, the line says how
     many (and how many the run wrote): such a time can be far below a cold run's. A cold time noted by hand on the
-    line it replaces (``cold ≈ … min …``) is carried over then, so it is not lost to a warm re-run."""
+    line it replaces (``cold ≈ … min …``), and any note written after the line's closing parenthesis, are carried
+    over then (once, beside a note carried before), so they are not lost to a warm re-run."""
     import datetime
     import re
 
@@ -137,9 +138,9 @@ def record_budget(entry: Entry, record: dict, cores: int | None = None) -> None:
         old = next((x for x in lines if x.startswith(tag)), "")
         # what a person added about the cold time: inside the line ("cold ≈ …") or after it ("…); result cache warm…")
         kept = re.search(r"earlier note: (.*?), python -m dpmf_lib\.reproduce", old)  # carried before: keep it
-        cold = re.search(r"cold ≈ [^;)]*", old)
-        tail = old.rstrip("\n").split(f"--only {entry.name})", 1)[1].strip(" ;") if f"--only {entry.name})" in old \
-            else ""
+        head, _, tail = old.rstrip("\n").partition(f"--only {entry.name})")
+        cold = re.search(r"cold ≈ [^;)]*", head)  # a "cold ≈" in the tail is carried with the tail, once
+        tail = tail.strip(" ;")
         # a note carried before stays, and what a person added to that line since is kept beside it (not dropped)
         carried = kept.group(1) if kept else ""
         found = [x for x in ((cold.group(0).strip() if cold else ""), tail) if x and x not in carried]

@@ -109,6 +109,16 @@ def test_a_warm_cache_run_says_so_and_keeps_the_cold_time_noted_before(tmp_path)
     reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})  # cold: own time
     line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
     assert "earlier note" not in line and "entries" not in line
+    # a "cold ≈" written after the line (Fig 3.2's header) is carried once, whole, not also cut at its first ")"
+    lines = [x if not x.startswith("# measured paper:") else x.rstrip("\n") + "; cold ≈ 95 min (estimated), shards\n"
+             for x in copy.read_text().splitlines(keepends=True)]
+    copy.write_text("".join(lines))
+    reproduce.record_budget(fake, warm)
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert line.count("cold ≈ 95 min") == 1 and "cold ≈ 95 min (estimated), shards" in line
+    reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})
+    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
+    assert "earlier note" not in line and "entries" not in line
 
 
 def test_cache_entries_count_only_the_notebooks_own_cached_functions(tmp_path, monkeypatch):
