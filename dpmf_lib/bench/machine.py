@@ -5,8 +5,10 @@ Method. Bandwidth: a numba kernel sums a float32 buffer of the given size (a pla
 fastmath), repeated until ~``min_time`` seconds; the best of ``repeats`` timings counts
 (the ceiling is what the machine can do, not its average under other load). Buffer sizes are half of each cache level
 as the OS reports it (``/sys/devices/system/cpu/cpu0/cache``), and 8x the L3 for RAM. FMA: ``acc = acc * a + b`` on 256
-independent float32 lanes held in registers, 2 flops per FMA. First touch (``run`` only, #19): GB/s of the first write
-to freshly allocated memory (page faults + zeroing), the floor under any kernel that allocates its output.
+independent float32 lanes held in registers, 2 flops per FMA; the same loop on 1 and 2 threads (one copy per
+thread, ``prange``) gives the machine's own 1 -> 2 thread scaling, the yardstick for a kernel's. First touch (``run``
+only, #19): GB/s of the first write to freshly allocated memory (page faults + zeroing), the floor under any kernel
+that allocates its output.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from numba import njit
+import numba
+from numba import njit, prange
 
 from . import record
 
@@ -68,6 +71,14 @@ def _fma_loop(n, a, b):
     return acc.sum()
 
 
+@njit(cache=True, fastmath=True, parallel=True)
+def _fma_loop_threads(n, a, b, copies):
+    out = np.empty(copies, dtype=np.float32)
+    for c in prange(copies):
+        out[c] = _fma_loop(n, a, b)
+    return out.sum()
+
+
 def _best_time(fn, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -99,6 +110,27 @@ def fma_gflops(*, n: int = 2_000_000, repeats: int = 5) -> float:
     return 2.0 * FMA_LANES * n / t / 1e9
 
 
+def fma_gflops_threads(threads: int, *, n: int = 2_000_000, repeats: int = 5) -> float:
+    """Best fp32 FMA throughput of ``threads`` numba threads together, each running :func:`_fma_loop` on its own
+    lanes (GFLOP/s summed over threads). On an idle 2-core machine 2 threads give ~2x one (#19: C-SGD's 1 -> 2 thread
+    scaling, 0.75-1.6 in the bench, is read against this, not against 2)."""
+    a, b = np.float32(0.999999), np.float32(1e-7)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        _fma_loop_threads(10, a, b, threads)
+        t = _best_time(lambda: _fma_loop_threads(n, a, b, threads), repeats)
+    finally:
+        numba.set_num_threads(old)
+    return 2.0 * FMA_LANES * n * threads / t / 1e9
+
+
+def fma_scaling(m: dict) -> float | None:
+    """The machine's own 1 -> 2 thread FMA scaling from :func:`measure`'s result (None with one thread)."""
+    by = m.get("fma_GFLOPs_by_threads")
+    return by[2] / by[1] if by else None
+
+
 def first_touch_gbps(nbytes: int = 256 << 20, *, repeats: int = 3) -> list:
     """GB/s of the first write to freshly allocated memory (one byte per 4 KiB page: the page faults and the kernel's
     zeroing, nothing else), for ``repeats`` allocations in a row, each freed before the next.
@@ -118,14 +150,19 @@ def first_touch_gbps(nbytes: int = 256 << 20, *, repeats: int = 3) -> list:
 
 
 def measure(profile: str = "quick") -> dict:
-    """Ceilings as a dict: ``{"bandwidth_GBps": {"L1d": ..., "L2": ..., "L3": ..., "RAM": ...}, "fma_GFLOPs": ...}``."""
+    """Ceilings as a dict: ``{"bandwidth_GBps": {"L1d": ..., "L2": ..., "L3": ..., "RAM": ...}, "fma_GFLOPs": ...}``,
+    and, where numba has 2 threads, ``"fma_GFLOPs_by_threads"``: {1: ..., 2: ...} through the same parallel loop."""
     caches = cache_sizes()
     quick = profile == "quick"
     sizes = {lvl: caches[lvl] // 2 for lvl in ("L1d", "L2", "L3") if lvl in caches}
     sizes["RAM"] = 8 * caches.get("L3", DEFAULT_CACHES["L3"])
     bw = {lvl: read_bandwidth(n, min_time=0.03 if quick else 0.2, repeats=3 if quick else 7) for lvl, n in sizes.items()}
-    return {"caches_bytes": caches, "buffer_bytes": sizes, "bandwidth_GBps": bw,
-            "fma_GFLOPs": fma_gflops(n=1_000_000 if quick else 10_000_000, repeats=3 if quick else 7)}
+    n_fma, rep_fma = (1_000_000, 3) if quick else (10_000_000, 7)
+    out = {"caches_bytes": caches, "buffer_bytes": sizes, "bandwidth_GBps": bw,
+           "fma_GFLOPs": fma_gflops(n=n_fma, repeats=rep_fma)}
+    if numba.config.NUMBA_NUM_THREADS >= 2:  # both through the same parallel loop, so the ratio is like for like
+        out["fma_GFLOPs_by_threads"] = {t: fma_gflops_threads(t, n=n_fma, repeats=rep_fma) for t in (1, 2)}
+    return out
 
 
 def run(profile: str = "quick") -> dict:
@@ -136,6 +173,8 @@ def run(profile: str = "quick") -> dict:
     records = [record("read_bandwidth", "bandwidth", v, "GB/s", level=lvl, buffer_bytes=m["buffer_bytes"][lvl],
                       threads=1) for lvl, v in m["bandwidth_GBps"].items()]
     records.append(record("fma_throughput", "throughput", m["fma_GFLOPs"], "GFLOP/s", dtype="float32", threads=1))
+    for t, v in m.get("fma_GFLOPs_by_threads", {}).items():
+        records.append(record("fma_throughput_parallel_loop", "throughput", v, "GFLOP/s", dtype="float32", threads=t))
     for lvl, size in m["caches_bytes"].items():
         records.append(record("cache_size", "size", size, "bytes", level=lvl))
     for k, v in enumerate(touch):
@@ -147,4 +186,8 @@ def run(profile: str = "quick") -> dict:
         from . import ratio
 
         ratios.append(ratio("L1_over_RAM_bandwidth", bw["L1d"] / bw["RAM"], "> 1"))
+    if "fma_GFLOPs_by_threads" in m:
+        from . import ratio
+
+        ratios.append(ratio("fma_scaling_1_to_2_threads", fma_scaling(m), None))
     return {"records": records, "ratios": ratios}

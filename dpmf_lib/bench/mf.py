@@ -18,6 +18,15 @@ order, default prefetch), ``naive_sgd_noprefetch``, ``sgld`` (fast: lookup table
 prefetch). ``prefetch_speedup`` records give ``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``;
 the C-SGD/naive ratio is reported at the default stride (its target) and with both at stride 0.
 
+Thread scaling (#19): ``csgd_scaling_1_to_2_threads_d128`` (target ≥ 1.6) is read beside the machine's own scaling of
+a pure FMA loop through the same parallel backend (``machine_fma_scaling_1_to_2_threads``, measured in the same run:
+≈ 1.86 on this machine when idle) and beside a diagnostic, ``csgd_private_item_rows`` (d = 128, 2 threads): the C-SGD
+kernel on the same layout with the item ids of the second half of the segments (numba's static ``prange`` schedule
+gives each of 2 threads one contiguous half) moved into a private copy of V, so the two threads never write the same
+item row. It is not a valid training (each half learns its own item factors); it bounds what removing the sharing of
+hot item rows between threads — the Hogwild part of C-SGD's parallel scheme — could give
+(``csgd_scaling_1_to_2_threads_d128_private_item_rows``).
+
 Throughput: ``epochs`` rounds per configuration; the median updates/s over rounds 2.. counts (round 1 touches fresh
 pages). Achieved GFLOP/s and GB/s use the nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops;
 16d+28 bytes if nothing were cached — so GB/s above the RAM ceiling means the caches are doing the work); SGLD adds
@@ -126,6 +135,40 @@ def _throughput_block(r, dims, threads, budget, epochs, label, caches, records, 
                 records.append(record(name + tag, "nominal_traffic_gbps", gb, "GB/s", **common))
 
 
+def private_item_layout(lay, n_items: int, threads: int = 2):
+    """(items, n_items_total): ``lay.items`` with the ids of every segment after the first thread's share shifted
+    into a private copy of V per thread, under numba's static ``prange`` split of the segments (``threads`` equal
+    contiguous chunks, the first ones larger by one where they do not divide). Diagnostic only (see the module doc)."""
+    n_seg = lay.seg.shape[0] - 1
+    bounds = np.linspace(0, n_seg, threads + 1)
+    bounds = np.ceil(bounds).astype(np.int64)
+    items = lay.items.copy()
+    for t in range(1, threads):
+        lo, hi = lay.seg[bounds[t]], lay.seg[bounds[t + 1]]
+        items[lo:hi] += t * n_items
+    return items, threads * n_items
+
+
+def _private_items_throughput(rd, d, epochs) -> float:
+    """Median updates/s over rounds 2.. of the C-SGD kernel at 2 threads with private item rows per thread."""
+    from ..mf import init_model
+    from ..mf.csgd import _sgd_epoch, aligned_copy, make_layout, num_threads
+
+    lay = make_layout(rd, "tiered")
+    items, n_tot = private_item_layout(lay, rd.n_items, 2)
+    m = init_model(rd.n_users, n_tot, d, seed=0, b0=float(rd.values.mean()))
+    U, V, bu, bi = aligned_copy(m.U), aligned_copy(m.V), m.bu.copy(), m.bi.copy()
+    rates = []
+    with num_threads(2):
+        for t in range(1, epochs + 1):
+            eta = np.float32(SGD["eta0"] / t ** SGD["gamma"])
+            t0 = time.perf_counter()
+            _sgd_epoch(lay.users, items, lay.values, lay.seg, U, V, bu, bi, np.float32(m.b0), eta,
+                       np.float32(SGD["lam"]), np.float32(SGD["lam"]), np.int64(8))
+            rates.append(lay.n_ratings / (time.perf_counter() - t0))
+    return float(np.median(rates[1:])) if epochs > 1 else rates[0]
+
+
 def _setup_block(big, label, caches, P, records, ratios):
     """C-SGD's setup against its rounds on the large set (d = 16). One untimed layout build first: the first large
     allocations of a process can stall on the kernel's huge-page compaction (THP ``defrag=madvise`` here; measured
@@ -231,6 +274,12 @@ def run(profile: str = "quick") -> dict:
     _layout_block(full, P, records, ratios)
     ups = {}
     _throughput_block(full, P["dims"], P["threads"], P["budget"], P["epochs"], label, caches, records, ups)
+    if 128 in P["dims"] and 2 in P["threads"] and numba.config.NUMBA_NUM_THREADS >= 2:
+        rd = _subset(full, int(min(full.n_ratings, P["budget"] / 128)), 128)
+        u = _private_items_throughput(rd, 128, P["epochs"])
+        ups[("csgd_private_item_rows", 128, 2)] = (u, None)
+        records.append(record("csgd_private_item_rows", "updates_per_s", u, "updates/s", d=128, threads=2,
+                              n_ratings=rd.n_ratings, dataset=label, diagnostic="not a valid training"))
     # peers and our solvers: time to a common test RMSE, setup included, one thread each
     train, test = train_test(full, 0.1, seed=0)
     d = P["peer_d"]
@@ -310,6 +359,13 @@ def run(profile: str = "quick") -> dict:
     if ("csgd", dmax, 2) in ups:
         ratios.append(ratio(f"csgd_scaling_1_to_2_threads_d{dmax}",
                             ups[("csgd", dmax, 2)][0] / ups[("csgd", dmax, 1)][0], ">= 1.6"))
+    from .machine import fma_scaling
+
+    if fma_scaling(ceil) is not None:
+        ratios.append(ratio("machine_fma_scaling_1_to_2_threads", fma_scaling(ceil), None))
+    if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 1) in ups:
+        ratios.append(ratio("csgd_scaling_1_to_2_threads_d128_private_item_rows",
+                            ups[("csgd_private_item_rows", 128, 2)][0] / ups[("csgd", 128, 1)][0], None))
     for dd in P["dims"]:
         for cfg, stride in (("csgd_prefetch2", 2), ("csgd", 8)):
             if (cfg, dd, 1) in ups and ("csgd_noprefetch", dd, 1) in ups:
