@@ -18,14 +18,16 @@ order, default prefetch), ``naive_sgd_noprefetch``, ``sgld`` (fast: lookup table
 prefetch). ``prefetch_speedup`` records give ``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``;
 the C-SGD/naive ratio is reported at the default stride (its target) and with both at stride 0.
 
-Thread scaling (#19): ``csgd_scaling_1_to_2_threads_d128`` (target ≥ 1.6) is read beside the machine's own scaling of
-a pure FMA loop through the same parallel backend (``machine_fma_scaling_1_to_2_threads``, measured in the same run:
-≈ 1.86 on this machine when idle) and beside a diagnostic, ``csgd_private_item_rows`` (d = 128, 2 threads): the C-SGD
-kernel on the same layout with the item ids of the second half of the segments (numba's static ``prange`` schedule
-gives each of 2 threads one contiguous half) moved into a private copy of V, so the two threads never write the same
-item row. It is not a valid training (each half learns its own item factors); it bounds what removing the sharing of
-hot item rows between threads — the Hogwild part of C-SGD's parallel scheme — could give
-(``csgd_scaling_1_to_2_threads_d128_private_item_rows``).
+Thread scaling (#19): ``csgd_scaling_1_to_2_threads_d{max d}`` (target ≥ 1.6) is read beside the machine's own scaling
+of a pure FMA loop through the same parallel backend (``machine_fma_scaling_1_to_2_threads``, measured in the same run:
+1.96-2.0 on this machine when idle) and, at d = 128, beside a diagnostic, ``csgd_private_item_rows`` (2 threads): the
+C-SGD kernel on the same layout and schedule with the item ids of the second thread's segments (numba's static
+``prange`` schedule gives each thread one contiguous chunk) moved into a private copy of V, so the two threads never
+write the same item row. It is not a valid training (each thread learns its own item factors) and not a bound either
+way (V doubles, 9 -> 18 MB at d = 128 on the quick set, and it is timed after the shared run, not interleaved with
+it); it estimates what the sharing of hot item rows between threads — the Hogwild part of C-SGD's parallel scheme —
+costs: ``csgd_private_over_shared_item_rows_d128_2threads`` (both at 2 threads, the direct comparison) and
+``csgd_scaling_1_to_2_threads_d128_private_item_rows``.
 
 Throughput: ``epochs`` rounds per configuration; the median updates/s over rounds 2.. counts (round 1 touches fresh
 pages). Achieved GFLOP/s and GB/s use the nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops;
@@ -136,12 +138,13 @@ def _throughput_block(r, dims, threads, budget, epochs, label, caches, records, 
 
 
 def private_item_layout(lay, n_items: int, threads: int = 2):
-    """(items, n_items_total): ``lay.items`` with the ids of every segment after the first thread's share shifted
-    into a private copy of V per thread, under numba's static ``prange`` split of the segments (``threads`` equal
-    contiguous chunks, the first ones larger by one where they do not divide). Diagnostic only (see the module doc)."""
+    """(items, n_items_total): ``lay.items`` with the ids of thread t's segments shifted by t·n_items, so that each
+    thread writes its own copy of V, under numba's static ``prange`` schedule: ``threads`` contiguous chunks of the
+    segments, the first ``n_seg mod threads`` of them one segment longer (numba's ``do_scheduling_signed``; checked
+    against ``numba.get_thread_id`` in the tests). Diagnostic only (see the module doc)."""
     n_seg = lay.seg.shape[0] - 1
-    bounds = np.linspace(0, n_seg, threads + 1)
-    bounds = np.ceil(bounds).astype(np.int64)
+    q, r = divmod(n_seg, threads)
+    bounds = np.concatenate([[0], np.cumsum([q + 1 if t < r else q for t in range(threads)])]).astype(np.int64)
     items = lay.items.copy()
     for t in range(1, threads):
         lo, hi = lay.seg[bounds[t]], lay.seg[bounds[t + 1]]
@@ -264,6 +267,8 @@ def run(profile: str = "quick") -> dict:
         records.append(record("machine_ceiling", "read_bandwidth", v, "GB/s", level=lvl, threads=1))
     if "fma_GFLOPs" in ceil:
         records.append(record("machine_ceiling", "fma_throughput", ceil["fma_GFLOPs"], "GFLOP/s", threads=1))
+    for th, v in ceil.get("fma_GFLOPs_by_threads", {}).items():
+        records.append(record("machine_ceiling", "fma_throughput_parallel_loop", v, "GFLOP/s", threads=th))
     for lvl, size in caches.items():
         records.append(record("machine_ceiling", "cache_size", size, "bytes", level=lvl))
     big = load_for_mf("netflix", seed=0, standin_scale=P["standin_scale"], max_ratings=P["setup_ratings"])
@@ -363,6 +368,9 @@ def run(profile: str = "quick") -> dict:
 
     if fma_scaling(ceil) is not None:
         ratios.append(ratio("machine_fma_scaling_1_to_2_threads", fma_scaling(ceil), None))
+    if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 2) in ups:
+        ratios.append(ratio("csgd_private_over_shared_item_rows_d128_2threads",
+                            ups[("csgd_private_item_rows", 128, 2)][0] / ups[("csgd", 128, 2)][0], None))
     if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 1) in ups:
         ratios.append(ratio("csgd_scaling_1_to_2_threads_d128_private_item_rows",
                             ups[("csgd_private_item_rows", 128, 2)][0] / ups[("csgd", 128, 1)][0], None))
