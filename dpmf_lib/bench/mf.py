@@ -102,12 +102,17 @@ def _subset(full, n, seed):
     return full.subset(np.sort(np.random.default_rng(seed).choice(full.n_ratings, n, replace=False)))
 
 
+def _throughput_subset(r, d, budget):
+    """The ratings the throughput records at dimension ``d`` use: a seeded subset keeping n_ratings·d within budget."""
+    return _subset(r, int(min(r.n_ratings, budget / d)), d)
+
+
 def _throughput_block(r, dims, threads, budget, epochs, label, caches, records, ups, tag="", extra_cfgs=True):
     from ..mf import sample_sgld, train_sgd
 
     max_threads = numba.config.NUMBA_NUM_THREADS
     for d in dims:
-        rd = _subset(r, int(min(r.n_ratings, budget / d)), d)
+        rd = _throughput_subset(r, d, budget)
         ws = _working_set(rd, d, caches)
         for th in threads:
             if th > max_threads:
@@ -156,6 +161,7 @@ def _private_items_throughput(rd, d, epochs) -> float:
     """Median updates/s over rounds 2.. of the C-SGD kernel at 2 threads with private item rows per thread."""
     from ..mf import init_model
     from ..mf.csgd import _sgd_epoch, aligned_copy, make_layout, num_threads
+    from ..mf.model import learning_rate
 
     lay = make_layout(rd, "tiered")
     items, n_tot = private_item_layout(lay, rd.n_items, 2)
@@ -164,7 +170,7 @@ def _private_items_throughput(rd, d, epochs) -> float:
     rates = []
     with num_threads(2):
         for t in range(1, epochs + 1):
-            eta = np.float32(SGD["eta0"] / t ** SGD["gamma"])
+            eta = np.float32(learning_rate(SGD["eta0"], SGD["gamma"], t))  # as train_sgd
             t0 = time.perf_counter()
             _sgd_epoch(lay.users, items, lay.values, lay.seg, U, V, bu, bi, np.float32(m.b0), eta,
                        np.float32(SGD["lam"]), np.float32(SGD["lam"]), np.int64(8))
@@ -256,7 +262,7 @@ def run(profile: str = "quick") -> dict:
     from ..mf import sample_sgld, serving_throughput, train_sgd, warmup
     from ..mf.data import load_for_mf, train_test
     from ..mf.peers import PeerUnavailable, libmf_curve, surprise_curve, time_to_rmse
-    from .machine import cache_sizes
+    from .machine import cache_sizes, fma_scaling
 
     P = PROFILES[profile]
     warmup()
@@ -280,7 +286,7 @@ def run(profile: str = "quick") -> dict:
     ups = {}
     _throughput_block(full, P["dims"], P["threads"], P["budget"], P["epochs"], label, caches, records, ups)
     if 128 in P["dims"] and 2 in P["threads"] and numba.config.NUMBA_NUM_THREADS >= 2:
-        rd = _subset(full, int(min(full.n_ratings, P["budget"] / 128)), 128)
+        rd = _throughput_subset(full, 128, P["budget"])  # the same ratings as the shared C-SGD records
         u = _private_items_throughput(rd, 128, P["epochs"])
         ups[("csgd_private_item_rows", 128, 2)] = (u, None)
         records.append(record("csgd_private_item_rows", "updates_per_s", u, "updates/s", d=128, threads=2,
@@ -364,8 +370,6 @@ def run(profile: str = "quick") -> dict:
     if ("csgd", dmax, 2) in ups:
         ratios.append(ratio(f"csgd_scaling_1_to_2_threads_d{dmax}",
                             ups[("csgd", dmax, 2)][0] / ups[("csgd", dmax, 1)][0], ">= 1.6"))
-    from .machine import fma_scaling
-
     if fma_scaling(ceil) is not None:
         ratios.append(ratio("machine_fma_scaling_1_to_2_threads", fma_scaling(ceil), None))
     if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 2) in ups:
