@@ -5,7 +5,7 @@ import numba
 import numpy as np
 import pytest
 
-from dpmf_lib import privacy as ps
+from dpmf_lib.privacy import posterior_sampling as ps
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import GaussianTable, init_model, sample_sgld, tiered_layout
 from dpmf_lib.mf.noise import stream_seed
@@ -19,7 +19,7 @@ f = np.float32
 def _round(clip, lik_scale=1.0, kernel=True):
     r = random_ratings(seed=1)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
-    gu, gv, _, _ = lay.lazy_counters()
+    gu, gv, _, _ = lay.noise_ahead_counters()
     d = 6
     m = init_model(r.n_users, r.n_items, d, seed=3, b0=3.0, scale=0.5)
     table = GaussianTable.create(997, seed=2)

@@ -17,7 +17,7 @@ def test_lazy_kernel_matches_reference_one_round(iso):
     """The fused table kernel against the plain reference; ``iso``: Λ = λI, the scalar-coefficient step (#19)."""
     r = random_ratings(seed=1)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
-    gu, gv, _, _ = lay.lazy_counters()
+    gu, gv, _, _ = lay.noise_ahead_counters()
     d = 6
     m = init_model(r.n_users, r.n_items, d, seed=3, b0=3.0)
     table = GaussianTable.create(997, seed=2)
@@ -173,3 +173,46 @@ def test_isotropic_lambda_detection_selects_the_scalar_step():
     a = sample_sgld(r, fixed_lambda=(1.5, 2.0), **kw)
     b = sample_sgld(r, fixed_lambda=(np.full(8, 1.5), np.full(8, 2.0)), **kw)
     assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
+
+
+def test_noise_ahead_counters_cover_each_round_exactly():
+    """#19 noise ahead: each rated vector is owed its first-touch steps before the round and, at every touch, the steps
+    to its next touch (or to the round's end): together exactly the round's N steps; checked by hand as well."""
+    from dpmf_lib.mf.layout import lazy_counters, noise_ahead_counters
+
+    r = random_ratings(n_users=40, n_items=30, n_ratings=400, seed=6)
+    lay = tiered_layout(r, block_users=7, tiers=(5, 10))
+    au, av, fu, fv = noise_ahead_counters(lay.users, lay.items, r.n_users + 3, r.n_items)  # 3 users without ratings
+    gu, _, flu, _ = lazy_counters(lay.users, lay.items, r.n_users + 3, r.n_items)
+    n = r.n_ratings
+    cu = np.bincount(lay.users, minlength=r.n_users + 3)
+    tot_u = np.bincount(lay.users, weights=au, minlength=r.n_users + 3) + fu
+    tot_v = np.bincount(lay.items, weights=av, minlength=r.n_items) + fv
+    assert np.all(tot_u[cu > 0] == n) and np.all(fu[cu == 0] == 0)
+    assert np.all(tot_v[np.bincount(lay.items, minlength=r.n_items) > 0] == n)
+    nxt = {}
+    for k in range(n - 1, -1, -1):  # against the lazy counters: the next touch's gap, or the flush after the last
+        u = lay.users[k]
+        assert au[k] == (gu[nxt[u]] if u in nxt else flu[u])
+        nxt[u] = k
+    for u, k in nxt.items():  # nxt now holds every user's first touch
+        assert fu[u] == k + 1 == gu[k]
+
+
+@pytest.mark.parametrize("noise", ["table", "normal"])
+def test_one_round_of_noise_has_the_round_variance(noise):
+    """With the drift switched off (likelihood and priors ~0), one round adds N(0, N ζ η) to every coordinate of every
+    rated row, bias included: the fused table kernel (V updated) and the plain path. Without the pre-round noise the
+    users' variance falls to ~0.48 here (checked: a user's touches sit inside its block of the tiered order)."""
+    r = random_ratings(n_users=2000, n_items=300, n_ratings=20000, seed=8)
+    d, N, zeta = 8, r.n_ratings, 0.5
+    m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=0.0)
+    res = sample_sgld(r, d=d, epochs=1, eta0=1.0 / N, zeta=zeta, likelihood_scale=1e-12, fixed_lambda=(1e-9, 1e-9),
+                      lam_bias=1e-9, model=m0, noise=noise, noise_table_size=1 << 20, n_threads=1, seed=5,
+                      tiers=(20, 100), block_users=100)
+    rated_u = np.bincount(r.users, minlength=r.n_users) > 0
+    rated_v = np.bincount(r.items, minlength=r.n_items) > 0
+    for delta, se in (((res.model.U - m0.U)[rated_u], 0.03), ((res.model.V - m0.V)[rated_v], 0.08),
+                      ((res.model.bu - m0.bu)[rated_u], 0.09)):
+        var = float(np.mean(delta.astype(np.float64) ** 2)) / zeta  # N ζ η = ζ
+        assert abs(var - 1.0) < se, var

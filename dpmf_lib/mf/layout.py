@@ -31,6 +31,8 @@ since the start of the round, counting the current one), and ``flush_u`` / ``flu
 touch. Because the visiting order is the same every round these "last-touched counters" are evaluated once here; the
 kernel reads them from the rating stream, which keeps them exact and race-free under Hogwild. Every vector thus gets
 exactly N steps' worth of noise variance per round.
+The SGLD kernel reads them the other way round (:func:`noise_ahead_counters`, #19): at each touch the steps to the
+next touch (or the round's end), and before the round the steps up to the first touch.
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ class Layout:
     def lazy_counters(self):
         """``(gap_u, gap_v, flush_u, flush_v)`` (int32/int64) for the sequential visiting order."""
         return lazy_counters(self.users, self.items, self.n_users, self.n_items)
+
+    def noise_ahead_counters(self):
+        """``(ahead_u, ahead_v, first_u, first_v)`` (int32/int64): what the SGLD kernel reads (see
+        :func:`noise_ahead_counters`)."""
+        return noise_ahead_counters(self.users, self.items, self.n_users, self.n_items)
 
 
 _INT64_LIMIT = 2 ** 63
@@ -277,3 +284,31 @@ def lazy_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: i
     gu, fu = gaps(users, n_users)
     gv, fv = gaps(items, n_items)
     return gu, gv, fu, fv
+
+
+def noise_ahead_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: int):
+    """The lazy-noise counters read the other way round (#19: "noise ahead", see :mod:`dpmf_lib.mf.sgld`).
+
+    ``ahead_u[k]``: the steps from the touch of user ``users[k]`` at position ``k`` (exclusive) to its next touch
+    (inclusive) — the next touch's ``gap_u`` — or to the end of the round (``n − 1 − k``) after its last touch;
+    ``first_u[i]``: the steps up to and including user ``i``'s first touch (its first ``gap_u``; 0 without ratings).
+    Likewise for items. Each rated vector's ``first`` plus its ``ahead`` counts is the round length ``n``."""
+    n = len(users)
+    pos = np.arange(n, dtype=np.int64)
+
+    def ahead(ids, n_ids):
+        o = np.lexsort((pos, ids))  # positions grouped by id, in visiting order
+        ids_s = ids[o]
+        same_next = np.r_[ids_s[1:] == ids_s[:-1], False]
+        nxt = np.empty(n, dtype=np.int64)
+        nxt[:-1] = o[1:]
+        out = np.empty(n, dtype=np.int64)
+        out[o] = np.where(same_next, nxt - o, n - 1 - o)
+        first = np.zeros(n_ids, dtype=np.int64)
+        starts = np.r_[True, ~same_next[:-1]] if n else np.zeros(0, dtype=bool)
+        first[ids_s[starts]] = o[starts] + 1
+        return np.ascontiguousarray(out.astype(np.int32)), first
+
+    au, fu = ahead(users, n_users)
+    av, fv = ahead(items, n_items)
+    return au, av, fu, fv

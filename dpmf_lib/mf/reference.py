@@ -52,9 +52,11 @@ def _block_state_py(base, s):
     return np.uint64(z)
 
 
-def sgld_epoch_lazy_reference(layout, gap_u, gap_v, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext,
+def sgld_epoch_lazy_reference(layout, ahead_u, ahead_v, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext,
                               size, base, clip=None):
-    """Lazy-noise SGLD round with the lookup table (no flush), same stream as the kernel with one thread.
+    """Lazy-noise SGLD round with the lookup table, noise ahead (the gradient step, then the noise owed until the
+    vector's next touch: ``ahead_u`` / ``ahead_v`` from :func:`~dpmf_lib.mf.layout.noise_ahead_counters`; no
+    pre-round noise), same stream as the kernel with one thread.
     ``clip=(lo, hi)``: the clipped-prediction loss (no likelihood drift when r̂ is outside [lo, hi])."""
     d = U.shape[1]
     h, ze = f32(0.5) * f32(eta), f32(zeta) * f32(eta)
@@ -62,11 +64,6 @@ def sgld_epoch_lazy_reference(layout, gap_u, gap_v, U, V, bu, bi, b0, eta, zeta,
         state = _block_state_py(base, s)
         for k in range(layout.seg[s], layout.seg[s + 1]):
             i, j = layout.users[k], layout.items[k]
-            for A, b, row, gap in ((U, bu, i, gap_u[k]), (V, bi, j, gap_v[k])):
-                state, o = randint_below(np.uint64(state), size)
-                sd = np.sqrt(f32(gap) * ze)
-                A[row] += sd * ext[o:o + d]
-                b[row] += sd * ext[o + d]
             u, v = U[i].copy(), V[j].copy()
             pred = f32(np.dot(u, v)) + bu[i] + bi[j] + f32(b0)
             e = f32(layout.values[k]) - pred
@@ -77,6 +74,11 @@ def sgld_epoch_lazy_reference(layout, gap_u, gap_v, U, V, bu, bi, b0, eta, zeta,
             V[j] = v + h * (g * u - pwv[j] * Lv * v)
             bu[i] += h * (g - pwu[i] * f32(lamb) * bu[i])
             bi[j] += h * (g - pwv[j] * f32(lamb) * bi[j])
+            for A, b, row, ahead in ((U, bu, i, ahead_u[k]), (V, bi, j, ahead_v[k])):
+                state, o = randint_below(np.uint64(state), size)
+                sd = np.sqrt(f32(ahead) * ze)
+                A[row] += sd * ext[o:o + d]
+                b[row] += sd * ext[o + d]
 
 
 def conjugate_posterior(V: np.ndarray, bi: np.ndarray, b0: float, items: np.ndarray, values: np.ndarray,

@@ -9,8 +9,16 @@ and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of 
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
 Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
-closed under addition, so this equals eager noise in distribution); at round end every vector is flushed for its
-remaining steps. The counters come from the layout (see :mod:`dpmf_lib.mf.layout`). Vectors with no training rating
+closed under addition, so this equals eager noise in distribution). **Noise ahead** (#19, sixteenth session): the
+draw is added at the end of the vector's *previous* touch instead of at the start of this one — its gradient step
+and the noise owed until its next touch (or the round's end) go into the same store — and the steps up to each
+vector's first touch are added before the round (``_row_noise``). Nothing reads a vector between two of its touches
+(with one thread; under Hogwild as before), so every gradient sees the same law of state and every vector still gets
+exactly N steps' worth of variance per round; the round's end state, which the Λ Gibbs step and the test evaluation
+read, is the same too. What changes is the draws. Before, the pending noise was added in a first pass
+that wrote both rows and the step re-read and re-wrote them; now the first pass only reads (same-process A/B on the
+benchmark's data, 1 thread: 15.5 -> 19.4-20.6 M updates/s at d = 128, 37.5 -> 49 at d = 16). Every SGLD result
+changed draws with it. The counters come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating
 have the prior as conditional posterior and interact with nothing: they are integrated out during the run (held at the
 prior mean 0, so test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then
 exact for the rated rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
@@ -31,15 +39,12 @@ the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 
 Speed (#19, d = 128, 1 thread, this machine): the fused table step (:func:`_sgld_range_table`) compiles to packed
 AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratings ahead and the next update's table
-segments. It still does about twice C-SGD's vector work per update (two passes that each read four rows and write two,
-against C-SGD's two reads and one write-back, plus the Λ rows) and reads two random table segments of d + 2 numbers
-per update; measured in one process: SGLD ~0.4x C-SGD with everything in L1 and a 16 KB table, ~0.35x on the
-benchmark's data with a 2^20-entry table, ~0.45x with 2^17 entries. Seventh session: with an isotropic Λ (every
+segments. With noise ahead it does C-SGD's row work (a read-only dot pass, one read-modify-write pass) plus two
+random table segments of d + 2 numbers and two more FMAs per element. Seventh session: with an isotropic Λ (every
 ``fixed_lambda`` given as scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients
-(``iso``): +11-17% SGLD updates/s (same-process A/B, d = 128); its results differ from the general step's in float32
-rounding only. Tried and not kept (same-process A/B, d = 128): a read-only first pass with the noised rows recomputed
-in the second (−8%), no table prefetch, no square roots (both within noise); the noise itself costs ~25% (no noise:
-18 vs 13.6 M/s).
+(``iso``); its results differ from the general step's in float32 rounding only. Tried and not kept (same-process A/B,
+d = 128, before noise ahead): a read-only first pass with the noised rows recomputed in the second (−8%), no table
+prefetch, no square roots (both within noise).
 
 **Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
@@ -137,24 +142,24 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 
 
 @njit(cache=True, fastmath=True)
-def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
+def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
                       pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
     """Ratings ``start:stop`` of one segment with table noise fused into the step (#19), the common case.
 
-    Per rating: one pass adds the pending noise of u_i and v_j (table segments at offsets ``ou``, ``ov``) and computes
-    <u_i, v_j> on the noised rows, a second pass does the gradient step — two passes over the rows instead of four.
-    Same draws and the same sequence of operations per element as ``_add_noise`` (U, b_i, then V, b_j) followed by
-    ``_sgld_step``. The offsets are drawn one update ahead (the same sequence of draws) so that the next update's
-    table segments are prefetched while this one computes (drawing 8 or 24 updates ahead through a ring of offsets
-    measured no faster); with ``pf > 0`` the factor rows ``pf`` ratings ahead too.
+    Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
+    store, the noise the vector is owed until its next touch (``ahead_u[k]`` / ``ahead_v[k]`` steps, table segments at
+    offsets ``ou``, ``ov``; see "noise ahead" in the module docstring) — one pass that writes the rows, as C-SGD's.
+    Same draws and the same sequence of operations per element as ``_sgld_step`` followed by ``_add_noise`` (U, b_i,
+    then V, b_j). The offsets are drawn one update ahead (the same sequence of draws) so that the next update's table
+    segments are prefetched while this one computes; with ``pf > 0`` the factor rows ``pf`` ratings ahead too.
 
     The loop body is written out here rather than calling an inlined step function: numba gave every array argument
     of the inlined call a reference-count increment and decrement per rating (22 atomic operations per update, seen
     in the assembly), which cost more than the arithmetic at d = 128.
 
     ``iso`` (Λ_u and Λ_v multiples of the identity, e.g. ``fixed_lambda=(1.0, 1.0)``): the gradient step with scalar
-    prior coefficients (#19, seventh session: two FMAs per element instead of four operations and two Λ loads; equal to
-    the general step up to float32 rounding, tested against the reference). Returns the stream state."""
+    prior coefficients (#19, seventh session: equal to the general step up to float32 rounding, tested against the
+    reference). Returns the stream state."""
     d = U.shape[1]
     ou_n = np.int64(0)
     ov_n = np.int64(0)
@@ -172,20 +177,11 @@ def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U
         for q in range(0, d + 2, 16):
             prefetch_address(ext, ou_n + q)
             prefetch_address(ext, ov_n + q)
-        sdu = np.sqrt(np.float32(gap_u[k]) * ze)
-        sdv = np.sqrt(np.float32(gap_v[k]) * ze)
         i = users[k]
         j = items[k]
         s = np.float32(0.0)
         for f in range(d):
-            uf = U[i, f] + sdu * ext[ou + f]
-            vf = V[j, f] + sdv * ext[ov + f]
-            U[i, f] = uf
-            V[j, f] = vf
-            s += uf * vf
-        if upd_b:
-            bu[i] += sdu * ext[ou + d]
-            bi[j] += sdv * ext[ov + d]
+            s += U[i, f] * V[j, f]
         e = vals[k] - (s + bu[i] + bi[j] + b0)
         if clip_on:
             pr = s + bu[i] + bi[j] + b0
@@ -196,31 +192,33 @@ def _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U
             g = g * w[k]
         pu = pwu[i]
         pv = pwv[j]
+        sdu = np.sqrt(np.float32(ahead_u[k]) * ze)
+        sdv = np.sqrt(np.float32(ahead_v[k]) * ze)
         if iso:
-            # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (u + (h g) v) − (h p_u λ_u) u, two FMAs per element
-            # with scalar coefficients and no Λ rows to load (the same step up to float32 rounding)
+            # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (1 − h p_u λ_u) u + (h g) v, scalar coefficients and
+            # no Λ rows to load (the same step up to float32 rounding), then the noise owed until the next touch
             hg = h * g
-            cu = h * pu * Lu[0]
-            cv = h * pv * Lv[0]
+            au = np.float32(1.0) - h * pu * Lu[0]
+            av = np.float32(1.0) - h * pv * Lv[0]
             for f in range(d):
                 uf = U[i, f]
                 vf = V[j, f]
-                U[i, f] = (uf + hg * vf) - cu * uf
-                V[j, f] = (vf + hg * uf) - cv * vf
+                U[i, f] = (au * uf + hg * vf) + sdu * ext[ou + f]
+                V[j, f] = (av * vf + hg * uf) + sdv * ext[ov + f]
         else:
             for f in range(d):
                 uf = U[i, f]
                 vf = V[j, f]
-                U[i, f] = uf + h * (g * vf - pu * Lu[f] * uf)
-                V[j, f] = vf + h * (g * uf - pv * Lv[f] * vf)
+                U[i, f] = (uf + h * (g * vf - pu * Lu[f] * uf)) + sdu * ext[ou + f]
+                V[j, f] = (vf + h * (g * uf - pv * Lv[f] * vf)) + sdv * ext[ov + f]
         if upd_b:
-            bi[j] += h * (g - pv * lamb * bi[j])
-            bu[i] += h * (g - pu * lamb * bu[i])
+            bi[j] += h * (g - pv * lamb * bi[j]) + sdv * ext[ov + d]
+            bu[i] += h * (g - pu * lamb * bu[i]) + sdu * ext[ou + d]
     return state
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
+def _sgld_epoch_lazy(users, items, vals, w, has_w, ahead_u, ahead_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
                      Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b, clip_on=False, clip_lo=0.0,
                      clip_hi=0.0, iso=False):
     n_seg = seg.shape[0] - 1
@@ -232,20 +230,20 @@ def _sgld_epoch_lazy(users, items, vals, w, has_w, gap_u, gap_v, seg, U, V, bu, 
         start = seg[s]
         stop = seg[s + 1]
         if use_table and upd_v:  # the common case: noise fused into the step
-            _sgld_range_table(users, items, vals, w, has_w, gap_u, gap_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
+            _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
                               pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso)
             continue
         buf = np.empty(d + 2, dtype=np.float32)
         for k in range(start, stop):
             if pf > 0 and k + pf < stop:
                 prefetch_row(V, items[k + pf])
-            state = _add_noise(U, bu, users[k], np.sqrt(np.float32(gap_u[k]) * ze), use_table, ext, size, state, buf,
-                               upd_b)
-            if upd_v:
-                state = _add_noise(V, bi, items[k], np.sqrt(np.float32(gap_v[k]) * ze), use_table, ext, size, state,
-                                   buf, upd_b)
             _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
                        clip_on, clip_lo, clip_hi)
+            state = _add_noise(U, bu, users[k], np.sqrt(np.float32(ahead_u[k]) * ze), use_table, ext, size, state,
+                               buf, upd_b)
+            if upd_v:
+                state = _add_noise(V, bi, items[k], np.sqrt(np.float32(ahead_v[k]) * ze), use_table, ext, size,
+                                   state, buf, upd_b)
 
 
 @njit(cache=True)
@@ -270,8 +268,9 @@ def _sgld_epoch_eager(users, items, vals, w, has_w, U, V, bu, bi, b0, eta, zeta,
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _flush(A, b, flush, cnt, ze, Lprior, lamb, zeta, use_table, ext, size, base, upd_b):
-    """Round end: pending noise for rows with ratings (rows without ratings are skipped: see ``_fill_unrated``)."""
+def _row_noise(A, b, steps, cnt, ze, use_table, ext, size, base, upd_b):
+    """Noise for whole rows outside the rating stream: row ``r`` gets N(0, steps[r] ζη) (lazy schedule: before a
+    round, the steps up to the row's first touch). Rows without ratings are skipped (see ``_fill_unrated``)."""
     n = A.shape[0]
     d = A.shape[1]
     chunk = 1024
@@ -280,8 +279,8 @@ def _flush(A, b, flush, cnt, ze, Lprior, lamb, zeta, use_table, ext, size, base,
         state = _block_state(base, c)
         buf = np.empty(d + 2, dtype=np.float32)
         for r in range(c * chunk, min(n, (c + 1) * chunk)):
-            if cnt[r] > 0 and flush[r] > 0:
-                state = _add_noise(A, b, r, np.sqrt(np.float32(flush[r]) * ze), use_table, ext, size, state, buf,
+            if cnt[r] > 0 and steps[r] > 0:
+                state = _add_noise(A, b, r, np.sqrt(np.float32(steps[r]) * ze), use_table, ext, size, state, buf,
                                    upd_b)
 
 
@@ -405,7 +404,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     pwu = np.where(cnt_u > 0, N / np.maximum(cnt_u, 1), 0.0).astype(np.float32)
     pwv = np.where(cnt_v > 0, N / np.maximum(cnt_v, 1), 0.0).astype(np.float32)
     if schedule == "lazy":
-        gap_u, gap_v, fl_u, fl_v = lay.lazy_counters()
+        ahead_u, ahead_v, first_u, first_v = lay.noise_ahead_counters()
     use_table = noise == "table"
     if noise_table_size is None:
         noise_table_size = default_table_size(d)
@@ -437,30 +436,28 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     test_i = lay.to_internal_items(test.items) if test is not None else None
     pred_sum, n_avg = None, 0
     rows, samples, samples_u, wall = [], [], [], 0.0
-    setup_seconds = time.perf_counter() - t_setup  # layout, lazy counters, noise table, initialisation
+    setup_seconds = time.perf_counter() - t_setup  # layout, noise counters, noise table, initialisation
     with num_threads(n_threads if schedule == "lazy" else 1):
         for t in range(1, epochs + 1):
             eta = np.float32(learning_rate(eta0, gamma, t))
             base = stream_seed(seed, t)
+            ze = np.float32(zeta * eta)
             t0 = time.perf_counter()
             if schedule == "lazy":
-                _sgld_epoch_lazy(lay.users, lay.items, lay.values, w, has_w, gap_u, gap_v, lay.seg, m.U, m.V, m.bu,
-                                 m.bi, np.float32(b0), eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv,
+                # the noise each row is owed for the steps up to its first touch; the rest comes with its touches
+                _row_noise(m.U, m.bu, first_u, cnt_u, ze, use_table, ext, size, stream_seed(seed, t, 1), biases)
+                if not freeze_items:
+                    _row_noise(m.V, m.bi, first_v, cnt_v, ze, use_table, ext, size, stream_seed(seed, t, 2), biases)
+                _sgld_epoch_lazy(lay.users, lay.items, lay.values, w, has_w, ahead_u, ahead_v, lay.seg, m.U, m.V,
+                                 m.bu, m.bi, np.float32(b0), eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv,
                                  np.float32(lam_bias), use_table, ext, size, base, np.int64(prefetch_stride),
                                  not freeze_items, biases, clip_on, np.float32(clip_lo), np.float32(clip_hi),
                                  is_isotropic(Lu, Lv))
             else:
-                fl_u, fl_v = np.zeros(lay.n_users, np.int64), np.zeros(lay.n_items, np.int64)
                 _sgld_epoch_eager(lay.users, lay.items, lay.values, w, has_w, m.U, m.V, m.bu, m.bi, np.float32(b0),
                                   eta, np.float32(zeta), lik, pwu, pwv, Lu, Lv, np.float32(lam_bias), use_table, ext,
                                   size, base, cnt_u, cnt_v, not freeze_items, biases, clip_on, np.float32(clip_lo),
                                   np.float32(clip_hi))
-            ze = np.float32(zeta * eta)
-            _flush(m.U, m.bu, fl_u, cnt_u, ze, Lu, np.float32(lam_bias), np.float32(zeta), use_table, ext, size,
-                   stream_seed(seed, t, 1), biases)
-            if not freeze_items:
-                _flush(m.V, m.bi, fl_v, cnt_v, ze, Lv, np.float32(lam_bias), np.float32(zeta), use_table, ext, size,
-                       stream_seed(seed, t, 2), biases)
             dt = time.perf_counter() - t0
             wall += dt
             if fixed_lambda is None:  # Gibbs step for the diagonal precisions, once per round

@@ -112,14 +112,14 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
     global _ETA_N_MAX
     if _ETA_N_MAX is None:
         _ETA_N_MAX = float(_sample_private_default("eta_n_max"))
-    from .. import privacy as ps
+    from ..privacy import posterior_sampling as ps
 
     pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
     eps = 4.0 * pre.B if epsilon is None else float(epsilon)
     lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
     key = None
     if memo is not None:  # the step that will run: η enters sample_private only through it
-        h = ps.posterior_sampling.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0,
+        h = ps.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0,
                                             float(eta) * train.n_ratings, _ETA_N_MAX, lam_p, lam_p)
         key = (float(eps), h, float(lam), float(rho), int(d), float(xi), int(tau), int(rounds), float(kappa),
                float(weight_cap), float(lambda_r), int(seed))

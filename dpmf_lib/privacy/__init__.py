@@ -1,6 +1,7 @@
 """Differential privacy by posterior sampling (Liu, Wang & Smola 2015, Section 3, Algorithm 1, Theorem 2).
 
-Public API (all in :mod:`dpmf_lib.privacy.posterior_sampling`)
+Public API (all in :mod:`dpmf_lib.privacy.posterior_sampling`: ``from dpmf_lib.privacy import posterior_sampling as
+ps``; this package re-exports only :mod:`~dpmf_lib.privacy.common`, see the end of this docstring)
 - :func:`check_privacy_params` — validates ε, τ, κ, ρ (raises ``ParameterError`` naming the parameter)
 - :func:`user_weights` — w_i, B_i and B from per-user counts (Algorithm 1 line 1, Section 6.6)
 - :func:`fixed_priors` — Λ_u, Λ_v (and a bias precision) from a non-private SGLD run (Section 6.6)
@@ -18,15 +19,14 @@ Public API (all in :mod:`dpmf_lib.privacy.posterior_sampling`)
 Shared by every DP release path of the workbook (:mod:`dpmf_lib.privacy.common`): :func:`check_dp_epsilon` (only None
 means non-private; NaN / inf raise) and :func:`resolve_seed` (``seed=None`` → fresh OS entropy, recorded as
 ``seed_used`` / ``seed_was_fixed``).
+
+Why the package does not import :mod:`~dpmf_lib.privacy.posterior_sampling` (#19, sixteenth session): a notebook's
+result goes stale when any module it imports changes (:mod:`dpmf_lib.dependencies`), and importing ``privacy.common``
+runs this ``__init__``. While it re-exported the posterior sampler, every notebook that only needs ``check_dp_epsilon``
+or ``resolve_seed`` (chapter 4, Hua, ...) had the SGLD and C-SGD kernels in its closure, so every kernel change staled
+35 of 47 paper rows, 22 of them with results that could not change.
 """
 
 from .common import check_dp_epsilon, resolve_seed
-from .posterior_sampling import (PrivateRelease, Preprocessed, check_privacy_params, fixed_priors, likelihood_scale,
-                                 local_user_factors, local_user_factors_reference, preprocess, privacy_accounting,
-                                 privacy_summary, range_violations, range_violations_reference, sample_private,
-                                 user_weights)
 
-__all__ = ["PrivateRelease", "Preprocessed", "check_dp_epsilon", "check_privacy_params", "fixed_priors",
-           "likelihood_scale",
-           "local_user_factors", "local_user_factors_reference", "preprocess", "privacy_accounting", "privacy_summary",
-           "range_violations", "range_violations_reference", "resolve_seed", "sample_private", "user_weights"]
+__all__ = ["check_dp_epsilon", "resolve_seed"]
