@@ -199,20 +199,37 @@ def test_noise_ahead_counters_cover_each_round_exactly():
         assert fu[u] == k + 1 == gu[k]
 
 
-@pytest.mark.parametrize("noise", ["table", "normal"])
-def test_one_round_of_noise_has_the_round_variance(noise):
-    """With the drift switched off (likelihood and priors ~0), one round adds N(0, N ζ η) to every coordinate of every
-    rated row, bias included: the fused table kernel (V updated) and the plain path. Without the pre-round noise the
-    users' variance falls to ~0.48 here (checked: a user's touches sit inside its block of the tiered order)."""
-    r = random_ratings(n_users=2000, n_items=300, n_ratings=20000, seed=8)
-    d, N, zeta = 8, r.n_ratings, 0.5
+@pytest.mark.parametrize("noise,epochs", [("table", 1), ("normal", 1), ("table", 3)])
+def test_rounds_of_noise_have_the_rounds_variance(noise, epochs):
+    """With the drift switched off (likelihood and priors ~0), the rounds add N(0, Σ_t N ζ η_t) to every coordinate of
+    every rated row, biases included: the fused table kernel (V updated) and the plain path; over three rounds with a
+    decaying step (γ = 0.6) the noise before each round must use that round's η_t. Measured effect of the bugs this
+    guards (review of the sixteenth session): without the pre-round noise the users' variance falls to ~0.5 (a user's
+    touches sit inside its block of the tiered order) and the items' to ~0.86; without the noise after the last touch
+    the items' falls to ~0.9; the previous round's η before each round moves three rounds by ~10 %."""
+    r = random_ratings(n_users=2000, n_items=1000, n_ratings=40000, seed=8)
+    d, N, zeta, gamma = 32, r.n_ratings, 0.5, 0.6
     m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=0.0)
-    res = sample_sgld(r, d=d, epochs=1, eta0=1.0 / N, zeta=zeta, likelihood_scale=1e-12, fixed_lambda=(1e-9, 1e-9),
-                      lam_bias=1e-9, model=m0, noise=noise, noise_table_size=1 << 20, n_threads=1, seed=5,
-                      tiers=(20, 100), block_users=100)
+    res = sample_sgld(r, d=d, epochs=epochs, eta0=1.0 / N, gamma=gamma, zeta=zeta, likelihood_scale=1e-12,
+                      fixed_lambda=(1e-9, 1e-9), lam_bias=1e-9, model=m0, noise=noise, noise_table_size=1 << 21,
+                      n_threads=1, seed=5, tiers=(20, 100), block_users=100)
+    expected = zeta * sum(t ** -gamma for t in range(1, epochs + 1))  # Σ_t N ζ η_t with η_t = 1 / (N t^γ)
     rated_u = np.bincount(r.users, minlength=r.n_users) > 0
     rated_v = np.bincount(r.items, minlength=r.n_items) > 0
-    for delta, se in (((res.model.U - m0.U)[rated_u], 0.03), ((res.model.V - m0.V)[rated_v], 0.08),
-                      ((res.model.bu - m0.bu)[rated_u], 0.09)):
-        var = float(np.mean(delta.astype(np.float64) ** 2)) / zeta  # N ζ η = ζ
-        assert abs(var - 1.0) < se, var
+    # tolerances: ~4 standard errors of a mean of squares (64k, 32k, 2k, 1k values; table reuse adds a little)
+    for name, delta, tol in (("U", (res.model.U - m0.U)[rated_u], 0.025), ("V", (res.model.V - m0.V)[rated_v], 0.035),
+                             ("b_u", (res.model.bu - m0.bu)[rated_u], 0.13), ("b_i", (res.model.bi - m0.bi)[rated_v], 0.18)):
+        var = float(np.mean(delta.astype(np.float64) ** 2)) / expected
+        assert abs(var - 1.0) < tol, (name, var)
+
+
+def test_privacy_package_keeps_the_sampler_out_of_common_closures():
+    """``dpmf_lib.privacy`` re-exports only ``privacy.common``: a notebook that needs only ``check_dp_epsilon`` /
+    ``resolve_seed`` must not have the posterior sampler and the mf kernels in its closure (their every change would
+    stale its paper row; #19, sixteenth session)."""
+    from dpmf_lib.dependencies import module_closure
+
+    for module in ("dpmf_lib.experiments.balu_fig4_7", "dpmf_lib.experiments.hua_fig8", "dpmf_lib.privacy.common"):
+        files = {p.as_posix().split("/dpmf_lib/")[-1] for p in module_closure(module)}
+        assert "privacy/__init__.py" in files  # the package is imported: what must stay out is the sampler
+        assert not any(f.startswith("mf/") or f == "privacy/posterior_sampling.py" for f in files), module

@@ -25,14 +25,15 @@ chunks for ``prange`` (Hogwild on users and items).
 Both give ``seg``: segment ``s`` is ratings ``seg[s]:seg[s+1]``, processed sequentially; with one thread segments run in
 order, so the visiting order is exactly the stored order (what the reference implementation replays).
 
-For SGLD the layout also carries the lazy-noise counters (Section 5.4): ``gap_u[k]`` / ``gap_v[k]`` is the number of
-steps since the previous touch of the same user / item vector in the sequential visiting order (first touch: steps
-since the start of the round, counting the current one), and ``flush_u`` / ``flush_v`` the steps left after the last
-touch. Because the visiting order is the same every round these "last-touched counters" are evaluated once here; the
-kernel reads them from the rating stream, which keeps them exact and race-free under Hogwild. Every vector thus gets
-exactly N steps' worth of noise variance per round.
-The SGLD kernel reads them the other way round (:func:`noise_ahead_counters`, #19): at each touch the steps to the
-next touch (or the round's end), and before the round the steps up to the first touch.
+For SGLD the layout gives the lazy-noise counters (Section 5.4). The kernel reads :func:`noise_ahead_counters`
+(#19, sixteenth session): ``ahead_u[k]`` / ``ahead_v[k]`` is the number of steps from the touch at position ``k``
+(exclusive) to the next touch of the same user / item vector in the sequential visiting order (inclusive), or to the
+round's end after its last touch, and ``first_u`` / ``first_v`` the steps up to and including each vector's first touch
+(added before the round). Because the visiting order is the same every round they are evaluated once; the kernel reads
+``ahead`` from the rating stream, which keeps it exact and race-free under Hogwild. Every vector thus gets exactly N
+steps' worth of noise variance per round. :func:`lazy_counters` is the same information the other way round
+(``gap``: steps since the previous touch, ``flush``: steps left after the last; what the kernel read before #19's
+noise ahead), kept as the tests' oracle.
 """
 
 from __future__ import annotations

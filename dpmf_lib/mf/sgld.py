@@ -4,7 +4,7 @@ Target (λ_r, Λ_u, Λ_v diagonal; s = ``likelihood_scale``; w_r optional per-ra
     log p(U, V, b | R) = −(s λ_r / 2) Σ_r w_r (r − r̂_r)² − ½ Σ_i u_iᵀΛ_u u_i − ½ Σ_j v_jᵀΛ_v v_j − (λ_b/2)(Σ b_i² + Σ b_j²)
 Step for rating r = (i, j) at step size η (Welling & Teh 2011 with a one-rating minibatch; the paper's eq. 4 and the
 N/N_i prior scaling of Section 5.4):
-    u_i ← u_i + (η/2) [ N s λ_r w_r e v_j − (N/N_i) Λ_u u_i ] + pending noise
+    u_i ← u_i + (η/2) [ N s λ_r w_r e v_j − (N/N_i) Λ_u u_i ] + noise (see the schedules below)
 and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of the round. ζ = 1 samples the posterior;
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
@@ -17,7 +17,8 @@ vector's first touch are added before the round (``_row_noise``). Nothing reads 
 exactly N steps' worth of variance per round; the round's end state, which the Λ Gibbs step and the test evaluation
 read, is the same too. What changes is the draws. Before, the pending noise was added in a first pass
 that wrote both rows and the step re-read and re-wrote them; now the first pass only reads (same-process A/B on the
-benchmark's data, 1 thread: 15.5 -> 19.4-20.6 M updates/s at d = 128, 37.5 -> 49 at d = 16). Every SGLD result
+benchmark's data, 1 thread: 15.5 -> 19.4-20.6 M updates/s at d = 128, 37.5 -> 49 at d = 16; in the ``mf`` benchmark
+16.2 -> 18.3 at d = 128, SGLD / C-SGD 0.44 -> 0.50-0.51). Every SGLD result
 changed draws with it. The counters come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating
 have the prior as conditional posterior and interact with nothing: they are integrated out during the run (held at the
 prior mean 0, so test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then
@@ -149,8 +150,8 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
     Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
     store, the noise the vector is owed until its next touch (``ahead_u[k]`` / ``ahead_v[k]`` steps, table segments at
     offsets ``ou``, ``ov``; see "noise ahead" in the module docstring) — one pass that writes the rows, as C-SGD's.
-    Same draws and the same sequence of operations per element as ``_sgld_step`` followed by ``_add_noise`` (U, b_i,
-    then V, b_j). The offsets are drawn one update ahead (the same sequence of draws) so that the next update's table
+    Same draws, in the same order, as ``_sgld_step`` followed by ``_add_noise`` (U, b_i, then V, b_j); the same
+    operations per element up to float32 association (tested against the reference). The offsets are drawn one update ahead (the same sequence of draws) so that the next update's table
     segments are prefetched while this one computes; with ``pf > 0`` the factor rows ``pf`` ratings ahead too.
 
     The loop body is written out here rather than calling an inlined step function: numba gave every array argument
@@ -195,16 +196,18 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
         sdu = np.sqrt(np.float32(ahead_u[k]) * ze)
         sdv = np.sqrt(np.float32(ahead_v[k]) * ze)
         if iso:
-            # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (1 − h p_u λ_u) u + (h g) v, scalar coefficients and
-            # no Λ rows to load (the same step up to float32 rounding), then the noise owed until the next touch
+            # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (u + (h g) v) − (h p_u λ_u) u, scalar coefficients
+            # and no Λ rows to load (the same step up to float32 rounding), then the noise owed until the next touch.
+            # Not as (1 − h p_u λ_u) u: that factor rounds to float32 next to 1, a systematic error of the prior term
+            # (1 % at h p_u λ_u = 1e-6; the prior vanishes below 3e-8) — review of the sixteenth session
             hg = h * g
-            au = np.float32(1.0) - h * pu * Lu[0]
-            av = np.float32(1.0) - h * pv * Lv[0]
+            cu = h * pu * Lu[0]
+            cv = h * pv * Lv[0]
             for f in range(d):
                 uf = U[i, f]
                 vf = V[j, f]
-                U[i, f] = (au * uf + hg * vf) + sdu * ext[ou + f]
-                V[j, f] = (av * vf + hg * uf) + sdv * ext[ov + f]
+                U[i, f] = ((uf + hg * vf) - cu * uf) + sdu * ext[ou + f]
+                V[j, f] = ((vf + hg * uf) - cv * vf) + sdv * ext[ov + f]
         else:
             for f in range(d):
                 uf = U[i, f]

@@ -92,7 +92,7 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
                     tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
                     lambda_r: float = 2.0, memo: dict | None = None):
     """DPPS-MF = Liu et al.'s Algorithm 1 from :mod:`dpmf_lib.privacy` (no second implementation here); returns the
-    :class:`~dpmf_lib.privacy.PrivateRelease` (with ``epsilon_effective`` and the seed record).
+    :class:`~dpmf_lib.privacy.posterior_sampling.PrivateRelease` (with ``epsilon_effective`` and the seed record).
 
     Mapping of the paper's DPPS-MF grid (section 5.1) onto that implementation (our choice): step size η → η0 (so
     ``eta_n`` = η·𝓛, then adapted to ε and capped by ``sample_private``); decay ξ → its ``gamma``; ϱ → its
@@ -119,8 +119,8 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
     lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
     key = None
     if memo is not None:  # the step that will run: η enters sample_private only through it
-        h = ps.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0,
-                                            float(eta) * train.n_ratings, _ETA_N_MAX, lam_p, lam_p)
+        h = ps.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0, float(eta) * train.n_ratings,
+                         _ETA_N_MAX, lam_p, lam_p)
         key = (float(eps), h, float(lam), float(rho), int(d), float(xi), int(tau), int(rounds), float(kappa),
                float(weight_cap), float(lambda_r), int(seed))
         if key in memo:
