@@ -371,6 +371,71 @@ def test_replicate_takes_the_claims_from_fresh_seeds(fresh_cache, tmp_path):
     assert nb1.measurements[0]["values"] == [v] or math.isnan(v)
 
 
+# ---------------------------------------------------------- Figures 4.3-4.5: ML-100K counterparts (seventeenth session)
+def test_fig4_3_to_4_5_counterparts_stand_beside_the_thesis_claims():
+    from dpmf_lib.experiments import balu_fig4_3 as f3, balu_fig4_4 as f4, balu_fig4_5 as f5
+
+    claims = {c.id: c for c in load_claims()}
+    for table, notebook, thesis in ((f3.CLAIMS, "balu_fig4_3", "ml-10m"), (f4.CLAIMS, "balu_fig4_4", "eachmovie"),
+                                    (f5.CLAIMS_ZERO, "balu_fig4_5", "eachmovie")):
+        assert set(table) == {thesis, "ml-100k"}
+        c, twin = claims[table["ml-100k"]], claims[table[thesis]]
+        assert c.dataset == "ml-100k" and twin.dataset == thesis and c.notebook == twin.notebook == notebook
+        assert c.min_profile == "paper" and "ML-100K counterpart" in c.measures
+        assert (c.quote, c.direction, c.margin, c.reference, c.unit) == (
+            twin.quote, twin.direction, twin.margin, twin.reference, twin.unit)
+        assert [g.name for g in c.guards] == [g.name for g in twin.guards]
+    # the best-lambda counterpart is the continuous form of the thesis's arg-min claim
+    c, twin = claims[f5.CLAIM_BEST_GAP_ML100K], claims[f5.CLAIM_BEST]
+    assert c.quote == twin.quote and twin.reference == f5.THESIS_LAMBDA
+    assert (c.dataset, c.notebook, c.direction, c.unit, c.reference) == (
+        "ml-100k", "balu_fig4_5", "greater", "RMSE difference", None) and c.margin > 0
+
+
+def test_best_lambda_gap_is_the_margin_of_the_thesis_lambda_over_the_rest_of_the_grid():
+    from dpmf_lib.experiments.balu_fig4_5 import best_lambda_gap
+
+    rmse = pd.Series({10.0: 1.00, 1.0: 0.95, 0.1: 0.90, 0.01: 0.93, 0.0: 0.97})
+    assert best_lambda_gap(rmse) == pytest.approx(0.03, abs=1e-12)
+    assert best_lambda_gap(rmse.drop(0.01)) == pytest.approx(0.05, abs=1e-12)
+    beaten = rmse.copy()
+    beaten[0.01] = 0.85
+    assert best_lambda_gap(beaten) == pytest.approx(-0.05, abs=1e-12)  # 0.1 not the best
+    assert math.isnan(best_lambda_gap(rmse.drop(0.1))) and math.isnan(best_lambda_gap(rmse.loc[[0.1]]))
+
+
+@pytest.mark.parametrize("name,over", [
+    ("balu_fig4_3", {"early_epochs": 1}),
+    ("balu_fig4_4", {"d_regular": [2, 8]}),
+    ("balu_fig4_5", {"lambdas": [1.0, 0.1, 0.0]}),
+])
+def test_fig4_3_to_4_5_fresh_seeds_are_the_whole_figure_on_new_splits(fresh_cache, split_seeds, name, over):
+    """On ML-100K the counterpart claims are measured; the first seed with all its splits reproduces the full run
+    (claims and rows); a fresh seed runs the whole figure — search included — on its own block of split seeds."""
+    import importlib
+
+    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    p = load_params(name, "smoke", {"max_ratings": 4000, "n_splits": 2, "claim_splits": 2, "epochs": 2,
+                                    "search": True, "eta_grid": [0.01, 0.03], "lam_grid": [0.03], "refine": 0,
+                                    "n_jobs": 1, **over})
+    df = mod.run(p)
+    n_full = fresh_cache.TRAINED["n"]  # the search's evaluations and the refits, every one trained once
+    ids = {m["claim"] for m in df.attrs["measurements"]}
+    claims = {c.id: c for c in load_claims()}
+    assert ids and all(claims[i].dataset == "ml-100k" for i in ids), ids
+    fs = mod.fresh_seeds(df, p)
+    again = fs(dict(p))
+    _same_claims(again.attrs["measurements"], df.attrs["measurements"])
+    pd.testing.assert_frame_equal(again, df, check_exact=True)
+    assert fresh_cache.TRAINED["n"] == n_full  # the first seed again: every run from the cache
+    out = fs({**p, "seed": 1})
+    assert fresh_cache.TRAINED["n"] == 2 * n_full  # a fresh seed: as many runs as the figure, none shared with it
+    assert [_key(m) for m in out.attrs["measurements"]] == [_key(m) for m in df.attrs["measurements"]]
+    assert split_seeds[-2:] == [[0, 1], [2, 3]]  # the first seed again (its own splits), then a block of its own
+    with pytest.raises(ParameterError, match="full run"):
+        fs({**p, "seed": 1, "epochs": 3})
+
+
 # ------------------------------------------------------------------------------------ every run through the cache
 TINY = {"max_ratings": 3000, "n_splits": 1, "epochs": 1, "n_jobs": 1}
 

@@ -3,6 +3,14 @@
 For each λ, η is tuned on validation (log grid). The thesis: "The optimal λ is around 0.1 ... Even when the
 regularization is turned off (λ = 0), our scheme performs better than the other two". Measured: the λ minimising
 the count-sketch test RMSE, and RMSE(count sketch, λ = 0) − min(RMSE(regular, 0), RMSE(feature hashing, 0)).
+
+Which claims: the thesis's are about EachMovie (a stand-in here, never judged); a run on real ML-100K (``ci``,
+``paper``) measures our counterparts (``…-ml-100k``). The best-λ counterpart is measured in a continuous form: the
+lowest count-sketch RMSE at any other λ of the grid minus the RMSE at the thesis's λ = 0.1 (claimed > 0). The arg-min
+itself is a grid value: five seeds that all choose 0.1 give five equal values, which the verdict rules read as "no
+spread" (inconclusive) however clear the choice; the gap says how clearly 0.1 wins and has an interval. The arg-min
+stays in the measurement's note. Claims over seeds: each fresh seed is the whole figure again on new splits
+(:func:`fresh_seeds`; see :mod:`.balu_fig4_3` for why not ``nb.replicate``).
 """
 
 from __future__ import annotations
@@ -20,11 +28,27 @@ from .balu_table4_2 import METHOD_LABELS
 
 CLAIM_BEST = "balu-4.1.5.5-best-lambda-eachmovie"
 CLAIM_ZERO = "balu-4.1.5.5-cs-best-at-lambda0-eachmovie"
+# our ML-100K counterparts (the thesis's claims are about EachMovie)
+CLAIM_BEST_GAP_ML100K = "balu-4.1.5.5-best-lambda-ml-100k"
+CLAIMS_ZERO = {"eachmovie": CLAIM_ZERO, "ml-100k": "balu-4.1.5.5-cs-best-at-lambda0-ml-100k"}
+THESIS_LAMBDA = 0.1  # "The optimal lambda is around 0.1"
 
 
 def run(params: dict) -> pd.DataFrame:
     r = load(params)
-    splits = make_splits(r, params)
+    return run_on(r, make_splits(r, params), params)
+
+
+def best_lambda_gap(cs_rmse: pd.Series, at: float = THESIS_LAMBDA) -> float:
+    """Lowest RMSE at any λ of the grid other than ``at``, minus the RMSE at ``at`` (> 0: ``at`` is the best point);
+    NaN when ``at`` is not on the grid or is its only point."""
+    if at not in cs_rmse.index or len(cs_rmse) < 2:
+        return float("nan")
+    return float(cs_rmse.drop(at).min() - cs_rmse.loc[at])
+
+
+def run_on(r, splits: list, params: dict) -> pd.DataFrame:
+    """The figure (η search per λ, refits, claims) on the given splits of the ratings ``r``."""
     configs = [{"method": m, "d": params["d"], "gamma": params["gamma"], "lam_grid": [float(lam)], "lam": float(lam)}
                for m in params["methods"] for lam in params["lambdas"]]
     # through the result cache: a run stopped by its time budget resumes from the runs it finished
@@ -33,18 +57,31 @@ def run(params: dict) -> pd.DataFrame:
     df["real"] = r.source.real
     mean = df.groupby(["method", "lam"]).test_rmse.mean().unstack("method")
     meas = []
+    counterpart = r.source.dataset == "ml-100k"
     if "count_sketch" in mean.columns:
         best = float(mean["count_sketch"].idxmin())
-        interior = 1.0 if min(params["lambdas"]) < best < max(params["lambdas"]) else 0.0
-        meas.append(Measurement(CLAIM_BEST, best, r.source.label, r.source.real,
-                                note="lambda with the lowest mean test RMSE of count sketch (k=4)",
-                                guards={"lambda_grid_interior": interior}))
+        if counterpart:
+            meas.append(Measurement(CLAIM_BEST_GAP_ML100K, best_lambda_gap(mean["count_sketch"]), r.source.label,
+                                    r.source.real, note=f"count sketch: lowest mean test RMSE at a lambda other than "
+                                    f"{THESIS_LAMBDA:g} minus at {THESIS_LAMBDA:g}; arg-min lambda {best:g}"))
+        else:
+            interior = 1.0 if min(params["lambdas"]) < best < max(params["lambdas"]) else 0.0
+            meas.append(Measurement(CLAIM_BEST, best, r.source.label, r.source.real,
+                                    note="lambda with the lowest mean test RMSE of count sketch (k=4)",
+                                    guards={"lambda_grid_interior": interior}))
         if 0.0 in mean.index and {"regular", "feature_hashing"} <= set(mean.columns):
             z = mean.loc[0.0]
-            meas.append(Measurement(CLAIM_ZERO, float(z["count_sketch"] - min(z["regular"], z["feature_hashing"])),
-                                    r.source.label, r.source.real,
+            gap0 = float(z["count_sketch"] - min(z["regular"], z["feature_hashing"]))
+            meas.append(Measurement(_balu_ch4_runs.claim_for(CLAIMS_ZERO, r, "eachmovie"), gap0, r.source.label,
+                                    r.source.real,
                                     note="lambda = 0: RMSE(cs) - min(RMSE(regular), RMSE(fh))"))
     return attach(df, sources=[r.source], measurements=meas)
+
+
+def fresh_seeds(df: pd.DataFrame, params: dict) -> _balu_ch4_runs.FreshSeeds:
+    """``fresh_seeds(df, nb.params).replicate(nb)``: the claims at 5 fresh seeds, each the whole figure on
+    ``claim_splits`` new splits."""
+    return _balu_ch4_runs.FreshSeeds(df, params, lambda _df, p, r, splits: run_on(r, splits, p))
 
 
 def plot(df: pd.DataFrame, params: dict):
