@@ -409,10 +409,19 @@ def test_best_lambda_gap_is_the_margin_of_the_thesis_lambda_over_the_rest_of_the
     ("balu_fig4_4", {"d_regular": [2, 8]}),
     ("balu_fig4_5", {"lambdas": [1.0, 0.1, 0.0]}),
 ])
-def test_fig4_3_to_4_5_fresh_seeds_are_the_whole_figure_on_new_splits(fresh_cache, split_seeds, name, over):
+def test_fig4_3_to_4_5_fresh_seeds_are_the_whole_figure_on_new_splits(fresh_cache, monkeypatch, name, over):
     """On ML-100K the counterpart claims are measured; the first seed with all its splits reproduces the full run
     (claims and rows); a fresh seed runs the whole figure — search included — on its own block of split seeds."""
     import importlib
+
+    used = []  # the split seed of every split any caller made (the figures import make_splits by name)
+    real = fresh_cache._runs.prepare_split
+
+    def spy(r, seed, **kw):
+        used.append(int(seed))
+        return real(r, seed, **kw)
+
+    monkeypatch.setattr(fresh_cache._runs, "prepare_split", spy)
 
     mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
     p = load_params(name, "smoke", {"max_ratings": 4000, "n_splits": 2, "claim_splits": 2, "epochs": 2,
@@ -428,12 +437,35 @@ def test_fig4_3_to_4_5_fresh_seeds_are_the_whole_figure_on_new_splits(fresh_cach
     _same_claims(again.attrs["measurements"], df.attrs["measurements"])
     pd.testing.assert_frame_equal(again, df, check_exact=True)
     assert fresh_cache.TRAINED["n"] == n_full  # the first seed again: every run from the cache
+    assert used == [0, 1, 0, 1]  # the figure, then the first seed again on the figure's own splits
     out = fs({**p, "seed": 1})
-    assert fresh_cache.TRAINED["n"] == 2 * n_full  # a fresh seed: as many runs as the figure, none shared with it
+    assert used[4:] == [2, 3]  # a fresh seed: a block of split seeds of its own (not seed + 1's [1, 2])
+    assert fresh_cache.TRAINED["n"] == 2 * n_full  # the whole figure again: as many runs, search included
     assert [_key(m) for m in out.attrs["measurements"]] == [_key(m) for m in df.attrs["measurements"]]
-    assert split_seeds[-2:] == [[0, 1], [2, 3]]  # the first seed again (its own splits), then a block of its own
     with pytest.raises(ParameterError, match="full run"):
         fs({**p, "seed": 1, "epochs": 3})
+
+
+@pytest.mark.parametrize("name,dataset,over", [
+    ("balu_fig4_3", "ml-10m", {"early_epochs": 1}),
+    ("balu_fig4_4", "eachmovie", {"d_regular": [2, 8]}),
+    ("balu_fig4_5", "eachmovie", {"lambdas": [1.0, 0.1, 0.0]}),
+])
+def test_fig4_3_to_4_5_on_a_stand_in_measure_the_thesis_claims(fresh_cache, name, dataset, over):
+    """Off ML-100K (the thesis's dataset, a stand-in here) the thesis's claims are measured, as before the
+    counterparts: the best-lambda claim as the arg-min with its grid-interior guard."""
+    import importlib
+
+    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    p = load_params(name, "smoke", {"dataset": dataset, "standin_scale": 0.01, "max_ratings": 3000, "n_splits": 1,
+                                    "epochs": 1, "n_jobs": 1, **over})
+    df = mod.run(p)
+    claims = {c.id: c for c in load_claims()}
+    ms = df.attrs["measurements"]
+    assert ms and all(claims[m["claim"]].dataset == dataset and not m["real"] for m in ms), ms
+    if name == "balu_fig4_5":
+        best = next(m for m in ms if m["claim"] == mod.CLAIM_BEST)
+        assert best["value"] in (1.0, 0.1, 0.0) and "lambda_grid_interior" in best["guards"]
 
 
 # ------------------------------------------------------------------------------------ every run through the cache
