@@ -59,7 +59,8 @@ def run_on(r, splits: list, params: dict) -> pd.DataFrame:
         if len(big):
             gap = big["count_sketch"] - big[["regular", "feature_hashing"]].min(axis=1)
             deg = df[df.d_r >= 8].groupby("d_r").degenerate.any()  # a point where any method learned nothing
-            meas.append(Measurement(_balu_ch4_runs.claim_for(CLAIMS, r, "eachmovie"), float(gap.mean()), r.source.label, r.source.real,
+            claim = _balu_ch4_runs.claim_for(CLAIMS, r, "eachmovie")
+            meas.append(Measurement(claim, float(gap.mean()), r.source.label, r.source.real,
                                     note="one pass; mean over d_r >= 8 of RMSE(cs) - min(RMSE(regular), RMSE(fh)); "
                                          f"{int(deg.sum())} of {len(deg)} of those points have a degenerate selection "
                                          "(val RMSE = bias-only)",
