@@ -39,3 +39,29 @@ def dense_toy(seed=0, n_users=12, n_items=8) -> Ratings:
     vals = rng.integers(1, 6, keep.sum()).astype(np.float32)
     return Ratings(u[keep].astype(np.int32), i[keep].astype(np.int32), vals, n_users, n_items, (1.0, 5.0),
                    DataSource("toy", False, note="test toy"))
+
+
+def lazy_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: int):
+    """``(gap_u, gap_v, flush_u, flush_v)`` (int32/int64) of a visiting order: the steps since each touch's previous
+    touch of the same vector, and the steps left after each vector's last touch (what the SGLD kernel read before
+    #19's noise ahead; moved here from ``dpmf_lib.mf.layout`` as the tests' oracle of ``noise_ahead_counters``)."""
+    n = len(users)
+    pos = np.arange(n, dtype=np.int64)
+
+    def gaps(ids, n_ids):
+        o = np.lexsort((pos, ids))
+        ids_s = ids[o]
+        prev = np.empty(n, dtype=np.int64)
+        prev[0] = -1
+        prev[1:] = np.where(ids_s[1:] == ids_s[:-1], pos[o][:-1], -1)
+        g = np.empty(n, dtype=np.int64)
+        g[o] = pos[o] - prev
+        last = np.full(n_ids, -1, dtype=np.int64)
+        ends = np.flatnonzero(np.r_[ids_s[1:] != ids_s[:-1], True])  # last position of each id
+        last[ids_s[ends]] = pos[o][ends]
+        flush = (n - 1 - last).astype(np.int64)
+        return np.ascontiguousarray(g.astype(np.int32)), flush
+
+    gu, fu = gaps(users, n_users)
+    gv, fv = gaps(items, n_items)
+    return gu, gv, fu, fv

@@ -6,9 +6,8 @@ import pytest
 
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
-from dpmf_lib.mf.layout import lazy_counters
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
-from mf_toys import random_ratings
+from mf_toys import lazy_counters, random_ratings
 
 KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 

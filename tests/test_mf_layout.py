@@ -1,11 +1,13 @@
-"""The fast C-SGD layout (numba counting sorts) equals the plain reference (argsorts of packed keys) exactly, and both
-equal a loop-by-loop statement of the order on hand-made and random cases, including Yahoo!-sized id spaces."""
+"""The fast C-SGD layout (numba counting sorts and shuffles) equals the plain reference (argsorts of packed keys, a
+vectorised shuffle) exactly, and both equal a loop-by-loop statement of the order on hand-made and random cases,
+including Yahoo!-sized id spaces; the within-run shuffle is uniform (a chi-square test over all orders of a run)."""
 
 import numpy as np
 import pytest
 
 from dpmf_lib.data.ratings import DataSource, Ratings
-from dpmf_lib.mf.layout import random_keys, tiered_layout, tiered_layout_reference
+from dpmf_lib.counter_rng import counter_mix_np
+from dpmf_lib.mf.layout import _seed_state, tiered_layout, tiered_layout_reference
 from mf_toys import random_ratings
 
 FIELDS = ("users", "items", "values", "order", "seg", "item_perm", "item_rank")
@@ -27,22 +29,35 @@ def assert_same_layout(a, b):
         (b.kind, b.tier_bounds, b.block_users, b.n_users, b.n_items)
 
 
+def shuffled_run(ks, seed):
+    """Inside-out Fisher-Yates of the run ``ks`` (input positions, in input order) written as a loop: the ``i``-th
+    rating goes to slot ``j = floor(x · (i + 1) / 2⁶⁴)`` (Python integers: exact), the rating there to slot ``i``,
+    with ``x`` the splitmix64 output of (seed, input position)."""
+    out = []
+    for i, k in enumerate(ks):
+        x = int(counter_mix_np(_seed_state(seed), np.uint64(k)))
+        j = (x * (i + 1)) >> 64
+        out.append(None)
+        out[i] = out[j]
+        out[j] = k
+    return out
+
+
 def loop_order(r, block_users, tiers, interleave, seed):
-    """The order written out as loops: blocks, tiers, batches of users, round-robin over each user's sorted run."""
+    """The order written out as loops: blocks, tiers, batches of users, round-robin over each user's shuffled run."""
     counts = np.bincount(r.items, minlength=r.n_items)
     perm = sorted(range(r.n_items), key=lambda j: (-counts[j], j))
     rank = {j: q for q, j in enumerate(perm)}
     bounds = [b for b in np.cumsum(tiers) if b < r.n_items]
     tier = [sum(rank[int(j)] >= b for b in bounds) for j in r.items]
-    keys = random_keys(seed, r.n_ratings)
     out = []
     for b0 in range(0, r.n_users, block_users):
         for t in range(len(bounds) + 1):
             runs = {}
             for u in range(b0, min(b0 + block_users, r.n_users)):
                 ks = [k for k in range(r.n_ratings) if r.users[k] == u and tier[k] == t]
-                runs[u] = sorted(ks, key=(lambda k: (keys[k], k)) if interleave > 1 else
-                                 (lambda k: (rank[int(r.items[k])], k)))
+                runs[u] = (shuffled_run(ks, seed) if interleave > 1 else
+                           sorted(ks, key=lambda k: (rank[int(r.items[k])], k)))
             for batch in sorted({u // interleave for u in runs}):
                 us = [u for u in runs if u // interleave == batch]
                 for p in range(max(len(runs[u]) for u in us)):
@@ -67,9 +82,7 @@ def test_hand_made_user_major():
 def test_hand_made_round_robin():
     # one block, one tier, users 0..2 in one batch of 4: ratings dealt one per user per round
     r = _ratings([0, 0, 0, 1, 2, 2], [0, 1, 2, 0, 1, 2], n_users=3, n_items=3)
-    keys = random_keys(7, 6)
-    run0 = sorted([0, 1, 2], key=lambda k: (keys[k], k))
-    run2 = sorted([4, 5], key=lambda k: (keys[k], k))
+    run0, run2 = shuffled_run([0, 1, 2], 7), shuffled_run([4, 5], 7)
     expected = [run0[0], 3, run2[0], run0[1], run2[1], run0[2]]
     for fn in (tiered_layout, tiered_layout_reference):
         lay = fn(r, block_users=10, tiers=(100,), interleave=4, seed=7)
@@ -89,6 +102,31 @@ def test_fast_equals_reference_and_loops_on_random_cases(seed):
             fast = tiered_layout(rr, **kw)
             assert_same_layout(fast, tiered_layout_reference(rr, **kw))
             np.testing.assert_array_equal(fast.order, loop_order(rr, bu, tiers, il, seed))
+
+
+def test_within_run_order_is_uniform():
+    """Every order of a run is equally likely: 24,000 users with 4 ratings each (one tier) give 24,000 independent
+    shuffles (distinct input positions), counted over the 24 orders (chi-square); and in 3,000 runs of 50 ratings the
+    rating visited first is uniform over the 50. A shuffle that draws j < i (Sattolo's: cycles only, 6 of the 24
+    orders) fails, and so does a biased draw (measured on mutants)."""
+    from itertools import permutations
+
+    from scipy import stats
+
+    for n_users, L, seed in ((24_000, 4, 11), (3_000, 50, 12)):
+        users = np.repeat(np.arange(n_users), L)
+        items = np.tile(np.arange(L), n_users)
+        r = _ratings(users, items, n_users, L)
+        lay = tiered_layout(r, block_users=1000, tiers=(10_000,), interleave=8, seed=seed)
+        visit = lay.order.reshape(-1)
+        by_user = visit[np.argsort(users[visit], kind="stable")].reshape(n_users, L) % L  # each user's run, in order
+        if L == 4:
+            index = {p: q for q, p in enumerate(permutations(range(4)))}
+            counts = np.bincount([index[tuple(row)] for row in by_user], minlength=24)
+            assert counts.min() > 0
+        else:
+            counts = np.bincount(by_user[:, 0], minlength=L)
+        assert stats.chisquare(counts).pvalue > 1e-4, counts
 
 
 def test_seed_moves_only_the_within_user_order():
@@ -113,8 +151,9 @@ def test_fast_equals_reference_at_yahoo_scale_ids():
         assert_same_layout(tiered_layout(r, **kw), tiered_layout_reference(r, **kw))
 
 
-def test_fast_equals_reference_for_a_run_beyond_the_packed_key():
-    """A user with ≥ 2²¹ ratings in one run takes the stable-argsort fallback of the fast path."""
+def test_fast_equals_reference_for_a_run_of_two_million_ratings():
+    """A user with > 2²¹ ratings in one run: a shuffle of ~2M steps (draws on up to 2²¹ slots), and a stable
+    user-major sort of as many (the sorted-key path before the shuffle had a fallback from 2²¹ on)."""
     rng = np.random.default_rng(1)
     n = (1 << 21) + 100
     users = np.r_[np.zeros(n, np.int64), [1, 1, 2]]
@@ -134,8 +173,15 @@ def test_layout_helpers_equal_numpy():
     for chunks in (1, 3):
         np.testing.assert_array_equal(item_counts(items, 40, chunks), np.bincount(items, minlength=40))
     users = np.sort(rng.integers(0, 50, 300)).astype(np.int32)  # some users without ratings, incl. the last ones
-    np.testing.assert_array_equal(_sorted_ptr(users, 60), np.searchsorted(users, np.arange(61)))
-    np.testing.assert_array_equal(_sorted_ptr(users[:0], 3), [0, 0, 0, 0])
+    ptr, ok = _sorted_ptr(users, 60)
+    assert ok
+    np.testing.assert_array_equal(ptr, np.searchsorted(users, np.arange(61)))
+    ptr, ok = _sorted_ptr(users[:0], 3)
+    assert ok
+    np.testing.assert_array_equal(ptr, [0, 0, 0, 0])
+    for bad in ([0, 2, 1], [3, 3, 0], [1, 0]):  # a step down anywhere, not only by more than one
+        assert not _sorted_ptr(np.array(bad, np.int32), 4)[1]
+    assert _sorted_ptr(np.array([0, 0, 2, 2, 3], np.int32), 4)[1]
 
 
 def test_layout_kernels_stay_in_bounds(tmp_path):
@@ -189,3 +235,30 @@ def test_order_is_computed_on_first_use_and_pickled_as_an_array():
         first = lay.order
         assert lay.order is first and first.dtype == np.int64
         np.testing.assert_array_equal(first, ref.order)
+
+
+def test_kernel_draw_is_exact_for_large_run_lengths():
+    """``_draw_index`` (numba) and ``draw_index_np`` both equal ``floor(x · m / 2⁶⁴)`` in Python integers up to
+    m = 2³² − 1. A draw that drops the low limb, or multiplies in float64, agrees with it for small m and fails here
+    (#19 review: the tests had used m ≤ 1,000)."""
+    from numba import njit
+
+    from dpmf_lib.mf._layout_kernels import _draw_index
+    from dpmf_lib.mf.layout import draw_index_np
+
+    @njit
+    def draws(state, ks, ms):
+        out = np.empty(ks.shape[0], dtype=np.int64)
+        for q in range(ks.shape[0]):
+            out[q] = _draw_index(state, ks[q], ms[q])
+        return out
+
+    rng = np.random.default_rng(5)
+    ks = rng.integers(0, 2 ** 40, 20_000)
+    ms = np.r_[rng.integers(1, 2 ** 32, 19_990), 2 ** 32 - 1, 2 ** 31, 2 ** 31 + 1, 1, 2, 3, 2 ** 21, 7, 2 ** 32 - 2,
+               10 ** 9]
+    x = counter_mix_np(_seed_state(9), ks.astype(np.uint64))
+    exact = np.array([(int(a) * int(b)) >> 64 for a, b in zip(x, ms)], dtype=np.int64)
+    np.testing.assert_array_equal(draws(_seed_state(9), ks, ms), exact)
+    np.testing.assert_array_equal(draw_index_np(9, ks, ms), exact)
+    assert np.all((exact >= 0) & (exact < ms))

@@ -178,7 +178,8 @@ def test_isotropic_lambda_detection_selects_the_scalar_step():
 def test_noise_ahead_counters_cover_each_round_exactly():
     """#19 noise ahead: each rated vector is owed its first-touch steps before the round and, at every touch, the steps
     to its next touch (or to the round's end): together exactly the round's N steps; checked by hand as well."""
-    from dpmf_lib.mf.layout import lazy_counters, noise_ahead_counters
+    from dpmf_lib.mf.layout import noise_ahead_counters
+    from mf_toys import lazy_counters
 
     r = random_ratings(n_users=40, n_items=30, n_ratings=400, seed=6)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))

@@ -14,10 +14,12 @@ than a global outer loop, so a thread keeps its users in cache across tiers and 
 
 Building it (#19): ``tiered_layout`` uses O(n) counting sorts in numba (:mod:`dpmf_lib.mf._layout_kernels`, parallel
 over user blocks); ``tiered_layout_reference`` is the plain argsort definition, and the tests check the two equal array
-for array. The random order of a user's ratings inside a tier comes from a counter-based key per rating position
-(:func:`random_keys`, splitmix64 of (seed, position)); before #19 it came from ``default_rng(seed).permutation(n)``, which
-alone cost ~3 SGD epochs at 20M ratings. Same distribution of orders, different draws: C-SGD/SGLD results changed at
-the level of a different seed when this was introduced.
+for array. The random order of a user's ratings inside a tier is an inside-out Fisher-Yates shuffle of the run (in
+input order) with one counter-based draw per rating (:func:`draw_index_np`: splitmix64 of (seed, input position));
+before #19 it came from ``default_rng(seed).permutation(n)``, which alone cost ~3 SGD epochs at 20M ratings, and
+until the eighteenth session from sorting the run by a counter-based random key per rating (~7 ns per rating of
+sorting, the layout's largest cost). Each change kept the distribution of orders (every order of a run equally
+likely) and changed the draws: C-SGD/SGLD results moved at the level of a different seed each time.
 
 ``naive_layout``: one random permutation of all ratings (seeded), original item ids, cut into ``n_chunks`` contiguous
 chunks for ``prange`` (Hogwild on users and items).
@@ -31,9 +33,9 @@ For SGLD the layout gives the lazy-noise counters (Section 5.4). The kernel read
 round's end after its last touch, and ``first_u`` / ``first_v`` the steps up to and including each vector's first touch
 (added before the round). Because the visiting order is the same every round they are evaluated once; the kernel reads
 ``ahead`` from the rating stream, which keeps it exact and race-free under Hogwild. Every vector thus gets exactly N
-steps' worth of noise variance per round. :func:`lazy_counters` is the same information the other way round
-(``gap``: steps since the previous touch, ``flush``: steps left after the last; what the kernel read before #19's
-noise ahead), kept as the tests' oracle.
+steps' worth of noise variance per round. The tests' oracle ``lazy_counters`` (``tests/mf_toys.py``) is the same
+information the other way round (``gap``: steps since the previous touch, ``flush``: steps left after the last; what
+the kernel read before #19's noise ahead).
 """
 
 from __future__ import annotations
@@ -85,10 +87,6 @@ class Layout:
 
     def to_internal_items(self, items: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(self.item_rank[items], dtype=np.int32)
-
-    def lazy_counters(self):
-        """``(gap_u, gap_v, flush_u, flush_v)`` (int32/int64) for the sequential visiting order."""
-        return lazy_counters(self.users, self.items, self.n_users, self.n_items)
 
     def noise_ahead_counters(self):
         """``(ahead_u, ahead_v, first_u, first_v)`` (int32/int64): what the SGLD kernel reads (see
@@ -156,29 +154,45 @@ def _item_ranking(r, tiers):
     return perm, rank, bounds.astype(np.int64)
 
 
-RANDOM_KEY_BITS = 42
+def draw_index_np(seed: int, positions: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """The layout's shuffle draw for the rating at input position ``positions[q]``: an index in ``0..m[q]-1`` (int64),
+    ``floor(x · m / 2⁶⁴)`` with ``x`` the splitmix64 output of ``(seed, position)`` (``m < 2³²``). Counter-based, so
+    any subset of positions can be drawn independently (in parallel, in any order) — what the fast layout needs; a
+    ``default_rng(seed).permutation(n)`` (the order before #19) alone cost ~3 epochs of SGD at 20M ratings and is
+    inherently serial. Each index has probability within ``m / 2⁶⁴`` of ``1 / m``. Computed in 32-bit limbs so the
+    product never leaves uint64: the same arithmetic as the numba kernel's ``_draw_index``."""
+    x = counter_mix_np(_seed_state(seed), np.asarray(positions, dtype=np.int64).astype(np.uint64))
+    mm = np.asarray(m, dtype=np.int64).astype(np.uint64)
+    lo32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    return (((x >> s32) * mm + (((x & lo32) * mm) >> s32)) >> s32).astype(np.int64)
 
 
-def random_keys(seed: int, n: int) -> np.ndarray:
-    """The random sort key of each rating position ``k`` (int64 in ``[0, 2**42)``): splitmix64 of ``(seed, k)``.
-
-    Counter-based, so any subset of positions can be evaluated independently (in parallel, in any order) — what the
-    fast layout needs; a ``default_rng(seed).permutation(n)`` (the key before #19) alone cost ~3 epochs of SGD at 20M
-    ratings and is inherently serial. Only the relative order of keys within one user's ratings of one tier is used,
-    ties (probability ~L²/2⁴³ in a run of L ratings) go to the lower position.
-    """
-    return (counter_mix_np(_seed_state(seed), np.arange(n, dtype=np.uint64))
-            >> np.uint64(64 - RANDOM_KEY_BITS)).astype(np.int64)
+def _shuffle_runs(elements: np.ndarray, start: np.ndarray, run_len: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Inside-out Fisher-Yates of every run ``elements[start[r]:start[r] + run_len[r]]`` at once: at step ``i`` every
+    run longer than ``i`` puts its ``i``-th element at slot ``j = draws[start + i]`` (``0 ≤ j ≤ i``) and the element
+    that was there at slot ``i``. Uniform over the run's orders when each ``j`` is uniform on ``0..i``."""
+    out = np.empty_like(elements)
+    by_len = np.argsort(-run_len, kind="stable")
+    sorted_len = run_len[by_len]
+    for i in range(int(sorted_len[0]) if len(sorted_len) else 0):
+        active = by_len[:np.searchsorted(-sorted_len, -i, side="left")]  # the runs longer than i (longest first)
+        slot_i = start[active] + i
+        slot_j = start[active] + draws[slot_i]
+        out[slot_i] = out[slot_j]
+        out[slot_j] = elements[slot_i]
+    return out
 
 
 def tiered_layout_reference(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: int = 8,
                             seed: int = 0) -> Layout:
-    """The plain numpy definition of the C-SGD order (a few argsorts of packed int64 keys); :func:`tiered_layout`
-    computes the same arrays with counting sorts in numba, and the tests check that they are equal exactly.
+    """The plain numpy definition of the C-SGD order (argsorts of packed int64 keys and a vectorised shuffle);
+    :func:`tiered_layout` computes the same arrays in O(n) with numba (a counting sort by user, shuffles straight
+    into precomputed slots), and the tests check that they are equal exactly.
 
     Order: stable by (block, tier, user, item) for ``interleave=1``; for ``interleave > 1`` by
-    (block, tier, user-batch, position in the user's run, user) where a user's run inside a tier is ordered by
-    :func:`random_keys` (then by position)."""
+    (block, tier, user-batch, position in the user's shuffled run, user), where a user's run inside a tier (its
+    ratings in input order) is shuffled by an inside-out Fisher-Yates whose ``i``-th step draws
+    :func:`draw_index_np` ``(seed, input position, i + 1)``."""
     tiers = _check_tiered_args(r, block_users, tiers, interleave)
     perm, rank, bounds = _item_ranking(r, tiers)
     items = rank[r.items]
@@ -197,14 +211,14 @@ def tiered_layout_reference(r, *, block_users: int = 1000, tiers=(500, 4000), in
         # the batch's users, then another, ... Consecutive updates touch different u_i, so they do not wait on each
         # other's stores. Small batches on purpose: round-robin over a whole block puts only the heaviest users at the
         # end of every round, which biased the item vectors and cost ~0.2 test RMSE on ML-100K (measured).
+        # Each user's run in a tier is shuffled (uniformly: every order equally likely), then dealt round-robin.
         n = len(users)
-        rnd = random_keys(seed, n)
-        order = np.argsort(pack_keys((group, n_groups), (users, r.n_users), (rnd, 1 << RANDOM_KEY_BITS)),
-                           kind="stable")
+        order = np.argsort(pack_keys((group, n_groups), (users, r.n_users)), kind="stable")
         g_o, u_o = group[order], users[order]
         start = np.r_[0, np.flatnonzero((g_o[1:] != g_o[:-1]) | (u_o[1:] != u_o[:-1])) + 1]
         run_len = np.diff(np.r_[start, n])
         pos_in_user = np.arange(n) - np.repeat(start, run_len)
+        order = _shuffle_runs(order, start, run_len, draw_index_np(seed, order, pos_in_user + 1))
         batch = u_o // int(interleave)
         key2 = pack_keys((g_o, n_groups), (batch, r.n_users // int(interleave) + 1), (pos_in_user, n),
                          (u_o, r.n_users))
@@ -219,9 +233,9 @@ def tiered_layout_reference(r, *, block_users: int = 1000, tiers=(500, 4000), in
 
 def tiered_layout(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: int = 8, seed: int = 0) -> Layout:
     """The C-SGD layout (order defined by :func:`tiered_layout_reference`), built in O(n) with numba: a parallel
-    counting sort of the ratings by user (stable), then per user block in parallel: each user's run sorted by its
-    key (internal item id, or :func:`random_keys` when interleaving), split stably by tier, and emitted round-robin
-    over batches of ``interleave`` users. Equal to the reference array for array (``tests/test_mf_layout.py``)."""
+    counting sort of the ratings by user (stable), then per user block in parallel: each user's tier runs shuffled
+    (or, user-major, sorted by internal item id) straight into their round-robin slots of the batches of
+    ``interleave`` users. Equal to the reference array for array (``tests/test_mf_layout.py``)."""
     import numba
 
     from ._layout_kernels import build_tiered
@@ -250,7 +264,7 @@ def _tiered_order(args) -> np.ndarray:
 
 
 def _seed_state(seed: int) -> np.uint64:
-    """The first output of the splitmix64 generator seeded with ``seed``: the key of :func:`random_keys`."""
+    """The first output of the splitmix64 generator seeded with ``seed``: the key of :func:`draw_index_np`."""
     return splitmix_np(seed, 1)[0]
 
 
@@ -262,29 +276,6 @@ def naive_layout(r, *, seed: int = 0, n_chunks: int = 256) -> Layout:
     ident = np.arange(r.n_items, dtype=np.int32)
     return Layout("naive", np.ascontiguousarray(r.users[order]), np.ascontiguousarray(r.items[order]),
                   np.ascontiguousarray(r.values[order]), order, seg, ident, ident, r.n_users, r.n_items, (), 0)
-
-
-def lazy_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: int):
-    n = len(users)
-    pos = np.arange(n, dtype=np.int64)
-
-    def gaps(ids, n_ids):
-        o = np.lexsort((pos, ids))
-        ids_s = ids[o]
-        prev = np.empty(n, dtype=np.int64)
-        prev[0] = -1
-        prev[1:] = np.where(ids_s[1:] == ids_s[:-1], pos[o][:-1], -1)
-        g = np.empty(n, dtype=np.int64)
-        g[o] = pos[o] - prev
-        last = np.full(n_ids, -1, dtype=np.int64)
-        ends = np.flatnonzero(np.r_[ids_s[1:] != ids_s[:-1], True])  # last position of each id
-        last[ids_s[ends]] = pos[o][ends]
-        flush = (n - 1 - last).astype(np.int64)
-        return np.ascontiguousarray(g.astype(np.int32)), flush
-
-    gu, fu = gaps(users, n_users)
-    gv, fv = gaps(items, n_items)
-    return gu, gv, fu, fv
 
 
 def noise_ahead_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: int):
