@@ -16,11 +16,10 @@ from mf_toys import random_ratings
 f = np.float32
 
 
-def _round(clip, lik_scale=1.0, kernel=True):
+def _round(clip, lik_scale=1.0, kernel=True, d=6):
     r = random_ratings(seed=1)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
     gu, gv, _, _ = lay.noise_ahead_counters()
-    d = 6
     m = init_model(r.n_users, r.n_items, d, seed=3, b0=3.0, scale=0.5)
     table = GaussianTable.create(997, seed=2)
     ext = table.extended(d + 2)
@@ -49,12 +48,13 @@ def _round(clip, lik_scale=1.0, kernel=True):
     return A
 
 
-def test_clipped_kernel_matches_reference_and_bites():
+@pytest.mark.parametrize("d", [6, 16])  # the loop kernel and the whole-row kernel
+def test_clipped_kernel_matches_reference_and_bites(d):
     clip = (2.6, 3.4)  # narrow: a fair share of the toy's predictions lie outside
-    A, B = _round(clip), _round(clip, kernel=False)
+    A, B = _round(clip, d=d), _round(clip, kernel=False, d=d)
     for a, b in zip(A, B):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
-    assert not np.allclose(A[0], _round(None)[0])  # the clip changed the chain
+    assert not np.allclose(A[0], _round(None, d=d)[0])  # the clip changed the chain
 
 
 def test_outside_the_range_only_the_prior_drives():

@@ -14,12 +14,21 @@ KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 
 @pytest.mark.parametrize("order", ["tiered", "tiered-usermajor", "naive"])
 @pytest.mark.parametrize("prefetch", [0, 2])
-def test_sgd_kernel_matches_reference_same_order(order, prefetch):
-    r = random_ratings()
+@pytest.mark.parametrize("d", [8, 16, 128])
+def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
+    """d = 8 runs the loop kernel, 16 and 128 the whole-row kernel (``ROW_LENGTHS``), which reads the next rating's
+    rows before this rating's update: with 12 items, consecutive ratings often share an item or a user, and the
+    kernel must then re-read (a version that does not is off by ~1e-3 here)."""
+    from dpmf_lib.mf.csgd import ROW_LENGTHS
+
+    assert (d in ROW_LENGTHS) == (d != 8)
+    r = random_ratings(n_items=12)
     lay = (naive_layout(r, seed=3, n_chunks=5) if order == "naive" else
            tiered_layout(r, block_users=7, tiers=(5, 10), interleave=8 if order == "tiered" else 1))
-    m0 = init_model(r.n_users, r.n_items, 8, seed=1, b0=float(r.values.mean()))
-    res = train_sgd(r, d=8, model=m0, layout=lay, n_threads=1, prefetch_stride=prefetch, **KW)
+    shared = (lay.users[1:] == lay.users[:-1]) | (lay.items[1:] == lay.items[:-1])
+    assert shared.sum() >= 20  # the re-read path runs
+    m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=float(r.values.mean()))
+    res = train_sgd(r, d=d, model=m0, layout=lay, n_threads=1, prefetch_stride=prefetch, **KW)
     ref = train_sgd_reference(lay, m0, lam=KW["lam"], lamb=KW["lam"], epochs=KW["epochs"], eta0=KW["eta0"],
                               gamma=KW["gamma"])
     for a, b in [(res.model.U, ref.U), (res.model.V, ref.V), (res.model.bu, ref.bu), (res.model.bi, ref.bi)]:
@@ -116,11 +125,12 @@ def test_same_seed_one_thread_bit_identical():
     assert a.model.U.tobytes() != c.model.U.tobytes()
 
 
-def test_two_threads_still_converges():
+@pytest.mark.parametrize("d", [8, 16])  # the loop kernel and the whole-row kernel under prange
+def test_two_threads_still_converges(d):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 numba threads")
     r = random_ratings(n_users=200, n_items=80, n_ratings=4000, seed=6)
-    res = train_sgd(r, d=8, epochs=10, eta0=0.02, gamma=0.0, lam=0.05, n_threads=2, block_users=20, tiers=(10, 20),
+    res = train_sgd(r, d=d, epochs=10, eta0=0.02, gamma=0.0, lam=0.05, n_threads=2, block_users=20, tiers=(10, 20),
                     test=r)
     h = res.history["test_rmse"].to_numpy()
     assert np.isfinite(h).all() and h[-1] < h[0]
@@ -137,6 +147,22 @@ def test_prefetch_emits_instruction():
     fresh(r.users, r.items, r.values, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3), f(0.01), f(0.0), f(0.0), 2)
     asm = "".join(fresh.inspect_asm().values())
     assert "prefetcht0" in asm
+
+
+def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
+    """The whole-row C-SGD kernel at d = 128 (recompiled without the on-disk cache): prefetches, packed single
+    precision FMAs on full rows, and no reference counting in its loop."""
+    from dpmf_lib.mf.csgd import _sgd_range_rows
+
+    fresh = numba.njit(fastmath=True)(_sgd_range_rows.py_func)
+    r = random_ratings()
+    m = init_model(r.n_users, r.n_items, 128, seed=0)
+    f = np.float32
+    fresh(r.users, r.items, r.values, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3), f(0.01), f(0.0), f(0.0), 2, 128)
+    asm = "".join(fresh.inspect_asm().values())
+    native = asm.split("_ZN7cpython")[0]  # the kernel itself, before its Python wrapper (which unboxes and decrefs)
+    assert "prefetcht0" in native and "vfmadd231ps\t%zmm" in native.replace("vfmadd213ps", "vfmadd231ps")
+    assert "NRT_incref" not in native and "NRT_decref" not in native
 
 
 def test_bad_parameters_raise():

@@ -12,9 +12,15 @@ the tiered user-block layout and software prefetch of the item and user vectors 
 (Section 6.5 uses stride 2), naive SGD a random permutation of all ratings.
 
 Performance notes (#19, d = 128, 1 thread, this machine; the ``mf`` benchmark's records): the inner d-loops are
-float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the update 2-way);
-in cache the loop runs ~45M updates/s (~40% of the FMA ceiling), bounded by its 32 vector loads and 16 stores per
-update. Out of cache the item row misses; two changes moved C-SGD from ~22 to ~33M updates/s (process CPU time, same
+float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the update 2-way).
+In cache (2M updates on 64 users x 256 items) the loop runs ~39M updates/s with prefetch, ~44M without: not bound by
+its loads (reading each row once, as one vector value, changed nothing) nor by its FP work (half of it changed +3%),
+but by the chain dot product -> error -> update -> the next rating's loads (~84 cycles per update; ~58 with the error
+taken off the chain). Hence, for d in ``ROW_LENGTHS`` (16, 32, 64, 128), the whole-row kernel ``_sgd_range_rows``
+(nineteenth session): rows as single vector values and the next rating's dot product read before this rating's
+stores. ``mf`` benchmark, same machine idle, two runs each, before -> after: C-SGD d = 16 73 -> 93M updates/s, naive
+SGD d = 16 68-70 -> 75-87, SGLD d = 16 42-43 -> 60; at d = 128 no change (C-SGD 37 -> 35-39M/s): there the
+bench's data (U out of L3, item tiers in L2/L3) is bound by the rows' cache traffic, not the chain. Out of cache the item row misses; two changes moved C-SGD from ~22 to ~33M updates/s (process CPU time, same
 run): factor matrices are copied to 64-byte-aligned memory (:func:`aligned_copy`; numpy's start 16 bytes into a line,
 so every row straddled one line more and every vector load crossed a line), and ``prefetch_row`` no longer reshapes
 (see :mod:`dpmf_lib.mf.prefetch`: the old one cost a reshape call and reference counting per rating, so prefetching
@@ -31,21 +37,79 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import literally, njit, prange
 
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from .layout import Layout, naive_layout, tiered_layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .prefetch import prefetch_row
+from .rowvec import row_dot, sgd_row_step
 
 
 if TYPE_CHECKING:
     import pandas as pd
 
+ROW_LENGTHS = (16, 32, 64, 128)  # d with a whole-row kernel (``_sgd_range_rows``); others run the loop kernel
+
+
+@njit(cache=True, fastmath=True)
+def _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, D):
+    """``_sgd_range`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's dot
+    product read *before* this rating's update is stored (#19, nineteenth session).
+
+    Why: at d = 128 the loop kernel is bound neither by its loads nor by its FP work but by the chain dot -> error ->
+    update -> the next rating's loads, which must wait for the stores they might alias (in cache: ~84 cycles per
+    update against ~58 with the error off the chain). Reading rating k+1's rows before rating k's stores takes the
+    dot product off that chain. When rating k+1 shares its user or its item with rating k, its dot product is read
+    again after the update, so every update sees exactly the rows the sequential order gives it (with one thread;
+    with several, segments race on shared item rows as before, Hogwild). Same updates, same order; the dot product's
+    summation order differs from the loop kernel's (float32 rounding)."""
+    literally(D)
+    if start >= stop:
+        return
+    shrink = np.float32(1.0) - eta * lam
+    i = np.uint32(users[start])
+    j = np.uint32(items[start])
+    s = row_dot(U, i, V, j, D)
+    for k in range(start, stop):
+        if pf > 0 and k + pf < stop:
+            prefetch_row(V, items[k + pf])
+            prefetch_row(U, users[k + pf])
+        e = vals[k] - (s + bu[i] + bi[j] + b0)
+        more = k + 1 < stop
+        i_next = i
+        j_next = j
+        s_next = s
+        if more:
+            i_next = np.uint32(users[k + 1])
+            j_next = np.uint32(items[k + 1])
+            s_next = row_dot(U, i_next, V, j_next, D)
+        sgd_row_step(U, i, V, j, shrink, eta * e, D)
+        bu[i] += eta * (e - lamb * bu[i])
+        bi[j] += eta * (e - lamb * bi[j])
+        if more and (i_next == i or j_next == j):
+            s_next = row_dot(U, i_next, V, j_next, D)
+        i = i_next
+        j = j_next
+        s = s_next
+
+
 @njit(cache=True, fastmath=True, inline="always")
 def _sgd_range(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf):
     d = U.shape[1]
+    if d == 16:
+        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 16)
+        return
+    if d == 32:
+        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 32)
+        return
+    if d == 64:
+        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 64)
+        return
+    if d == 128:
+        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 128)
+        return
     shrink = np.float32(1.0) - eta * lam
     for k in range(start, stop):
         if pf > 0 and k + pf < stop:

@@ -45,7 +45,10 @@ random table segments of d + 2 numbers and two more FMAs per element. Seventh se
 ``fixed_lambda`` given as scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients
 (``iso``); its results differ from the general step's in float32 rounding only. Tried and not kept (same-process A/B,
 d = 128, before noise ahead): a read-only first pass with the noised rows recomputed in the second (−8%), no table
-prefetch, no square roots (both within noise).
+prefetch, no square roots (both within noise). Nineteenth session: for d in ``csgd.ROW_LENGTHS`` the segment runs
+:func:`_sgld_range_table_rows` (rows as single vector values, the next rating's dot product read before this
+rating's stores; see :mod:`dpmf_lib.mf.csgd`): SGLD at d = 16 42-43 -> 60M updates/s in the ``mf`` benchmark, no
+change at d = 128 (18.5-19.7M/s).
 
 **Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
@@ -69,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit, prange
+from numba import literally, njit, prange
 
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
@@ -78,6 +81,7 @@ from .layout import Layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
+from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
 
 
 if TYPE_CHECKING:
@@ -220,6 +224,93 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
     return state
 
 
+@njit(cache=True, fastmath=True)
+def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
+                           pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso, D):
+    """``_sgld_range_table`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's
+    dot product read before this rating's step is stored, and read again after it when the two ratings share a user
+    or an item — as :func:`dpmf_lib.mf.csgd._sgd_range_rows` (nineteenth session; why it pays is said there). The same
+    draws in the same order as ``_sgld_range_table``; the dot product's summation order differs (float32 rounding).
+    Returns the stream state."""
+    literally(D)
+    if start >= stop:
+        return state
+    state, ou_n = randint_below(state, size)
+    state, ov_n = randint_below(state, size)
+    i = np.uint32(users[start])
+    j = np.uint32(items[start])
+    s = row_dot(U, i, V, j, D)
+    for k in range(start, stop):
+        if pf > 0 and k + pf < stop:
+            prefetch_row(V, items[k + pf])
+            prefetch_row(U, users[k + pf])
+        ou = ou_n
+        ov = ov_n
+        state, ou_n = randint_below(state, size)
+        state, ov_n = randint_below(state, size)
+        for q in range(0, D + 2, 16):
+            prefetch_address(ext, ou_n + q)
+            prefetch_address(ext, ov_n + q)
+        e = vals[k] - (s + bu[i] + bi[j] + b0)
+        if clip_on:
+            pr = s + bu[i] + bi[j] + b0
+            if pr < clip_lo or pr > clip_hi:
+                e = np.float32(0.0)
+        g = lik * e
+        if has_w:
+            g = g * w[k]
+        pu = pwu[i]
+        pv = pwv[j]
+        sdu = np.sqrt(np.float32(ahead_u[k]) * ze)
+        sdv = np.sqrt(np.float32(ahead_v[k]) * ze)
+        more = k + 1 < stop
+        i_next = i
+        j_next = j
+        s_next = s
+        if more:
+            i_next = np.uint32(users[k + 1])
+            j_next = np.uint32(items[k + 1])
+            s_next = row_dot(U, i_next, V, j_next, D)
+        if iso:
+            sgld_row_step_iso(U, i, V, j, h * g, h * pu * Lu[0], h * pv * Lv[0], sdu, sdv, ext, ou, ov, D)
+        else:
+            sgld_row_step_diag(U, i, V, j, h, g, pu, pv, Lu, Lv, sdu, sdv, ext, ou, ov, D)
+        if upd_b:
+            bi[j] += h * (g - pv * lamb * bi[j]) + sdv * ext[ov + D]
+            bu[i] += h * (g - pu * lamb * bu[i]) + sdu * ext[ou + D]
+        if more and (i_next == i or j_next == j):
+            s_next = row_dot(U, i_next, V, j_next, D)
+        i = i_next
+        j = j_next
+        s = s_next
+    return state
+
+
+@njit(cache=True, fastmath=True)
+def _sgld_segment_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
+                        pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso):
+    """One segment of the fused table step: the whole-row kernel for d in ``ROW_LENGTHS``, else the loop kernel."""
+    d = U.shape[1]
+    if d == 16:
+        return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
+                                      h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
+                                      clip_lo, clip_hi, iso, 16)
+    if d == 32:
+        return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
+                                      h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
+                                      clip_lo, clip_hi, iso, 32)
+    if d == 64:
+        return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
+                                      h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
+                                      clip_lo, clip_hi, iso, 64)
+    if d == 128:
+        return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
+                                      h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
+                                      clip_lo, clip_hi, iso, 128)
+    return _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze,
+                             lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso)
+
+
 @njit(cache=True, parallel=True, fastmath=True)
 def _sgld_epoch_lazy(users, items, vals, w, has_w, ahead_u, ahead_v, seg, U, V, bu, bi, b0, eta, zeta, lik, pwu, pwv,
                      Lu, Lv, lamb, use_table, ext, size, base, pf, upd_v, upd_b, clip_on=False, clip_lo=0.0,
@@ -233,8 +324,8 @@ def _sgld_epoch_lazy(users, items, vals, w, has_w, ahead_u, ahead_v, seg, U, V, 
         start = seg[s]
         stop = seg[s + 1]
         if use_table and upd_v:  # the common case: noise fused into the step
-            _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik,
-                              pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso)
+            _sgld_segment_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze,
+                                lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso)
             continue
         buf = np.empty(d + 2, dtype=np.float32)
         for k in range(start, stop):

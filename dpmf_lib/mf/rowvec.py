@@ -1,0 +1,175 @@
+"""Whole-row operations on float32 factor rows of a compile-time length ``D`` (numba ``@intrinsic``\\ s, #19).
+
+``row_dot(A, i, B, j, D)`` returns <A[i, :D], B[j, :D]>; ``sgd_row_step``, ``sgld_row_step_iso`` and
+``sgld_row_step_diag`` write the SGD update and the SGLD update (isotropic or diagonal Λ, with its noise) of both rows. Each row is read as one ``<D x float>`` LLVM value (16 float32 per AVX-512
+register), so the update is straight-line vector code with no loop, no remainder and no runtime alias check; the
+row-update kernels (:func:`dpmf_lib.mf.csgd._sgd_range_rows`, :func:`dpmf_lib.mf.sgld._sgld_range_table_rows`) use
+them to read the *next* rating's rows before this rating's update stores (see those kernels for why that is what
+pays). ``D`` must be an integer literal at the call site (the kernels get it through ``numba.literally``) and equal
+the arrays' row length; rows must be contiguous (C-layout 2-D arrays) and the indices in range: like the loop kernels
+(boundscheck off), nothing is checked at run time.
+
+Arithmetic: the products of ``row_dot`` are summed in an order LLVM chooses (``fast`` flags, as the loop kernels'
+``fastmath``), so results agree with the loop kernels and the numpy references to float32 rounding, not bit for bit.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+FAST = ("fast",)
+F32 = ir.FloatType()
+
+
+def _is_rows(a) -> bool:
+    return isinstance(a, types.Array) and a.ndim == 2 and a.dtype == types.float32 and a.layout == "C"
+
+
+def _literal_length(D):
+    if not isinstance(D, types.IntegerLiteral) or D.literal_value < 1:
+        return None
+    return D.literal_value
+
+
+def _row_pointer(context, builder, aryty, ary_val, row, rowty, n):
+    """``<n x float>*`` to the start of row ``row``: data + row · strides[0], without creating a view."""
+    ary = context.make_array(aryty)(context, builder, ary_val)
+    intp = context.get_value_type(types.intp)
+    r = context.cast(builder, row, rowty, types.intp)
+    offset = builder.mul(r, builder.extract_value(ary.strides, 0))
+    address = builder.add(builder.ptrtoint(ary.data, intp), offset)
+    return builder.inttoptr(address, ir.VectorType(F32, n).as_pointer())
+
+
+def _element_pointer(context, builder, aryty, ary_val, pos, posty, n):
+    """``<n x float>*`` to element ``pos`` of a contiguous 1-D float32 array."""
+    ary = context.make_array(aryty)(context, builder, ary_val)
+    p = context.cast(builder, pos, posty, types.intp)
+    return builder.bitcast(builder.gep(ary.data, [p]), ir.VectorType(F32, n).as_pointer())
+
+
+def _splat(builder, x, n):
+    vt = ir.VectorType(F32, n)
+    undef = ir.Constant(vt, ir.Undefined)
+    first = builder.insert_element(undef, x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(first, undef, ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n))
+
+
+def _dot(builder, u, v, n):
+    prod = builder.fmul(u, v, flags=FAST)
+    fnty = ir.FunctionType(F32, [F32, ir.VectorType(F32, n)])
+    reduce = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.vector.reduce.fadd.v{n}f32")
+    return builder.call(reduce, [ir.Constant(F32, -0.0), prod], fastmath=FAST)
+
+
+@intrinsic
+def row_dot(typingctx, A, i, B, j, D):
+    """<A[i, :D], B[j, :D]> (float32)."""
+    n = _literal_length(D)
+    if n is None or not (_is_rows(A) and _is_rows(B)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        u = builder.load(_row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n), align=4)
+        v = builder.load(_row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n), align=4)
+        return _dot(builder, u, v, n)
+
+    return types.float32(A, i, B, j, D), codegen
+
+
+@intrinsic
+def sgd_row_step(typingctx, A, i, B, j, shrink, step, D):
+    """A[i] ← shrink·A[i] + step·B[j] and B[j] ← shrink·B[j] + step·A[i] (both from the old rows; eq. 3 of
+    :mod:`dpmf_lib.mf.csgd` with shrink = 1 − ηλ, step = η e)."""
+    n = _literal_length(D)
+    if n is None or not (_is_rows(A) and _is_rows(B)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        pu = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
+        pv = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
+        u = builder.load(pu, align=4)
+        v = builder.load(pv, align=4)
+        a = _splat(builder, args[4], n)
+        b = _splat(builder, args[5], n)
+        new_u = builder.fadd(builder.fmul(a, u, flags=FAST), builder.fmul(b, v, flags=FAST), flags=FAST)
+        new_v = builder.fadd(builder.fmul(a, v, flags=FAST), builder.fmul(b, u, flags=FAST), flags=FAST)
+        builder.store(new_u, pu, align=4)
+        builder.store(new_v, pv, align=4)
+        return context.get_dummy_value()
+
+    return types.void(A, i, B, j, shrink, step, D), codegen
+
+
+@intrinsic
+def sgld_row_step_iso(typingctx, A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, D):
+    """The isotropic SGLD step with its noise (:func:`dpmf_lib.mf.sgld._sgld_range_table`, ``iso``):
+    A[i] ← ((u + hg·v) − cu·u) + sdu·noise[ou : ou+D] and B[j] ← ((v + hg·u) − cv·v) + sdv·noise[ov : ov+D],
+    u, v the old rows; ``noise`` a contiguous 1-D float32 array (the extended Gaussian table)."""
+    n = _literal_length(D)
+    if n is None or not (_is_rows(A) and _is_rows(B)):
+        return None
+    if not (isinstance(noise, types.Array) and noise.ndim == 1 and noise.dtype == types.float32
+            and noise.layout == "C"):
+        return None
+
+    def codegen(context, builder, sig, args):
+        pu = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
+        pv = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
+        zu = builder.load(_element_pointer(context, builder, sig.args[9], args[9], args[10], sig.args[10], n), align=4)
+        zv = builder.load(_element_pointer(context, builder, sig.args[9], args[9], args[11], sig.args[11], n), align=4)
+        u = builder.load(pu, align=4)
+        v = builder.load(pv, align=4)
+        hg, cu, cv, sdu, sdv = (_splat(builder, args[k], n) for k in range(4, 9))
+
+        def step(x, y, c, sd, z):
+            grad = builder.fsub(builder.fadd(x, builder.fmul(hg, y, flags=FAST), flags=FAST),
+                                builder.fmul(c, x, flags=FAST), flags=FAST)
+            return builder.fadd(grad, builder.fmul(sd, z, flags=FAST), flags=FAST)
+
+        builder.store(step(u, v, cu, sdu, zu), pu, align=4)
+        builder.store(step(v, u, cv, sdv, zv), pv, align=4)
+        return context.get_dummy_value()
+
+    return types.void(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, D), codegen
+
+
+@intrinsic
+def sgld_row_step_diag(typingctx, A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, D):
+    """The SGLD step with diagonal Λ and its noise (:func:`dpmf_lib.mf.sgld._sgld_range_table`, general case):
+    A[i] ← (u + h·(g·v − pu·Lu∘u)) + sdu·noise[ou : ou+D] and B[j] ← (v + h·(g·u − pv·Lv∘v)) + sdv·noise[ov : ov+D],
+    u, v the old rows; ``Lu``, ``Lv``, ``noise`` contiguous 1-D float32 arrays (``Lu``, ``Lv`` of length ≥ D)."""
+    n = _literal_length(D)
+    if n is None or not (_is_rows(A) and _is_rows(B)):
+        return None
+    for a in (Lu, Lv, noise):
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float32 and a.layout == "C"):
+            return None
+
+    def codegen(context, builder, sig, args):
+        def vec(k, pos=None, posty=None):
+            return builder.load(_element_pointer(context, builder, sig.args[k], args[k], pos, posty, n), align=4)
+
+        pu_ = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
+        pv_ = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
+        zero = context.get_constant(types.intp, 0)
+        lu, lv = vec(8, zero, types.intp), vec(9, zero, types.intp)
+        zu, zv = vec(12, args[13], sig.args[13]), vec(12, args[14], sig.args[14])
+        u = builder.load(pu_, align=4)
+        v = builder.load(pv_, align=4)
+        h, g, pu, pv, sdu, sdv = (_splat(builder, args[k], n) for k in (4, 5, 6, 7, 10, 11))
+
+        def step(x, y, p, lam, sd, z):
+            prior = builder.fmul(builder.fmul(p, lam, flags=FAST), x, flags=FAST)
+            grad = builder.fsub(builder.fmul(g, y, flags=FAST), prior, flags=FAST)
+            moved = builder.fadd(x, builder.fmul(h, grad, flags=FAST), flags=FAST)
+            return builder.fadd(moved, builder.fmul(sd, z, flags=FAST), flags=FAST)
+
+        builder.store(step(u, v, pu, lu, sdu, zu), pu_, align=4)
+        builder.store(step(v, u, pv, lv, sdv, zv), pv_, align=4)
+        return context.get_dummy_value()
+
+    return types.void(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, D), codegen

@@ -1,0 +1,92 @@
+"""The whole-row intrinsics of :mod:`dpmf_lib.mf.rowvec` against numpy on hand-made rows, and their typing guards."""
+
+import numpy as np
+import pytest
+from numba import literally, njit
+from numba.core.errors import TypingError
+
+from dpmf_lib.mf.csgd import ROW_LENGTHS
+from dpmf_lib.mf.rowvec import row_dot, sgd_row_step, sgld_row_step_diag, sgld_row_step_iso
+
+f32 = np.float32
+
+
+@njit
+def _dot(A, i, B, j, D):
+    literally(D)
+    return row_dot(A, i, B, j, D)
+
+
+@njit
+def _dots(A, i, B, j):
+    return (row_dot(A, i, B, j, 16), row_dot(A, i, B, j, 32), row_dot(A, i, B, j, 64), row_dot(A, i, B, j, 128))
+
+
+@njit
+def _sgd_128(A, i, B, j, shrink, step):
+    sgd_row_step(A, i, B, j, shrink, step, 128)
+
+
+@njit
+def _iso_16(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov):
+    sgld_row_step_iso(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, 16)
+
+
+@njit
+def _diag_16(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov):
+    sgld_row_step_diag(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, 16)
+
+
+def _rows(n, d, seed):
+    return np.random.default_rng(seed).standard_normal((n, d)).astype(f32)
+
+
+def test_row_dot_is_the_dot_product_of_the_named_rows():
+    A, B = _rows(5, 128, 0), _rows(7, 128, 1)
+    got = _dots(A, 3, B, 6)
+    for D, value in zip(ROW_LENGTHS, got):
+        exact = float(np.dot(A[3, :D].astype(np.float64), B[6, :D].astype(np.float64)))
+        assert abs(value - exact) <= 1e-5 * np.abs(A[3, :D] * B[6, :D]).sum()
+    # a hand-made case that is exact in float32 whatever the summation order
+    A, B = np.zeros((2, 16), f32), np.zeros((3, 16), f32)
+    A[1], B[2] = np.arange(16), 2.0
+    assert _dot(A, 1, B, 2, 16) == 240.0 and _dot(A, 0, B, 2, 16) == 0.0
+
+
+def test_sgd_row_step_updates_both_rows_from_the_old_ones():
+    A, B = _rows(4, 128, 2), _rows(6, 128, 3)
+    A0, B0 = A.copy(), B.copy()
+    _sgd_128(A, np.uint32(2), B, np.uint32(5), f32(0.99), f32(0.05))
+    np.testing.assert_allclose(A[2], f32(0.99) * A0[2] + f32(0.05) * B0[5], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(B[5], f32(0.99) * B0[5] + f32(0.05) * A0[2], rtol=1e-6, atol=1e-7)
+    mask_a, mask_b = np.arange(4) != 2, np.arange(6) != 5
+    assert np.array_equal(A[mask_a], A0[mask_a]) and np.array_equal(B[mask_b], B0[mask_b])  # nothing else written
+
+
+def test_sgld_row_steps_read_the_noise_at_their_offsets():
+    A, B = _rows(3, 16, 4), _rows(3, 16, 5)
+    noise = np.random.default_rng(6).standard_normal(100).astype(f32)
+    A0, B0 = A.copy(), B.copy()
+    _iso_16(A, 1, B, 2, f32(0.1), f32(0.01), f32(0.02), f32(0.3), f32(0.4), noise, 7, 50)
+    np.testing.assert_allclose(A[1], ((A0[1] + f32(0.1) * B0[2]) - f32(0.01) * A0[1]) + f32(0.3) * noise[7:23],
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(B[2], ((B0[2] + f32(0.1) * A0[1]) - f32(0.02) * B0[2]) + f32(0.4) * noise[50:66],
+                               rtol=1e-6, atol=1e-7)
+    A, B = A0.copy(), B0.copy()
+    Lu, Lv = np.linspace(1, 2, 16).astype(f32), np.linspace(2, 3, 16).astype(f32)
+    h, g, pu, pv = f32(0.05), f32(0.7), f32(3.0), f32(4.0)
+    _diag_16(A, 0, B, 1, h, g, pu, pv, Lu, Lv, f32(0.3), f32(0.4), noise, 11, 80)
+    np.testing.assert_allclose(A[0], (A0[0] + h * (g * B0[1] - pu * Lu * A0[0])) + f32(0.3) * noise[11:27],
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(B[1], (B0[1] + h * (g * A0[0] - pv * Lv * B0[1])) + f32(0.4) * noise[80:96],
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_typing_guards():
+    A = _rows(3, 16, 7)
+    with pytest.raises(TypingError):  # D must be a literal
+        njit(lambda A, D: row_dot(A, 0, A, 0, D))(A, 16)
+    with pytest.raises(TypingError):  # rows must be contiguous
+        _dot(A[:, ::2].copy(order="F"), 0, A, 0, 16)
+    with pytest.raises(TypingError):  # float32 only
+        _dot(A.astype(np.float64), 0, A.astype(np.float64), 0, 16)
