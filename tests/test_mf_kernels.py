@@ -14,14 +14,14 @@ KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 
 @pytest.mark.parametrize("order", ["tiered", "tiered-usermajor", "naive"])
 @pytest.mark.parametrize("prefetch", [0, 2])
-@pytest.mark.parametrize("d", [8, 16, 128])
+@pytest.mark.parametrize("d", [8, 16, 32, 64, 128])
 def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
-    """d = 8 runs the loop kernel, 16 and 128 the whole-row kernel (``ROW_LENGTHS``), which reads the next rating's
+    """d = 8 runs the loop kernel, the others the whole-row kernel (``ROW_LENGTHS``), which reads the next rating's
     rows before this rating's update: with 12 items, consecutive ratings often share an item or a user, and the
     kernel must then re-read (a version that does not is off by ~1e-3 here)."""
     from dpmf_lib.mf.csgd import ROW_LENGTHS
 
-    assert (d in ROW_LENGTHS) == (d != 8)
+    assert (d in ROW_LENGTHS) == (d != 8) and set(ROW_LENGTHS) <= {8, 16, 32, 64, 128}
     r = random_ratings(n_items=12)
     lay = (naive_layout(r, seed=3, n_chunks=5) if order == "naive" else
            tiered_layout(r, block_users=7, tiers=(5, 10), interleave=8 if order == "tiered" else 1))
@@ -34,6 +34,27 @@ def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
     for a, b in [(res.model.U, ref.U), (res.model.V, ref.V), (res.model.bu, ref.bu), (res.model.bi, ref.bi)]:
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
     assert not np.allclose(res.model.U, m0.U)  # it did train
+
+
+@pytest.mark.parametrize("d", [8, 16, 32])
+def test_sgd_kernel_repeated_pairs_and_python_float_scalars(d):
+    """Consecutive ratings of the same (user, item) pair, and of the same user or item, in a hand-made stream; the
+    scalars as Python floats (cast to float32 by the whole-row kernel; the loop kernel computes in float64 then)."""
+    from dpmf_lib.mf.csgd import _sgd_epoch_serial
+    from dpmf_lib.mf.reference import sgd_epoch_reference
+
+    users = np.array([0, 0, 0, 1, 1, 2, 0, 2, 2, 1], np.int32)
+    items = np.array([3, 3, 1, 1, 1, 0, 0, 0, 2, 2], np.int32)
+    vals = np.linspace(1, 5, len(users)).astype(np.float32)
+    m = init_model(3, 4, d, seed=2, b0=3.0, scale=0.5)
+    A = [m.U.copy(), m.V.copy(), m.bu.copy(), m.bi.copy()]
+    B = [x.copy() for x in A]
+    _sgd_epoch_serial(users, items, vals, np.array([0, len(vals)], np.int64), *A, np.float32(3.0), 0.1, 0.05, 0.05,
+                      np.int64(2))
+    sgd_epoch_reference(users, items, vals, *B, 3.0, 0.1, 0.05, 0.05)
+    for a, b in zip(A, B):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+    assert not np.allclose(A[0], m.U)
 
 
 def test_tiered_layout_order():
@@ -163,6 +184,29 @@ def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
     native = asm.split("_ZN7cpython")[0]  # the kernel itself, before its Python wrapper (which unboxes and decrefs)
     assert "prefetcht0" in native and "vfmadd231ps\t%zmm" in native.replace("vfmadd213ps", "vfmadd231ps")
     assert "NRT_incref" not in native and "NRT_decref" not in native
+
+
+def test_whole_row_sgld_kernel_is_straight_vector_code():
+    """The same for the whole-row SGLD kernel (diagonal and isotropic steps are both compiled): table and row
+    prefetches, packed FMAs on zmm, no reference counting, no double-precision arithmetic."""
+    from dpmf_lib.mf import GaussianTable
+    from dpmf_lib.mf.sgld import _sgld_range_table_rows
+
+    fresh = numba.njit(fastmath=True)(_sgld_range_table_rows.py_func)
+    r = random_ratings()
+    m = init_model(r.n_users, r.n_items, 128, seed=0)
+    f = np.float32
+    ext = GaussianTable.create(1 << 12, seed=1).extended(130)
+    ones = np.ones(max(r.n_users, r.n_items), f)
+    gu = np.ones(len(r.values), np.int64)
+    fresh(r.users, r.items, r.values, np.zeros(1, f), False, gu, gu, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3),
+          f(1e-4), f(1e-4), f(1.0), ones, ones, ones[:128], ones[:128], f(1.0), ext, np.int64(1 << 12), np.uint64(7),
+          2, True, False, f(0), f(0), False, 128)
+    asm = "".join(fresh.inspect_asm().values())
+    native = asm.split("_ZN7cpython")[0]
+    assert "prefetcht0" in native and "%zmm" in native and "vfmadd" in native
+    assert "NRT_incref" not in native and "NRT_decref" not in native
+    assert "sd\t" not in native.replace("vmovsd", "").replace("movsd", "")  # no scalar double arithmetic
 
 
 def test_bad_parameters_raise():

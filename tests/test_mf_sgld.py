@@ -13,7 +13,7 @@ from mf_toys import conjugate_toy, random_ratings
 
 
 @pytest.mark.parametrize("iso", [False, True])
-@pytest.mark.parametrize("d", [6, 16, 128])
+@pytest.mark.parametrize("d", [6, 16, 32, 64, 128])
 def test_lazy_kernel_matches_reference_one_round(iso, d):
     """The fused table kernel against the plain reference; ``iso``: Λ = λI, the scalar-coefficient step (#19).
     d = 6 runs the loop kernel, 16 and 128 the whole-row kernel, which reads the next rating's rows before this
@@ -21,7 +21,7 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
     version that does not re-read is off by ~5e-2 here)."""
     from dpmf_lib.mf.csgd import ROW_LENGTHS
 
-    assert (d in ROW_LENGTHS) == (d != 6)
+    assert (d in ROW_LENGTHS) == (d != 6) and set(ROW_LENGTHS) <= {6, 16, 32, 64, 128}
     r = random_ratings(seed=1, n_items=12)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
     shared = (lay.users[1:] == lay.users[:-1]) | (lay.items[1:] == lay.items[:-1])
@@ -55,6 +55,42 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
     sgld_epoch_lazy_reference(lay, gu, gv, *B, 3.0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext, table.size, base)
     for a, b in zip(A, B):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    assert not np.allclose(A[0], m.U)
+
+
+@pytest.mark.parametrize("iso", [False, True])
+@pytest.mark.parametrize("has_w", [False, True])
+@pytest.mark.parametrize("upd_b", [False, True])
+@pytest.mark.parametrize("clip_on", [False, True])
+def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on):
+    """The whole-row SGLD kernel against the loop kernel on one hand-made segment with repeated (user, item) pairs
+    and runs of a user or an item: the same rows, biases and stream state, for every branch (the reference has no
+    weights and always updates the biases)."""
+    from dpmf_lib.mf.sgld import _sgld_range_table, _sgld_range_table_rows
+
+    f = np.float32
+    d = 16
+    users = np.array([0, 0, 0, 1, 1, 2, 0, 2, 2, 1, 1, 1], np.int32)
+    items = np.array([3, 3, 1, 1, 1, 0, 0, 0, 2, 2, 3, 3], np.int32)
+    vals = np.linspace(1, 5, len(users)).astype(f)
+    w = np.linspace(0.5, 1.5, len(users)).astype(f)
+    ahead = np.arange(1, len(users) + 1, dtype=np.int64)
+    m = init_model(3, 4, d, seed=2, b0=3.0, scale=0.5)
+    table = GaussianTable.create(997, seed=2)
+    ext = table.extended(d + 2)
+    pw = np.array([2.0, 3.0, 4.0, 5.0], f)
+    Lu, Lv = (np.full(d, 1.5, f), np.full(d, 2.5, f)) if iso else (np.linspace(1, 2, d).astype(f),
+                                                                   np.linspace(2, 3, d).astype(f))
+    args = lambda A: (users, items, vals, w, has_w, ahead, ahead[::-1].copy(), 0, len(users), *A, f(3.0), f(0.01),
+                      f(0.002), f(1.0), pw, pw, Lu, Lv, f(0.5), ext, np.int64(table.size), np.uint64(12345), 2,
+                      upd_b, clip_on, f(2.5), f(3.5), iso)
+    A = [m.U.copy(), m.V.copy(), m.bu.copy(), m.bi.copy()]
+    B = [x.copy() for x in A]
+    state_rows = _sgld_range_table_rows(*args(A), d)
+    state_loop = _sgld_range_table(*args(B))
+    assert state_rows == state_loop
+    for a, b in zip(A, B):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
     assert not np.allclose(A[0], m.U)
 
 

@@ -11,17 +11,22 @@ Both orders run the same kernel ``_sgd_epoch`` (``prange`` over segments, see :m
 the tiered user-block layout and software prefetch of the item and user vectors ``prefetch_stride`` ratings ahead
 (Section 6.5 uses stride 2), naive SGD a random permutation of all ratings.
 
-Performance notes (#19, d = 128, 1 thread, this machine; the ``mf`` benchmark's records): the inner d-loops are
-float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the update 2-way).
-In cache (2M updates on 64 users x 256 items) the loop runs ~39M updates/s with prefetch, ~44M without: not bound by
+Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128) a segment runs the whole-row kernel ``_sgd_range_rows``, for other d
+the loop kernel (the rest of ``_sgd_range``); both take C-layout float32 factor matrices (:func:`aligned_copy`).
+
+Performance notes (#19, d = 128, 1 thread, this machine; the ``mf`` benchmark's records): the loop kernel's inner
+d-loops are float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the
+update 2-way). In cache (2M updates on 64 users x 256 items) the loop runs ~39M updates/s with prefetch, ~44M without: not bound by
 its loads (reading each row once, as one vector value, changed nothing) nor by its FP work (half of it changed +3%),
 but by the chain dot product -> error -> update -> the next rating's loads (~84 cycles per update; ~58 with the error
 taken off the chain). Hence, for d in ``ROW_LENGTHS`` (16, 32, 64, 128), the whole-row kernel ``_sgd_range_rows``
 (nineteenth session): rows as single vector values and the next rating's dot product read before this rating's
 stores. ``mf`` benchmark, same machine idle, two runs each, before -> after: C-SGD d = 16 73 -> 93M updates/s, naive
 SGD d = 16 68-70 -> 75-87, SGLD d = 16 42-43 -> 60; at d = 128 no change (C-SGD 37 -> 35-39M/s): there the
-bench's data (U out of L3, item tiers in L2/L3) is bound by the rows' cache traffic, not the chain. Out of cache the item row misses; two changes moved C-SGD from ~22 to ~33M updates/s (process CPU time, same
-run): factor matrices are copied to 64-byte-aligned memory (:func:`aligned_copy`; numpy's start 16 bytes into a line,
+bench's data (U out of L3, item tiers in L2/L3) is bound by the rows' cache traffic, not the chain.
+
+Out of cache the item row misses; two changes (before the whole-row kernel) moved C-SGD from ~22 to ~33M updates/s
+(process CPU time, same run): factor matrices are copied to 64-byte-aligned memory (:func:`aligned_copy`; numpy's start 16 bytes into a line,
 so every row straddled one line more and every vector load crossed a line), and ``prefetch_row`` no longer reshapes
 (see :mod:`dpmf_lib.mf.prefetch`: the old one cost a reshape call and reference counting per rating, so prefetching
 had been a 40% loss). The default stride is now 8 (measured: 2 < 4 ≈ 8 ≈ 12 ≈ 16 at d = 128, neutral at d = 16).

@@ -6,8 +6,15 @@ register), so the update is straight-line vector code with no loop, no remainder
 row-update kernels (:func:`dpmf_lib.mf.csgd._sgd_range_rows`, :func:`dpmf_lib.mf.sgld._sgld_range_table_rows`) use
 them to read the *next* rating's rows before this rating's update stores (see those kernels for why that is what
 pays). ``D`` must be an integer literal at the call site (the kernels get it through ``numba.literally``) and equal
-the arrays' row length; rows must be contiguous (C-layout 2-D arrays) and the indices in range: like the loop kernels
-(boundscheck off), nothing is checked at run time.
+the arrays' row length; rows must be contiguous (C-layout 2-D float32 arrays) and the indices in range: like the
+loop kernels (boundscheck off), nothing is checked at run time. Scalars may be any real type; they are cast to float32.
+numba types every branch of the kernels' ``if d == ...`` dispatch, so the kernels now take only C-layout float32
+factor matrices at every d (a ``TypingError`` otherwise): every caller passes :func:`dpmf_lib.mf.csgd.aligned_copy`
+copies.
+
+Caching: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own source file only, so after
+editing this module delete ``dpmf_lib/mf/__pycache__`` (as after editing :mod:`dpmf_lib.mf.prefetch`); the
+workbook's run hashes do see the change (every imported module's source is in them).
 
 Arithmetic: the products of ``row_dot`` are summed in an order LLVM chooses (``fast`` flags, as the loop kernels'
 ``fastmath``), so results agree with the loop kernels and the numpy references to float32 rounding, not bit for bit.
@@ -26,6 +33,10 @@ F32 = ir.FloatType()
 
 def _is_rows(a) -> bool:
     return isinstance(a, types.Array) and a.ndim == 2 and a.dtype == types.float32 and a.layout == "C"
+
+
+def _are_scalars(*xs) -> bool:
+    return all(isinstance(x, (types.Float, types.Integer)) for x in xs)
 
 
 def _literal_length(D):
@@ -49,6 +60,11 @@ def _element_pointer(context, builder, aryty, ary_val, pos, posty, n):
     ary = context.make_array(aryty)(context, builder, ary_val)
     p = context.cast(builder, pos, posty, types.intp)
     return builder.bitcast(builder.gep(ary.data, [p]), ir.VectorType(F32, n).as_pointer())
+
+
+def _scalar(context, builder, sig, args, k):
+    """Argument ``k`` as a float32 value (callers may pass float64 or integer scalars, e.g. a Python float)."""
+    return context.cast(builder, args[k], sig.args[k], types.float32)
 
 
 def _splat(builder, x, n):
@@ -85,7 +101,7 @@ def sgd_row_step(typingctx, A, i, B, j, shrink, step, D):
     """A[i] ← shrink·A[i] + step·B[j] and B[j] ← shrink·B[j] + step·A[i] (both from the old rows; eq. 3 of
     :mod:`dpmf_lib.mf.csgd` with shrink = 1 − ηλ, step = η e)."""
     n = _literal_length(D)
-    if n is None or not (_is_rows(A) and _is_rows(B)):
+    if n is None or not (_is_rows(A) and _is_rows(B) and _are_scalars(shrink, step)):
         return None
 
     def codegen(context, builder, sig, args):
@@ -93,8 +109,8 @@ def sgd_row_step(typingctx, A, i, B, j, shrink, step, D):
         pv = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
         u = builder.load(pu, align=4)
         v = builder.load(pv, align=4)
-        a = _splat(builder, args[4], n)
-        b = _splat(builder, args[5], n)
+        a = _splat(builder, _scalar(context, builder, sig, args, 4), n)
+        b = _splat(builder, _scalar(context, builder, sig, args, 5), n)
         new_u = builder.fadd(builder.fmul(a, u, flags=FAST), builder.fmul(b, v, flags=FAST), flags=FAST)
         new_v = builder.fadd(builder.fmul(a, v, flags=FAST), builder.fmul(b, u, flags=FAST), flags=FAST)
         builder.store(new_u, pu, align=4)
@@ -110,7 +126,7 @@ def sgld_row_step_iso(typingctx, A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov
     A[i] ← ((u + hg·v) − cu·u) + sdu·noise[ou : ou+D] and B[j] ← ((v + hg·u) − cv·v) + sdv·noise[ov : ov+D],
     u, v the old rows; ``noise`` a contiguous 1-D float32 array (the extended Gaussian table)."""
     n = _literal_length(D)
-    if n is None or not (_is_rows(A) and _is_rows(B)):
+    if n is None or not (_is_rows(A) and _is_rows(B) and _are_scalars(hg, cu, cv, sdu, sdv)):
         return None
     if not (isinstance(noise, types.Array) and noise.ndim == 1 and noise.dtype == types.float32
             and noise.layout == "C"):
@@ -123,7 +139,7 @@ def sgld_row_step_iso(typingctx, A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov
         zv = builder.load(_element_pointer(context, builder, sig.args[9], args[9], args[11], sig.args[11], n), align=4)
         u = builder.load(pu, align=4)
         v = builder.load(pv, align=4)
-        hg, cu, cv, sdu, sdv = (_splat(builder, args[k], n) for k in range(4, 9))
+        hg, cu, cv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), n) for k in range(4, 9))
 
         def step(x, y, c, sd, z):
             grad = builder.fsub(builder.fadd(x, builder.fmul(hg, y, flags=FAST), flags=FAST),
@@ -143,7 +159,7 @@ def sgld_row_step_diag(typingctx, A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, no
     A[i] ← (u + h·(g·v − pu·Lu∘u)) + sdu·noise[ou : ou+D] and B[j] ← (v + h·(g·u − pv·Lv∘v)) + sdv·noise[ov : ov+D],
     u, v the old rows; ``Lu``, ``Lv``, ``noise`` contiguous 1-D float32 arrays (``Lu``, ``Lv`` of length ≥ D)."""
     n = _literal_length(D)
-    if n is None or not (_is_rows(A) and _is_rows(B)):
+    if n is None or not (_is_rows(A) and _is_rows(B) and _are_scalars(h, g, pu, pv, sdu, sdv)):
         return None
     for a in (Lu, Lv, noise):
         if not (isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float32 and a.layout == "C"):
@@ -160,7 +176,8 @@ def sgld_row_step_diag(typingctx, A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, no
         zu, zv = vec(12, args[13], sig.args[13]), vec(12, args[14], sig.args[14])
         u = builder.load(pu_, align=4)
         v = builder.load(pv_, align=4)
-        h, g, pu, pv, sdu, sdv = (_splat(builder, args[k], n) for k in (4, 5, 6, 7, 10, 11))
+        h, g, pu, pv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), n)
+                                  for k in (4, 5, 6, 7, 10, 11))
 
         def step(x, y, p, lam, sd, z):
             prior = builder.fmul(builder.fmul(p, lam, flags=FAST), x, flags=FAST)

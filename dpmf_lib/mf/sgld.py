@@ -38,7 +38,8 @@ U, V sampler coupled to an untempered hyper-prior step, not an exact sampler of 
 describes ζ only as a factor on the noise, Section 6.3) and say so on every figure run at ζ < 1 that reads Λ from
 the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 
-Speed (#19, d = 128, 1 thread, this machine): the fused table step (:func:`_sgld_range_table`) compiles to packed
+Speed (#19, d = 128, 1 thread, this machine; before the whole-row kernel below, which now runs at d in
+``csgd.ROW_LENGTHS``): the fused table step (:func:`_sgld_range_table`) compiles to packed
 AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratings ahead and the next update's table
 segments. With noise ahead it does C-SGD's row work (a read-only dot pass, one read-modify-write pass) plus two
 random table segments of d + 2 numbers and two more FMAs per element. Seventh session: with an isotropic Λ (every
@@ -149,7 +150,8 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 @njit(cache=True, fastmath=True)
 def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
                       pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
-    """Ratings ``start:stop`` of one segment with table noise fused into the step (#19), the common case.
+    """Ratings ``start:stop`` of one segment with table noise fused into the step (#19): the loop kernel, for d not in
+    ``csgd.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
 
     Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
     store, the noise the vector is owed until its next touch (``ahead_u[k]`` / ``ahead_v[k]`` steps, table segments at
