@@ -65,3 +65,15 @@ def lazy_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: i
     gu, fu = gaps(users, n_users)
     gv, fv = gaps(items, n_items)
     return gu, gv, fu, fv
+
+
+def host_vector_register() -> str:
+    """The widest vector register numba's target machine has here (``zmm`` with AVX-512, ``ymm`` with AVX2, else
+    ``xmm``): what packed float32 code on whole rows compiles to. Assembly tests ask for it instead of assuming an
+    AVX-512 host (a Zen 3 host without AVX-512 failed them)."""
+    from llvmlite import binding as llvm
+    from numba.core import config
+
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else llvm.get_host_cpu_features().flatten()
+    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return "zmm" if "avx512f" in enabled else "ymm" if "avx2" in enabled else "xmm"

@@ -7,7 +7,7 @@ import pytest
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
-from mf_toys import lazy_counters, random_ratings
+from mf_toys import host_vector_register, lazy_counters, random_ratings
 
 KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 
@@ -172,7 +172,7 @@ def test_prefetch_emits_instruction():
 
 def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
     """The whole-row C-SGD kernel at d = 128 (recompiled without the on-disk cache): prefetches, packed single
-    precision FMAs on full rows, and no reference counting in its loop."""
+    precision FMAs on full rows (on the host's widest vector registers), and no reference counting in its loop."""
     from dpmf_lib.mf.csgd import _sgd_range_rows
 
     fresh = numba.njit(fastmath=True)(_sgd_range_rows.py_func)
@@ -182,13 +182,15 @@ def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
     fresh(r.users, r.items, r.values, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3), f(0.01), f(0.0), f(0.0), 2, 128)
     asm = "".join(fresh.inspect_asm().values())
     native = asm.split("_ZN7cpython")[0]  # the kernel itself, before its Python wrapper (which unboxes and decrefs)
-    assert "prefetcht0" in native and "vfmadd231ps\t%zmm" in native.replace("vfmadd213ps", "vfmadd231ps")
+    reg = host_vector_register()
+    assert "prefetcht0" in native and f"vfmadd231ps\t%{reg}" in native.replace("vfmadd213ps", "vfmadd231ps")
     assert "NRT_incref" not in native and "NRT_decref" not in native
 
 
 def test_whole_row_sgld_kernel_is_straight_vector_code():
     """The same for the whole-row SGLD kernel (diagonal and isotropic steps are both compiled): table and row
-    prefetches, packed FMAs on zmm, no reference counting, no double-precision arithmetic."""
+    prefetches, packed FMAs on the host's widest vector registers, no reference counting, no double-precision
+    arithmetic."""
     from dpmf_lib.mf import GaussianTable
     from dpmf_lib.mf.sgld import _sgld_range_table_rows
 
@@ -204,7 +206,7 @@ def test_whole_row_sgld_kernel_is_straight_vector_code():
           2, True, False, f(0), f(0), False, 128)
     asm = "".join(fresh.inspect_asm().values())
     native = asm.split("_ZN7cpython")[0]
-    assert "prefetcht0" in native and "%zmm" in native and "vfmadd" in native
+    assert "prefetcht0" in native and f"%{host_vector_register()}" in native and "vfmadd" in native
     assert "NRT_incref" not in native and "NRT_decref" not in native
     assert "sd\t" not in native.replace("vmovsd", "").replace("movsd", "")  # no scalar double arithmetic
 
