@@ -68,12 +68,9 @@ def lazy_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: i
 
 
 def host_vector_register() -> str:
-    """The widest vector register numba's target machine has here (``zmm`` with AVX-512, ``ymm`` with AVX2, else
-    ``xmm``): what packed float32 code on whole rows compiles to. Assembly tests ask for it instead of assuming an
-    AVX-512 host (a Zen 3 host without AVX-512 failed them)."""
-    from llvmlite import binding as llvm
-    from numba.core import config
+    """The widest vector register numba compiles for here (``zmm`` with AVX-512, ``ymm`` with AVX2, else ``xmm``):
+    what packed float32 code on whole rows compiles to. Assembly tests ask for it instead of assuming an AVX-512 host
+    (a Zen 3 host without AVX-512 failed them)."""
+    from dpmf_lib.mf.rowvec import vector_register_bits
 
-    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else llvm.get_host_cpu_features().flatten()
-    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
-    return "zmm" if "avx512f" in enabled else "ymm" if "avx2" in enabled else "xmm"
+    return {512: "zmm", 256: "ymm"}.get(vector_register_bits(), "xmm")

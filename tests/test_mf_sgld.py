@@ -16,12 +16,13 @@ from mf_toys import conjugate_toy, random_ratings
 @pytest.mark.parametrize("d", [6, 16, 32, 64, 128])
 def test_lazy_kernel_matches_reference_one_round(iso, d):
     """The fused table kernel against the plain reference; ``iso``: Λ = λI, the scalar-coefficient step (#19).
-    d = 6 runs the loop kernel, 16 and 128 the whole-row kernel, which reads the next rating's rows before this
-    rating's step and must re-read them when the two share a user or an item (12 items: that happens often; a
-    version that does not re-read is off by ~5e-2 here)."""
+    d = 6 runs the loop kernel, d in ``ROW_LENGTHS`` (16-128 with AVX-512, 16 and 32 with AVX2) the whole-row kernel,
+    which reads the next rating's rows before this rating's step and must re-read them when the two share a user or
+    an item (12 items: that happens often; a version that does not re-read is off by ~5e-2 here). The whole-row
+    kernel at the d a host leaves out: ``test_whole_row_kernel_matches_loop_kernel``."""
     from dpmf_lib.mf.csgd import ROW_LENGTHS
 
-    assert (d in ROW_LENGTHS) == (d != 6) and set(ROW_LENGTHS) <= {6, 16, 32, 64, 128}
+    assert 6 not in ROW_LENGTHS and set(ROW_LENGTHS) <= {16, 32, 64, 128}
     r = random_ratings(seed=1, n_items=12)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))
     shared = (lay.users[1:] == lay.users[:-1]) | (lay.items[1:] == lay.items[:-1])
@@ -62,14 +63,14 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
 @pytest.mark.parametrize("has_w", [False, True])
 @pytest.mark.parametrize("upd_b", [False, True])
 @pytest.mark.parametrize("clip_on", [False, True])
-def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on):
-    """The whole-row SGLD kernel against the loop kernel on one hand-made segment with repeated (user, item) pairs
-    and runs of a user or an item: the same rows, biases and stream state, for every branch (the reference has no
-    weights and always updates the biases)."""
+@pytest.mark.parametrize("d", [16, 128])
+def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on, d):
+    """The whole-row SGLD kernel, called directly (so on every host, whatever its ``ROW_LENGTHS``), against the loop
+    kernel on one hand-made segment with repeated (user, item) pairs and runs of a user or an item: the same rows,
+    biases and stream state, for every branch (the reference has no weights and always updates the biases)."""
     from dpmf_lib.mf.sgld import _sgld_range_table, _sgld_range_table_rows
 
     f = np.float32
-    d = 16
     users = np.array([0, 0, 0, 1, 1, 2, 0, 2, 2, 1, 1, 1], np.int32)
     items = np.array([3, 3, 1, 1, 1, 0, 0, 0, 2, 2, 3, 3], np.int32)
     vals = np.linspace(1, 5, len(users)).astype(f)

@@ -11,8 +11,10 @@ Both orders run the same kernel ``_sgd_epoch`` (``prange`` over segments, see :m
 the tiered user-block layout and software prefetch of the item and user vectors ``prefetch_stride`` ratings ahead
 (Section 6.5 uses stride 2), naive SGD a random permutation of all ratings.
 
-Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128) a segment runs the whole-row kernel ``_sgd_range_rows``, for other d
-the loop kernel (the rest of ``_sgd_range``); both take C-layout float32 factor matrices (:func:`aligned_copy`).
+Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128 on a host with AVX-512; 16, 32 with AVX2) a segment runs
+the whole-row kernel ``_sgd_range_rows``, for other d the loop kernel (the rest of ``_sgd_range``); both take C-layout
+float32 factor matrices (:func:`aligned_copy`). The two differ in the dot product's float32 summation order, so
+results at those d depend on the host's vector width (as the loop kernel's own reductions already did).
 
 Performance notes (#19, d = 128, 1 thread, this machine; the ``mf`` benchmark's records): the loop kernel's inner
 d-loops are float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the
@@ -24,6 +26,11 @@ taken off the chain). Hence, for d in ``ROW_LENGTHS`` (16, 32, 64, 128), the who
 stores. ``mf`` benchmark, same machine idle, two runs each, before -> after: C-SGD d = 16 73 -> 93M updates/s, naive
 SGD d = 16 68-70 -> 75-87, SGLD d = 16 42-43 -> 60; at d = 128 no change (C-SGD 37 -> 35-39M/s): there the
 bench's data (U out of L3, item tiers in L2/L3) is bound by the rows' cache traffic, not the chain.
+
+The numbers above are from a Zen 4 host with AVX-512. On a Zen 3 host with AVX2 only (twentieth session) the
+whole-row kernel paid at d = 16 and 32 and lost at d = 64 and 128 (C-SGD d = 128: 8.5-12 against the loop kernel's
+15-16M updates/s; a ``<128 x float>`` row is all sixteen AVX2 registers), so ``ROW_LENGTHS`` follows the host's
+vector register file (:func:`dpmf_lib.mf.rowvec.whole_row_lengths`, where the measurements are listed).
 
 Out of cache the item row misses; two changes (before the whole-row kernel) moved C-SGD from ~22 to ~33M updates/s
 (process CPU time, same run): factor matrices are copied to 64-byte-aligned memory (:func:`aligned_copy`; numpy's start 16 bytes into a line,
@@ -49,13 +56,16 @@ from ..errors import ParameterError
 from .layout import Layout, naive_layout, tiered_layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .prefetch import prefetch_row
-from .rowvec import row_dot, sgd_row_step
+from .rowvec import row_dot, sgd_row_step, whole_row_lengths
 
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ROW_LENGTHS = (16, 32, 64, 128)  # d with a whole-row kernel (``_sgd_range_rows``); others run the loop kernel
+# d with a whole-row kernel, from the host's vector registers (others run the loop kernel). MAX_ROW_LENGTH is a
+# compile-time constant of the kernels' dispatch, fixed by the host features that numba's on-disk cache is keyed by.
+ROW_LENGTHS = whole_row_lengths()
+MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
 
 
 @njit(cache=True, fastmath=True)
@@ -103,16 +113,16 @@ def _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam,
 @njit(cache=True, fastmath=True, inline="always")
 def _sgd_range(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf):
     d = U.shape[1]
-    if d == 16:
+    if MAX_ROW_LENGTH >= 16 and d == 16:
         _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 16)
         return
-    if d == 32:
+    if MAX_ROW_LENGTH >= 32 and d == 32:
         _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 32)
         return
-    if d == 64:
+    if MAX_ROW_LENGTH >= 64 and d == 64:
         _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 64)
         return
-    if d == 128:
+    if MAX_ROW_LENGTH >= 128 and d == 128:
         _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 128)
         return
     shrink = np.float32(1.0) - eta * lam

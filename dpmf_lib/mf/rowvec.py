@@ -16,6 +16,14 @@ Caching: numba's on-disk cache of a kernel is invalidated by changes to the kern
 editing this module delete ``dpmf_lib/mf/__pycache__`` (as after editing :mod:`dpmf_lib.mf.prefetch`); the
 workbook's run hashes do see the change (every imported module's source is in them).
 
+Where they pay (:func:`whole_row_lengths`): while the two rows of an update fit in half of the vector register file.
+With AVX-512 (32 registers of 512 bits, the Zen 4 host on which they were built) that is d ≤ 128; with AVX2 (16 of
+256 bits) d ≤ 32. Measured on a Zen 3 host with AVX2 only (twentieth session, the ``mf`` benchmark's 5M-rating quick
+set, 1 thread, whole-row build against the loop-kernel build in alternating processes, M updates/s): C-SGD d = 16
+41-49 vs 36-54, d = 32 35-50 vs 29-45, d = 64 19-26 vs 32-36, d = 128 8.5-12 vs 15-16; SGLD d = 16 25-42 vs 16-24,
+d = 32 20-23 vs 14-16, d = 64 10.4-11.0 vs 11.3-11.4, d = 128 4.7-5.2 vs 8.3-9.4 (two ``<128 x float>`` rows are all
+sixteen AVX2 registers: the rows spill). Below AVX2 (unmeasured) no whole-row kernel is used.
+
 Arithmetic: the products of ``row_dot`` are summed in an order LLVM chooses (``fast`` flags, as the loop kernels'
 ``fastmath``), so results agree with the loop kernels and the numpy references to float32 rounding, not bit for bit.
 """
@@ -29,6 +37,28 @@ from numba.extending import intrinsic
 
 FAST = ("fast",)
 F32 = ir.FloatType()
+
+
+def vector_register_bits() -> int:
+    """Width of the widest vector registers numba compiles for here: 512 with AVX-512F, 256 with AVX2, else 128.
+    Read from numba's own target (``NUMBA_CPU_FEATURES`` if set, else the host's features), the machine its on-disk
+    cache is keyed by, so a kernel choice made from it matches the code that cache holds."""
+    from llvmlite import binding as llvm
+    from numba.core import config
+
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else llvm.get_host_cpu_features().flatten()
+    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return 512 if "avx512f" in enabled else 256 if "avx2" in enabled else 128
+
+
+def whole_row_lengths(candidates=(16, 32, 64, 128)) -> tuple:
+    """The row lengths among ``candidates`` whose two rows (u_i, v_j) take at most half of this machine's vector
+    register file: all four with AVX-512 (32 registers), 16 and 32 with AVX2 (16 registers), none below AVX2."""
+    bits = vector_register_bits()
+    if bits < 256:
+        return ()
+    registers = 32 if bits >= 512 else 16
+    return tuple(D for D in candidates if 2 * D * 32 <= bits * registers // 2)
 
 
 def _is_rows(a) -> bool:

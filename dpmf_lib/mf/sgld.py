@@ -49,7 +49,8 @@ d = 128, before noise ahead): a read-only first pass with the noised rows recomp
 prefetch, no square roots (both within noise). Nineteenth session: for d in ``csgd.ROW_LENGTHS`` the segment runs
 :func:`_sgld_range_table_rows` (rows as single vector values, the next rating's dot product read before this
 rating's stores; see :mod:`dpmf_lib.mf.csgd`): SGLD at d = 16 42-43 -> 60M updates/s in the ``mf`` benchmark, no
-change at d = 128 (18.5-19.7M/s).
+change at d = 128 (18.5-19.7M/s). Twentieth session: ``ROW_LENGTHS`` follows the host's vector registers (d ≤ 32 with
+AVX2: on a Zen 3 host SGLD at d = 128 ran 4.7-5.2M updates/s whole-row, 8.3-9.4 loop; see :mod:`dpmf_lib.mf.rowvec`).
 
 **Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
@@ -77,7 +78,7 @@ from numba import literally, njit, prange
 
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
-from .csgd import _external_model, _internal_model, make_layout, num_threads
+from .csgd import MAX_ROW_LENGTH, _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
@@ -293,19 +294,19 @@ def _sgld_segment_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, s
                         pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso):
     """One segment of the fused table step: the whole-row kernel for d in ``ROW_LENGTHS``, else the loop kernel."""
     d = U.shape[1]
-    if d == 16:
+    if MAX_ROW_LENGTH >= 16 and d == 16:
         return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
                                       h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
                                       clip_lo, clip_hi, iso, 16)
-    if d == 32:
+    if MAX_ROW_LENGTH >= 32 and d == 32:
         return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
                                       h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
                                       clip_lo, clip_hi, iso, 32)
-    if d == 64:
+    if MAX_ROW_LENGTH >= 64 and d == 64:
         return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
                                       h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
                                       clip_lo, clip_hi, iso, 64)
-    if d == 128:
+    if MAX_ROW_LENGTH >= 128 and d == 128:
         return _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0,
                                       h, ze, lik, pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on,
                                       clip_lo, clip_hi, iso, 128)
