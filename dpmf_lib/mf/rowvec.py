@@ -41,12 +41,13 @@ F32 = ir.FloatType()
 
 def vector_register_bits() -> int:
     """Width of the widest vector registers numba compiles for here: 512 with AVX-512F, 256 with AVX2, else 128.
-    Read from numba's own target (``NUMBA_CPU_FEATURES`` if set, else the host's features), the machine its on-disk
-    cache is keyed by, so a kernel choice made from it matches the code that cache holds."""
-    from llvmlite import binding as llvm
+    Read from numba's own target features (``NUMBA_CPU_FEATURES`` if set, else the host's, with AVX masked out under
+    ``NUMBA_ENABLE_AVX=0``), which its on-disk cache is keyed by, so a kernel choice made from it matches the code
+    that cache holds."""
     from numba.core import config
+    from numba.core.codegen import get_host_cpu_features
 
-    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else llvm.get_host_cpu_features().flatten()
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     return 512 if "avx512f" in enabled else 256 if "avx2" in enabled else 128
 
