@@ -63,7 +63,7 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
 @pytest.mark.parametrize("has_w", [False, True])
 @pytest.mark.parametrize("upd_b", [False, True])
 @pytest.mark.parametrize("clip_on", [False, True])
-@pytest.mark.parametrize("d", [16, 128])
+@pytest.mark.parametrize("d", [16, 32, 64, 128])
 def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on, d):
     """The whole-row SGLD kernel, called directly (so on every host, whatever its ``ROW_LENGTHS``), against the loop
     kernel on one hand-made segment with repeated (user, item) pairs and runs of a user or an item: the same rows,
@@ -93,6 +93,31 @@ def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on, d):
     for a, b in zip(A, B):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
     assert not np.allclose(A[0], m.U)
+
+
+def test_segment_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
+    """The SGLD dispatch (``_sgld_segment_table``, recompiled without the on-disk cache) holds the whole-row kernel
+    for each D in ``ROW_LENGTHS`` (symbols ending in ``Literal[int](D)``) and for no other D."""
+    import re
+
+    import numba
+
+    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgld import _sgld_segment_table
+
+    fresh = numba.njit(fastmath=True)(_sgld_segment_table.py_func)
+    r = random_ratings()
+    m = init_model(r.n_users, r.n_items, 24, seed=0)
+    f = np.float32
+    ext = GaussianTable.create(1 << 12, seed=1).extended(26)
+    ones = np.ones(max(r.n_users, r.n_items), f)
+    gu = np.ones(len(r.values), np.int64)
+    fresh(r.users, r.items, r.values, np.zeros(1, f), False, gu, gu, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3),
+          f(1e-4), f(1e-4), f(1.0), ones, ones, ones[:24], ones[:24], f(1.0), ext, np.int64(1 << 12), np.uint64(7), 2,
+          True, False, f(0), f(0), False)
+    asm = "".join(fresh.inspect_asm().values())
+    compiled = {int(x) for x in re.findall(r"_sgld_range_table_rows\w*?Literal_5bint_5d_28(\d+)_29", asm)}
+    assert compiled == set(ROW_LENGTHS)
 
 
 def _toy_run(mode, seed, rounds, r, V, d, **kw):
