@@ -74,3 +74,28 @@ def host_vector_register() -> str:
     from dpmf_lib.mf.rowvec import vector_register_bits
 
     return {512: "zmm", 256: "ymm"}.get(vector_register_bits(), "xmm")
+
+
+def sgld_segment_arguments(d: int) -> tuple:
+    """Arguments for one call of the SGLD segment kernels (``_sgld_segment_table``; ``_sgld_range_table_rows`` takes
+    them followed by its row length D) on ``random_ratings()`` at dimension d: both prior and noise scales ones, a
+    2^12-entry Gaussian table, every rating its own lazy-noise gap. The assembly tests compile with these."""
+    from dpmf_lib.mf import GaussianTable, init_model
+
+    r = random_ratings()
+    m = init_model(r.n_users, r.n_items, d, seed=0)
+    f = np.float32
+    ext = GaussianTable.create(1 << 12, seed=1).extended(d + 2)
+    ones = np.ones(max(r.n_users, r.n_items), f)
+    gaps = np.ones(len(r.values), np.int64)
+    return (r.users, r.items, r.values, np.zeros(1, f), False, gaps, gaps, 0, len(r.values), m.U, m.V, m.bu, m.bi,
+            f(3), f(1e-4), f(1e-4), f(1.0), ones, ones, ones[:d], ones[:d], f(1.0), ext, np.int64(1 << 12),
+            np.uint64(7), 2, True, False, f(0), f(0), False)
+
+
+def whole_row_lengths_in(asm: str, kernel: str) -> set:
+    """The row lengths D for which compiled assembly holds ``kernel`` specialised on a literal D (numba mangles
+    ``Literal[int](D)`` into ``Literal_5bint_5d_28D_29`` in the symbol)."""
+    import re
+
+    return {int(x) for x in re.findall(rf"{kernel}\w*?Literal_5bint_5d_28(\d+)_29", asm)}

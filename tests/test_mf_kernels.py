@@ -9,7 +9,7 @@ import pytest
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
-from mf_toys import host_vector_register, lazy_counters, random_ratings
+from mf_toys import host_vector_register, lazy_counters, random_ratings, sgld_segment_arguments, whole_row_lengths_in
 
 KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 
@@ -84,8 +84,7 @@ def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     f = np.float32
     fresh(r.users, r.items, r.values, np.array([0, len(r.values)], np.int64), m.U, m.V, m.bu, m.bi, f(3), f(0.01),
           f(0.0), f(0.0), 2)
-    asm = "".join(fresh.inspect_asm().values())
-    compiled = {int(x) for x in re.findall(r"_sgd_range_rows\w*?Literal_5bint_5d_28(\d+)_29", asm)}
+    compiled = whole_row_lengths_in("".join(fresh.inspect_asm().values()), "_sgd_range_rows")
     assert compiled == set(ROW_LENGTHS)
 
 
@@ -245,19 +244,10 @@ def test_whole_row_sgld_kernel_is_straight_vector_code():
     """The same for the whole-row SGLD kernel (diagonal and isotropic steps are both compiled): table and row
     prefetches, packed FMAs on the host's widest vector registers, no reference counting, no double-precision
     arithmetic."""
-    from dpmf_lib.mf import GaussianTable
     from dpmf_lib.mf.sgld import _sgld_range_table_rows
 
     fresh = numba.njit(fastmath=True)(_sgld_range_table_rows.py_func)
-    r = random_ratings()
-    m = init_model(r.n_users, r.n_items, 128, seed=0)
-    f = np.float32
-    ext = GaussianTable.create(1 << 12, seed=1).extended(130)
-    ones = np.ones(max(r.n_users, r.n_items), f)
-    gu = np.ones(len(r.values), np.int64)
-    fresh(r.users, r.items, r.values, np.zeros(1, f), False, gu, gu, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3),
-          f(1e-4), f(1e-4), f(1.0), ones, ones, ones[:128], ones[:128], f(1.0), ext, np.int64(1 << 12), np.uint64(7),
-          2, True, False, f(0), f(0), False, 128)
+    fresh(*sgld_segment_arguments(128), 128)
     asm = "".join(fresh.inspect_asm().values())
     native = asm.split("_ZN7cpython")[0]
     reg = host_vector_register()

@@ -9,7 +9,7 @@ from dpmf_lib.mf import GaussianTable, MFModel, init_model, sample_sgld, tiered_
 from dpmf_lib.mf.noise import stream_seed
 from dpmf_lib.mf.reference import conjugate_posterior, sgld_epoch_lazy_reference
 from dpmf_lib.mf.sgld import _sgld_epoch_lazy
-from mf_toys import conjugate_toy, random_ratings
+from mf_toys import conjugate_toy, random_ratings, sgld_segment_arguments, whole_row_lengths_in
 
 
 @pytest.mark.parametrize("iso", [False, True])
@@ -98,25 +98,14 @@ def test_whole_row_kernel_matches_loop_kernel(iso, has_w, upd_b, clip_on, d):
 def test_segment_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     """The SGLD dispatch (``_sgld_segment_table``, recompiled without the on-disk cache) holds the whole-row kernel
     for each D in ``ROW_LENGTHS`` (symbols ending in ``Literal[int](D)``) and for no other D."""
-    import re
-
     import numba
 
     from dpmf_lib.mf.csgd import ROW_LENGTHS
     from dpmf_lib.mf.sgld import _sgld_segment_table
 
     fresh = numba.njit(fastmath=True)(_sgld_segment_table.py_func)
-    r = random_ratings()
-    m = init_model(r.n_users, r.n_items, 24, seed=0)
-    f = np.float32
-    ext = GaussianTable.create(1 << 12, seed=1).extended(26)
-    ones = np.ones(max(r.n_users, r.n_items), f)
-    gu = np.ones(len(r.values), np.int64)
-    fresh(r.users, r.items, r.values, np.zeros(1, f), False, gu, gu, 0, len(r.values), m.U, m.V, m.bu, m.bi, f(3),
-          f(1e-4), f(1e-4), f(1.0), ones, ones, ones[:24], ones[:24], f(1.0), ext, np.int64(1 << 12), np.uint64(7), 2,
-          True, False, f(0), f(0), False)
-    asm = "".join(fresh.inspect_asm().values())
-    compiled = {int(x) for x in re.findall(r"_sgld_range_table_rows\w*?Literal_5bint_5d_28(\d+)_29", asm)}
+    fresh(*sgld_segment_arguments(24))
+    compiled = whole_row_lengths_in("".join(fresh.inspect_asm().values()), "_sgld_range_table_rows")
     assert compiled == set(ROW_LENGTHS)
 
 
