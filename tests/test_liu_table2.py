@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -127,3 +129,25 @@ def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp
             for got, key in ((users, "users"), (items, "items"), (values, "values"), (seg, "seg")):
                 assert np.array_equal(got, z[f"{key}_{k}"]), (k, key)
     assert [m[-1] for m in measured] == [0, 0, 0, 0, 0, 0, 2, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind(tmp_path):
+    """numba under valgrind sees valgrind's virtual CPU, so its cache entry used to be missing on every fresh clone
+    and the kernel compiled under valgrind (most of a ~20 min ``ci`` run). With the CPU pinned to what valgrind's
+    numba detects and the kernel compiled outside first, the simulated process compiles nothing (it would warn) and
+    its counts are real."""
+    params = load_params("liu_table2", "smoke")
+    specs = t2.row_specs(params)
+    npz = tmp_path / "rows.npz"
+    t2.build_layouts(toy(), specs, params, npz)
+    env = t2.valgrind_env()
+    name, features = t2.valgrind_cpu()
+    assert (env["NUMBA_CPU_NAME"], env["NUMBA_CPU_FEATURES"]) == (name, features)
+    assert "+avx512f" not in features  # valgrind executes no AVX-512
+    t2.compile_outside_valgrind(npz, env)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a compile under valgrind warns
+        counts = t2._simulate(npz, 16, len(specs), 1, ["--D1=32768,8,64", "--LL=6291456,12,64"], tmp_path, env)
+    assert len(counts) == len(specs) and all(c["Dr"] > 2000 and c["D1mr"] > 0 for c in counts)

@@ -13,7 +13,14 @@ counters gathered since the previous one and zeroes them, so each row's passes a
 (dump ``4 + 2k`` for row ``k``; dump 2 is the null segment). Every row thus starts from the same cache state as the
 others would in a process of their own, up to the lines the previous row left behind (fresh U and V arrays: the
 item and user vectors are not among them). Prints one line ``markers N`` with the number of marker calls so the
-caller can check that nothing else in the process called ``getppid``.
+caller can check that nothing else in the process called ``getppid``, then one line ``compiled N``: how many kernel
+signatures this process compiled instead of loading them from numba's on-disk cache.
+
+``... FILE.npz D EPOCHS compile-only`` (run *outside* valgrind, with the environment the valgrind run will have)
+stops after the tiny call: it fills numba's cache for the CPU name and features the valgrind run's numba will use
+(:func:`dpmf_lib.experiments.liu_table2.valgrind_cpu`), so the simulated process loads the kernel instead of
+compiling it under valgrind (#19 follow-up, twenty-first session: on a fresh clone that compile took most of
+``liu_table2``'s ~20 min at ``ci`` on a Zen 3 host).
 """
 
 import os
@@ -43,6 +50,11 @@ def main(argv):
     users, items, values = rows[0][0], rows[0][1], rows[0][2]
     _sgd_epoch_serial(users[:2].copy(), items[:2].copy(), values[:2].copy(), s2, U, V, bu, bi, f(3), f(1e-3), f(0),
                       f(0), 2)  # load/compile outside every measured segment
+    stats = getattr(_sgd_epoch_serial, "stats", None)  # a plain function when a test stands in for the kernel
+    compiled = sum(stats.cache_misses.values()) if stats is not None else 0
+    if len(argv) > 3 and argv[3] == "compile-only":
+        print("compiled", compiled)
+        return
     n_markers = 0
     marker(); marker()  # noqa: E702  (null segment: the markers' own cost)
     n_markers += 2
@@ -59,6 +71,7 @@ def main(argv):
         n_markers += 2
         total += float(U.sum())
     print("markers", n_markers, total)
+    print("compiled", compiled)
 
 
 if __name__ == "__main__":

@@ -42,8 +42,15 @@ into shards and sweeps one sub-block at a time from disk-backed shards (Section 
 overheads in the counted references. The ``random`` row is the access pattern tiering is designed to avoid, not a
 stand-in for GraphChi; the paper's GraphChi numbers are shown for reference only.
 
-Cost: each process starts Python and numba under valgrind (~45 s of CPU); the first run after the kernel's source
-changed also compiles it there (numba's cache is keyed to valgrind's virtual CPU), once per process, minutes. The
+Cost: each process starts Python and numba under valgrind (~45 s of CPU). numba's on-disk cache is keyed by the
+CPU name and features numba detects, and under valgrind it detects valgrind's virtual CPU (``haswell`` with AVX2 on
+the Zen 3 and Zen 4 hosts here), so the kernel used to be compiled *under valgrind* whenever that cache entry was
+missing — on every fresh clone, i.e. every CI run: most of the ~20 min ``ci`` run on a Zen 3 host (twenty-first
+session). :func:`valgrind_cpu` now asks a valgrind process once what numba sees there, the driver compiles the
+kernel *outside* valgrind for exactly that CPU name and feature string (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``,
+``compile-only``), and the valgrind processes run with the same two variables and load it. The machine code is the
+one valgrind's numba would have compiled (same LLVM target and features), so the counts are unchanged; the driver
+reports how many signatures it still compiled (``compiled N``), and a warning says so when that is not 0. The
 processes are submitted largest simulated work (ratings × d) first (:func:`submission_order`): at ``paper``, d = 2048
 has ≈ 2× the work of d = 16 or 256, and submitted last it ran alone after the other two (≈ 3T on 2 workers, not 2T).
 
@@ -59,6 +66,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -177,16 +185,61 @@ def _parse(path: Path) -> dict:
     return {k: counts.get(k, 0) for k in ("Dr", "Dw", "D1mr", "D1mw", "DLmr", "DLmw")}
 
 
-def _simulate(npz: Path, d: int, n_rows: int, epochs: int, cg_args: list, workdir: Path) -> list[dict]:
+_CPU_QUERY = ("import llvmlite.binding as ll; from numba.core.codegen import get_host_cpu_features; "
+              "print('cpu', ll.get_host_cpu_name(), get_host_cpu_features())")
+
+
+def valgrind_cpu(env: dict | None = None) -> tuple[str, str]:
+    """``(name, features)``: the CPU name and LLVM feature string numba detects inside a valgrind process (valgrind
+    presents a virtual CPU of its own: ``haswell`` with AVX2 here, whatever the host). Kernels compiled outside
+    valgrind for exactly these (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) are the ones valgrind's numba would
+    compile, and numba's on-disk cache serves them to the valgrind process."""
+    p = subprocess.run(["valgrind", "--tool=none", "-q", sys.executable, "-c", _CPU_QUERY], capture_output=True,
+                       text=True, env=env)
+    m = re.search(r"^cpu (\S+) (\S+)$", p.stdout, re.M)
+    if p.returncode != 0 or m is None:
+        raise RuntimeError(f"could not read numba's CPU under valgrind:\n{p.stderr[-2000:]}")
+    return m.group(1), m.group(2)
+
+
+def _driver_env() -> dict:
+    return {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONHASHSEED": "0"}
+
+
+def valgrind_env() -> dict:
+    """The driver's environment with numba pinned to valgrind's CPU (:func:`valgrind_cpu`)."""
+    env = _driver_env()
+    name, features = valgrind_cpu(env)
+    return {**env, "NUMBA_CPU_NAME": name, "NUMBA_CPU_FEATURES": features}
+
+
+def _driver_cmd(npz: Path, d: int, epochs: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "dpmf_lib.experiments._liu_cachegrind_driver", str(npz), str(d), str(epochs), *extra]
+
+
+def compile_outside_valgrind(npz: Path, env: dict) -> None:
+    """Compile (or load) the driver's kernel in a plain process with ``env`` (see :func:`valgrind_env`), so that
+    the valgrind processes find it in numba's cache."""
+    p = subprocess.run(_driver_cmd(npz, 16, 1, "compile-only"), capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"compiling the cachegrind driver's kernel failed:\n{p.stderr[-2000:]}")
+
+
+def _simulate(npz: Path, d: int, n_rows: int, epochs: int, cg_args: list, workdir: Path,
+              env: dict | None = None) -> list[dict]:
     """Counts of every row's passes (null segment subtracted), from one callgrind process."""
     out = Path(workdir) / f"cg.{d}.out"
-    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONHASHSEED": "0"}
+    env = _driver_env() if env is None else env
     cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--dump-before=getppid", f"--callgrind-out-file={out}",
-           *cg_args, sys.executable, "-m", "dpmf_lib.experiments._liu_cachegrind_driver", str(npz), str(d), str(epochs)]
+           *cg_args, *_driver_cmd(npz, d, epochs)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"callgrind run failed ({' '.join(cmd)}):\n{p.stderr[-2000:]}")
+    compiled = int(re.search(r"^compiled (\d+)", p.stdout, re.M).group(1))
+    if compiled:
+        warnings.warn(f"liu_table2: the valgrind process for d = {d} compiled {compiled} kernel signature(s) "
+                      "instead of loading them from numba's cache (slow, same counts)", stacklevel=2)
     markers = int(re.search(r"^markers (\d+)", p.stdout, re.M).group(1))
     dumps = sorted(Path(workdir).glob(f"cg.{d}.out.*"), key=lambda f: int(f.suffix[1:]))
     if markers != 2 + 2 * n_rows or len(dumps) != markers:
@@ -212,8 +265,11 @@ def run(params: dict) -> pd.DataFrame:
             subs[d] = user_subset(r, n, seed=params["seed"] + d)
             build_layouts(subs[d], specs, params, Path(tmp) / f"rows_{d}.npz")
         if use:
+            env = valgrind_env()
+            compile_outside_valgrind(Path(tmp) / f"rows_{params['dims'][0]}.npz", env)
             with ThreadPoolExecutor(max_workers=int(params["parallel_runs"])) as ex:
-                futs = {d: ex.submit(_simulate, Path(tmp) / f"rows_{d}.npz", d, len(specs), epochs, cg_args, tmp)
+                futs = {d: ex.submit(_simulate, Path(tmp) / f"rows_{d}.npz", d, len(specs), epochs, cg_args, tmp,
+                                     env)
                         for d in submission_order({d: subs[d].n_ratings for d in params["dims"]})}
                 results = {d: futs[d].result() for d in params["dims"]}  # rows below keep the order of `dims`
     for d in params["dims"]:
