@@ -55,8 +55,11 @@ paper-snapshot: data
 	$(PY) -m dpmf_lib.reproduce --profile paper --jobs $(JOBS) --timeout $(BUDGET) --record-budget --snapshot \
 	  $(if $(ONLY),--only '$(ONLY)')
 
+# The suite runs in TEST_JOBS processes (pytest-xdist; auto = one per core, 0 = all in this process); each test file
+# stays on one worker (--dist loadfile), so its module fixtures are built once.
+TEST_JOBS ?= auto
 test: data
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 # Lab's root is the repository (notebooks/, the executed copies in figures/, params/ all reachable); it opens in notebooks/.
 lab: data

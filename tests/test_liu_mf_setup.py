@@ -237,15 +237,18 @@ def test_table2_submits_the_largest_work_first_and_keeps_the_row_order(monkeypat
     assert t2.submission_order({16: 1_000_000, 256: 62_500, 2048: 16_000}) == [2048, 16, 256]
     started = []
 
-    def fake_sim(npz, d, n_rows, epochs, cg_args, workdir):
+    def fake_sim(npz, d, n_rows, epochs, cg_args, workdir, env):
+        assert env == {"pinned": True}  # every valgrind process gets the pinned CPU
         started.append(d)
         return [{"Dr": 100, "Dw": 10, "D1mr": 1, "D1mw": 1, "DLmr": 0, "DLmw": 0}] * n_rows
 
     monkeypatch.setattr(t2, "_simulate", fake_sim)
+    monkeypatch.setattr(t2, "valgrind_env", lambda: {"pinned": True})
+    monkeypatch.setattr(t2, "compile_outside_valgrind", lambda npz, env: started.append("compiled"))
     monkeypatch.setattr(t2.shutil, "which", lambda name: "/usr/bin/" + name)
     p = load_params("liu_table2", "smoke", {"dims": [16, 256, 2048], "budget": 64000, "min_ratings": 2000,
                                             "use_valgrind": True, "parallel_runs": 1})
     df = t2.run(p)
     work = {d: int(df[df.d == d].n_ratings.iloc[0]) * d for d in (16, 256, 2048)}
-    assert started == sorted(work, key=lambda d: -work[d]) and started[0] == 2048
+    assert started == ["compiled", *sorted(work, key=lambda d: -work[d])] and started[1] == 2048
     assert list(dict.fromkeys(df.d)) == [16, 256, 2048]

@@ -143,9 +143,7 @@ def test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind(tmp_pat
     npz = tmp_path / "rows.npz"
     t2.build_layouts(toy(), specs, params, npz)
     env = t2.valgrind_env()
-    name, features = t2.valgrind_cpu()
-    assert (env["NUMBA_CPU_NAME"], env["NUMBA_CPU_FEATURES"]) == (name, features)
-    assert "+avx512f" not in features  # valgrind executes no AVX-512
+    assert "+avx512f" not in env["NUMBA_CPU_FEATURES"]  # valgrind executes no AVX-512
     t2.compile_outside_valgrind(npz, env)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a compile under valgrind warns

@@ -150,7 +150,9 @@ def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatc
     (old / "was_good.csv").write_text("dataset\n")
     rec = reproduce.execute("was_good", "smoke", "h")
     assert rec["status"] == "failed"
-    assert sorted(p.name for p in old.iterdir()) == ["run.json", "was_good.ipynb"]
+    # the old outputs are gone; kernel.log stays when the kernel printed anything (it did once under the load of a
+    # parallel `make test`), so it is allowed but not required
+    assert {p.name for p in old.iterdir()} - {"kernel.log"} == {"run.json", "was_good.ipynb"}
     assert not list(figures_tmp.glob(".staging-*")) and not list(figures_tmp.glob(".old-*"))
 
 
