@@ -395,10 +395,6 @@ def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
 # the regression guard on verdicts
 
 
-def current_verdicts(fig_dir: Path | None = None) -> dict[str, str]:
-    return {c["id"]: c["verdict"] for c in collect(fig_dir)[2]}
-
-
 def read_expected(path: Path | None = None) -> dict[str, list[str]]:
     """claim id → the verdicts accepted at ``ci`` (a list where a claim is known to sit on a line)."""
     path = path or expected_verdicts_path()
