@@ -15,7 +15,7 @@ def _doc(speed, when):
 def test_table_shows_ratios_with_targets_then_records():
     text = table(_doc(4e6, "t1"))
     lines = text.splitlines()
-    assert lines[1].split() == ["ratio", "value", "target", "met"]
+    assert lines[1].split() == ["ratio", "value", "range", "over", "repeats", "target", "met"]
     assert "csgd/naive" in lines[2] and ">= 3" in lines[2] and "met" in lines[2]
     assert any("csgd · throughput" in x and "updates/s" in x and "d=128" in x for x in lines)
 

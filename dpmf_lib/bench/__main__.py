@@ -34,22 +34,31 @@ def _params_text(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def _range_text(r: dict, digits: int = 3) -> str:
+    """``[low, high] ×n`` over a value's repeats (:mod:`dpmf_lib.bench.paired`); "—" for a single measurement."""
+    if "repeats" not in r:
+        return "—"
+    return f"[{r['low']:.{digits}g}, {r['high']:.{digits}g}] ×{r['repeats']}"
+
+
 def _key(r: dict) -> tuple:
     return r["name"], r["metric"], json.dumps(r.get("params", {}), sort_keys=True, default=str)
 
 
 def table(doc: dict, old: dict | None = None) -> str:
-    """The run as readable text: its ratios (value, target, met), then its records; with ``old`` (an earlier run's
-    JSON) each ratio and record gets the earlier value and new/old beside it. Absolute times drift between runs on
-    a shared machine: read the ratios first."""
+    """The run as readable text: its ratios (value, range over repeats, target, met), then its records; with ``old``
+    (an earlier run's JSON) each ratio and record gets the earlier value and new/old beside it. Absolute times drift
+    between runs on a shared machine: read the ratios first."""
     old_ratios = {r["name"]: r for r in (old or {}).get("ratios", [])}
     old_records = {_key(r): r for r in (old or {}).get("records", [])}
     lines = [f"{doc['suite']} ({doc['profile']}), {doc['wall_time_s']:.0f} s, {doc['finished_utc']}"
              + (f"; compared with {old.get('finished_utc', 'an earlier run')}" if old else "")]
-    rows = [("ratio", "value", "target", "met") + (("earlier", "now/earlier") if old else ())]
+    rows = [("ratio", "value", "range over repeats", "target", "met") + (("earlier", "now/earlier") if old else ())]
     for r in doc["ratios"]:
         met = "—" if r.get("met") is None else ("met" if r["met"] else "NOT met")
-        row = (r["name"], f"{r['value']:.3g}", r.get("target") or "—", met)
+        if "repeats_meeting" in r:
+            met += f" (alone in {r['repeats_meeting']} of {r['repeats']} repeats)"
+        row = (r["name"], f"{r['value']:.3g}", _range_text(r), r.get("target") or "—", met)
         if old:
             o = old_ratios.get(r["name"])
             row += ("—", "—") if o is None else (f"{o['value']:.3g}", f"{r['value'] / o['value']:.2f}×"
@@ -58,7 +67,8 @@ def table(doc: dict, old: dict | None = None) -> str:
     rows.append(())
     rows.append(("record", "value", "unit", "params") + (("earlier", "now/earlier") if old else ()))
     for r in doc["records"]:
-        row = (f"{r['name']} · {r['metric']}", f"{r['value']:.4g}", r["unit"], _params_text(r.get("params", {})))
+        value = f"{r['value']:.4g}" + (f" {_range_text(r, 4)}" if "repeats" in r else "")
+        row = (f"{r['name']} · {r['metric']}", value, r["unit"], _params_text(r.get("params", {})))
         if old:
             o = old_records.get(_key(r))
             row += ("—", "—") if o is None else (f"{o['value']:.4g}", f"{r['value'] / o['value']:.2f}×"

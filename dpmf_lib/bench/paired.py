@@ -1,0 +1,66 @@
+"""Paired, interleaved repeats: ratios that hold up on a shared machine.
+
+On a shared 2-core host the speed of the same code drifts by 20-40 % over minutes (a co-tenant's load comes and
+goes). A ratio of two timings taken minutes apart then carries that drift; one run per configuration cannot tell it
+from an effect. Here every measurement of a group is taken once per *repeat*, the configurations back to back (the
+order rotated each repeat, so none is always first after a large allocation or always last), and a ratio is formed
+within each repeat, from timings seconds apart. The reported value is the median of the per-repeat ratios; the
+range over repeats and how many repeats meet the target go beside it, so a reader sees whether a "met" rests on
+every repeat or on the middle one. This is the usual remedy of benchmark harnesses for drifting machines (pyperf's
+several values per benchmark, interleaved A/B runs) applied to this workbook's same-run ratios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+
+import numpy as np
+
+from . import ratio, record
+
+
+def interleave(measurements: Mapping[Hashable, Callable[[], float]], repeats: int) -> dict[Hashable, np.ndarray]:
+    """Call every measurement once per repeat, rotating the order by one each repeat; its values, in repeat order
+    (shape ``(repeats,)``, or ``(repeats, k)`` for a measurement that returns a tuple of k numbers).
+
+    A measurement returns a number (a rate or a time) or a tuple of numbers and prepares whatever it needs itself;
+    what it prepares outside its timed part does not count."""
+    if not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    keys = list(measurements)
+    values = {k: [] for k in keys}
+    for rep in range(repeats):
+        shift = rep % len(keys) if keys else 0
+        for k in keys[shift:] + keys[:shift]:
+            values[k].append(measurements[k]())
+    return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+
+
+def spread(values) -> dict:
+    """``repeats``, ``low``, ``high`` of a measurement's values over repeats (kept beside a record's median)."""
+    v = np.asarray(values, dtype=np.float64)
+    return {"repeats": int(v.size), "low": float(v.min()), "high": float(v.max())}
+
+
+def median_record(name: str, metric: str, values, unit: str, **params) -> dict:
+    """A record whose value is the median over repeats, with :func:`spread` beside it (not in ``params``, so that
+    ``--compare`` still matches it with an earlier run's record of the same name and parameters)."""
+    rec = record(name, metric, float(np.median(values)), unit, **params)
+    rec.update(spread(values))
+    return rec
+
+
+def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
+    """The ratio of two measurements taken in the same repeats: the median of the per-repeat ratios (``met`` judged
+    on it), their range (``low``, ``high``), ``repeats``, and with a target ``repeats_meeting``: in how many
+    repeats the ratio alone meets it."""
+    num, den = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    if num.shape != den.shape or num.size == 0:
+        raise ValueError(f"{name}: numerator and denominator need the same, non-zero number of repeats "
+                         f"({num.shape} vs {den.shape})")
+    per_repeat = num / den
+    out = ratio(name, float(np.median(per_repeat)), target)
+    out.update(spread(per_repeat))
+    if target is not None:
+        out["repeats_meeting"] = int(sum(bool(ratio(name, x, target)["met"]) for x in per_repeat))
+    return out

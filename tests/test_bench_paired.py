@@ -1,0 +1,73 @@
+"""Paired, interleaved repeats (dpmf_lib.bench.paired): ratios formed within a repeat survive a drifting machine."""
+
+import numpy as np
+import pytest
+
+from dpmf_lib.bench.__main__ import table
+from dpmf_lib.bench.paired import interleave, median_record, paired_ratio
+
+
+def test_interleave_rotates_the_order_each_repeat():
+    calls = []
+    group = {k: (lambda k=k: calls.append(k) or len(calls)) for k in "abc"}
+    values = interleave(group, 4)
+    assert calls == list("abc" "bca" "cab" "abc")
+    assert values["a"].tolist() == [1, 6, 8, 10]  # the call index at which each of a's values was taken
+
+
+def test_interleave_keeps_tuples_as_columns():
+    values = interleave({"x": lambda: (1.0, 2.0, 3.0)}, 3)
+    assert values["x"].shape == (3, 3) and values["x"][:, 1].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_paired_ratio_cancels_a_drift_that_a_ratio_of_medians_does_not():
+    # the machine slows down 2x over the run (a co-tenant arriving); configuration a is always 2x as fast as b
+    clock = {"t": 0}
+
+    def speed(base):
+        def measure():
+            clock["t"] += 1
+            return base / (1.0 + 0.1 * clock["t"])
+        return measure
+
+    values = interleave({"a": speed(2.0), "b": speed(1.0)}, 5)
+    r = paired_ratio("a_over_b", values["a"], values["b"], ">= 1.9")
+    # each repeat measures a and b one step apart, in alternating order: the per-repeat ratios straddle 2 (one
+    # step of drift each way) and their median is 2 within 10 %
+    assert r["low"] < 2.0 < r["high"] and r["value"] == pytest.approx(2.0, rel=0.1)
+    assert r["met"] and r["repeats"] == 5
+    # the same timings taken one configuration after the other drift apart: a's block at the fast start, b's later
+    clock["t"] = 0
+    seq_a = [speed(2.0)() for _ in range(5)]
+    seq_b = [speed(1.0)() for _ in range(5)]
+    assert np.median(seq_a) / np.median(seq_b) > 2.0 * 1.3
+
+
+def test_paired_ratio_counts_the_repeats_that_meet_the_target_alone():
+    r = paired_ratio("x", [3.2, 2.9, 3.4, 3.1, 2.5], [1, 1, 1, 1, 1], ">= 3")
+    assert r["value"] == pytest.approx(3.1) and r["met"] is True
+    assert r["repeats_meeting"] == 3 and (r["low"], r["high"]) == (2.5, 3.4)
+    no_target = paired_ratio("y", [1, 2], [1, 1], None)
+    assert no_target["met"] is None and "repeats_meeting" not in no_target
+
+
+def test_paired_ratio_refuses_unpaired_measurements():
+    with pytest.raises(ValueError, match="same, non-zero number of repeats"):
+        paired_ratio("x", [1, 2, 3], [1, 2], ">= 1")
+
+
+def test_median_record_keeps_its_spread_out_of_the_compared_params():
+    rec = median_record("csgd", "updates_per_s", [3.0, 1.0, 2.0], "updates/s", d=128)
+    assert rec["value"] == 2.0 and rec["params"] == {"d": 128}
+    assert (rec["repeats"], rec["low"], rec["high"]) == (3, 1.0, 3.0)
+
+
+def test_the_table_shows_the_range_and_how_many_repeats_meet():
+    doc = {"suite": "mf", "profile": "quick", "wall_time_s": 1.0, "finished_utc": "t",
+           "records": [median_record("csgd", "updates_per_s", [3e6, 1e6, 2e6], "updates/s", d=128)],
+           "ratios": [paired_ratio("csgd_over_naive", [3.2, 2.9, 3.4], [1, 1, 1], ">= 3")]}
+    text = table(doc)
+    row = next(x for x in text.splitlines() if x.startswith("csgd_over_naive"))
+    assert "[2.9, 3.4] ×3" in row and "met (alone in 2 of 3 repeats)" in row
+    rec = next(x for x in text.splitlines() if x.startswith("csgd · updates_per_s"))
+    assert "2e+06 [1e+06, 3e+06] ×3" in rec
