@@ -41,6 +41,12 @@ def _range_text(r: dict, digits: int = 3) -> str:
     return f"[{r['low']:.{digits}g}, {r['high']:.{digits}g}] ×{r['repeats']}"
 
 
+def _aligned(rows: list[tuple]) -> list[str]:
+    """Rows as lines with left-aligned columns, each as wide as its longest cell."""
+    widths = [max(len(str(row[i])) for row in rows if len(row) > i) for i in range(max(map(len, rows)))]
+    return ["  ".join(str(c).ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+
+
 def _key(r: dict) -> tuple:
     return r["name"], r["metric"], json.dumps(r.get("params", {}), sort_keys=True, default=str)
 
@@ -53,7 +59,8 @@ def table(doc: dict, old: dict | None = None) -> str:
     old_records = {_key(r): r for r in (old or {}).get("records", [])}
     lines = [f"{doc['suite']} ({doc['profile']}), {doc['wall_time_s']:.0f} s, {doc['finished_utc']}"
              + (f"; compared with {old.get('finished_utc', 'an earlier run')}" if old else "")]
-    rows = [("ratio", "value", "range over repeats", "target", "met") + (("earlier", "now/earlier") if old else ())]
+    ratio_rows = [("ratio", "value", "range over repeats", "target", "met")
+                  + (("earlier", "now/earlier") if old else ())]
     for r in doc["ratios"]:
         met = "—" if r.get("met") is None else ("met" if r["met"] else "NOT met")
         if "repeats_meeting" in r:
@@ -63,20 +70,18 @@ def table(doc: dict, old: dict | None = None) -> str:
             o = old_ratios.get(r["name"])
             row += ("—", "—") if o is None else (f"{o['value']:.3g}", f"{r['value'] / o['value']:.2f}×"
                                                   if o["value"] else "—")
-        rows.append(row)
-    rows.append(())
-    rows.append(("record", "value", "unit", "params") + (("earlier", "now/earlier") if old else ()))
+        ratio_rows.append(row)
+    # the long parameter list goes last, so the values and the comparison stay in readable columns
+    record_rows = [("record", "value", "unit") + (("earlier", "now/earlier") if old else ()) + ("params",)]
     for r in doc["records"]:
         value = f"{r['value']:.4g}" + (f" {_range_text(r, 4)}" if "repeats" in r else "")
-        row = (f"{r['name']} · {r['metric']}", value, r["unit"], _params_text(r.get("params", {})))
+        row = (f"{r['name']} · {r['metric']}", value, r["unit"])
         if old:
             o = old_records.get(_key(r))
             row += ("—", "—") if o is None else (f"{o['value']:.4g}", f"{r['value'] / o['value']:.2f}×"
                                                   if o["value"] else "—")
-        rows.append(row)
-    widths = [max((len(str(row[i])) for row in rows if len(row) > i), default=0) for i in range(max(map(len, rows)))]
-    for row in rows:
-        lines.append("  ".join(str(c).ljust(widths[i]) for i, c in enumerate(row)).rstrip() if row else "")
+        record_rows.append(row + (_params_text(r.get("params", {})),))
+    lines += _aligned(ratio_rows) + [""] + _aligned(record_rows)
     return "\n".join(lines)
 
 
