@@ -14,6 +14,8 @@ TINY = dict(standin_scale=0.002, setup_ratings=None, n_ratings=60_000, dims=(128
 
 @pytest.mark.slow
 def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
+    """The real measurements run end to end (their values depend on the machine; which configuration each ratio
+    divides by which is checked with fake measurements in the next test)."""
     monkeypatch.setitem(mf.PROFILES, "tiny", TINY)
     monkeypatch.setattr(mf, "_ceilings", lambda profile: {"fma_GFLOPs": 100.0})  # the machine suite is tested apart
     out = mf.run("tiny")
@@ -38,3 +40,99 @@ def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
     assert {"csgd", "naive_sgd", "sgld", "csgd_noprefetch", "naive_sgd_noprefetch", "csgd_usermajor"} <= names
     assert all(x["repeats"] == 3 and x["low"] <= x["value"] <= x["high"] for x in ups)
     assert all("repeats" not in x["params"] for x in out["records"])  # --compare keys stay as before
+
+
+# M updates/s at d = 16 of each fake configuration: (layout order, prefetch stride, threads)
+FAKE_RATES = {("tiered", 8, 1): 10, ("naive", 8, 1): 4, ("tiered", 0, 1): 8, ("naive", 0, 1): 2, ("tiered", 2, 1): 9,
+              ("tiered-usermajor", 8, 1): 5, ("tiered", 8, 2): 17, ("naive", 8, 2): 7}
+FAKE_SGLD = {1: 6, 2: 10}
+FAKE_PRIVATE = 19
+FAKE_SETUP = {("tiered", 1): (0.5, 0.4, 0.3), ("tiered", 2): (0.2, 0.2, 0.2), ("naive", 1): (4.0, 0.6, 0.6),
+              ("naive", 2): (3.0, 0.5, 0.5)}
+FAKE_SETUP_CPU = (0.3, 0.35, 0.25)
+
+
+def _fake_suite(monkeypatch):
+    """Fake measurements whose value encodes what they were asked to measure, times a machine speed that changes
+    from repeat to repeat (the same for every measurement of a repeat: each configuration's own call count)."""
+    import dpmf_lib.mf.csgd as csgd
+    import dpmf_lib.mf.peers as peers
+
+    real_make_layout = csgd.make_layout
+    order_of, calls = {}, {}
+
+    def make_layout(train, order, **kw):
+        lay = real_make_layout(train, order, **kw)
+        order_of[id(lay)] = order
+        return lay
+
+    def speed(key):
+        k = calls[key] = calls.get(key, -1) + 1
+        return 1.0 + 0.5 * k
+
+    def sgd(rd, lay, d, epochs, threads, stride):
+        key = (order_of[id(lay)], stride, threads)
+        return lambda: FAKE_RATES[key] * 1e6 * 16 / d * speed(("sgd", d, rd.n_ratings) + key)
+
+    def sgld(rd, lay, d, epochs, threads):
+        assert order_of[id(lay)] == "tiered"
+        return lambda: FAKE_SGLD[threads] * 1e6 * 16 / d * speed(("sgld", d, rd.n_ratings, threads))
+
+    def private(rd, lay, d, epochs):
+        assert order_of[id(lay)] == "tiered"
+        return lambda: FAKE_PRIVATE * 1e6 * 16 / d * speed(("private", d, rd.n_ratings))
+
+    def unavailable(*a, **kw):
+        raise peers.PeerUnavailable("faked away in this test")
+
+    monkeypatch.setattr(csgd, "make_layout", make_layout)
+    monkeypatch.setattr(mf, "_sgd_measurement", sgd)
+    monkeypatch.setattr(mf, "_sgld_measurement", sgld)
+    monkeypatch.setattr(mf, "_private_items_measurement", private)
+    monkeypatch.setattr(mf, "_setup_measurement", lambda big, order, threads: lambda: FAKE_SETUP[(order, threads)])
+    monkeypatch.setattr(mf, "_setup_cpu_measurement", lambda big: lambda: FAKE_SETUP_CPU)
+    monkeypatch.setattr(peers, "libmf_curve", unavailable)
+    monkeypatch.setattr(peers, "surprise_curve", unavailable)
+    monkeypatch.setattr(mf, "_ceilings", lambda profile: {"fma_GFLOPs": 100.0})
+    monkeypatch.setitem(mf.PROFILES, "fake", dict(TINY, dims=(16, 128), epochs=2, repeats=3,
+                                                   full_shape=dict(standin_scale=0.002, dims=(16,), epochs=2)))
+
+
+def test_each_ratio_divides_the_configurations_it_names_repeat_by_repeat(monkeypatch):
+    _fake_suite(monkeypatch)
+    out = mf.run("fake")
+    two = numba.config.NUMBA_NUM_THREADS >= 2
+    ratios = {r["name"]: r for r in out["ratios"]}
+    expected = {"csgd_over_naive_updates_d128_1thread_without_prefetch": 8 / 2,
+                "csgd_over_naive_updates_d128_1thread": 10 / 4,
+                "sgld_over_csgd_updates_d128_1thread": 6 / 10,
+                "csgd_over_naive_updates_d16_1thread_netflix_full": 10 / 4,
+                "csgd_setup_plus_first_round_over_two_rounds_d16_1thread": (0.5 + 0.4) / (2 * 0.3),
+                "csgd_setup_plus_first_round_over_two_rounds_d16_1thread_cpu_time": (0.3 + 0.35) / (2 * 0.25)}
+    if two:
+        expected.update({"csgd_scaling_1_to_2_threads_d128": 17 / 10,
+                         "csgd_private_over_shared_item_rows_d128_2threads": 19 / 17,
+                         "csgd_scaling_1_to_2_threads_d128_private_item_rows": 19 / 10,
+                         "csgd_setup_plus_first_round_over_two_rounds_d16_2thread": 1.0})
+    for name, value in expected.items():
+        r = ratios[name]
+        # paired within each repeat: the machine's speed, which differs between repeats, cancels exactly
+        assert r["value"] == pytest.approx(value) and r["low"] == pytest.approx(r["high"]), name
+    fma = ratios["csgd_fraction_of_fma_ceiling_d128_1thread"]  # one ceiling: the kernel's range shows
+    assert fma["value"] == pytest.approx(10e6 * 16 / 128 * 1.5 * (8 * 128 + 10) / 1e9 / 100)
+    assert fma["low"] < fma["value"] < fma["high"]
+    recs = {(x["name"], x["metric"], x["params"].get("d"), x["params"].get("threads"), x["params"].get("stride")): x
+            for x in out["records"]}
+    for (name, d, stride), value in {("prefetch_speedup", 128, 2): 9 / 8, ("prefetch_speedup", 128, 8): 10 / 8,
+                                     ("prefetch_speedup_naive", 128, 8): 4 / 2}.items():
+        assert recs[(name, "ratio", d, 1, stride)]["value"] == pytest.approx(value)
+    assert recs[("interleave_speedup", "ratio", 16, 1, None)]["value"] == pytest.approx(10 / 5)
+    # the setup block's tuple columns land in their records
+    for name, value in (("csgd_setup", 0.5), ("csgd_first_round", 0.4), ("csgd_later_round", 0.3),
+                        ("naive_sgd_setup", 4.0), ("csgd_layout_cpu", 0.3), ("csgd_init_plus_first_round_cpu", 0.35),
+                        ("csgd_later_round_cpu", 0.25)):
+        assert recs[(name, "seconds", 16, 1, None)]["value"] == pytest.approx(value), name
+    # median updates/s: the middle speed of the three repeats (1.5x)
+    assert recs[("csgd", "updates_per_s", 128, 1, None)]["value"] == pytest.approx(10e6 * 16 / 128 * 1.5)
+    assert recs[("csgd_netflix_full", "updates_per_s", 16, 1, None)]["value"] == pytest.approx(10e6 * 1.5)
+    assert any(x["metric"] == "unavailable" and x["name"] == "libmf" for x in out["records"])

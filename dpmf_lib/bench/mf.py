@@ -34,22 +34,24 @@ of a pure FMA loop through the same parallel backend (``machine_fma_scaling_1_to
 C-SGD kernel on the same layout and schedule with the item ids of the second thread's segments (numba's static
 ``prange`` schedule gives each thread one contiguous chunk) moved into a private copy of V, so the two threads never
 write the same item row. It is not a valid training (each thread learns its own item factors) and not a bound either
-way (V doubles, 9 -> 18 MB at d = 128 on the quick set, and it is timed after the shared run, not interleaved with
-it); it estimates what the sharing of hot item rows between threads — the Hogwild part of C-SGD's parallel scheme —
-costs: ``csgd_private_over_shared_item_rows_d128_2threads`` (both at 2 threads, the direct comparison) and
+way (V doubles, 9 -> 18 MB at d = 128 on the quick set); it is measured in the same interleaved repeats as the
+shared run, next to it, and estimates what the sharing of hot item rows between threads — the Hogwild part of
+C-SGD's parallel scheme — costs: ``csgd_private_over_shared_item_rows_d128_2threads`` (both at 2 threads, the direct comparison) and
 ``csgd_scaling_1_to_2_threads_d128_private_item_rows``.
 
-Repeats (twenty-second session): the speed of the same code drifts by 20-40 % over minutes on this shared host, so
-one timing per configuration, taken minutes after the configuration it is divided by, could not carry a ≥ 3 or ≥ 0.5
-line. Every configuration at one d (both thread counts) is now one interleaved group, measured ``repeats`` times
-back to back in rotating order (:mod:`dpmf_lib.bench.paired`), and every ratio is formed within a repeat: the value
-is the median over repeats, with the range and, for a ratio with a target, the number of repeats that meet it
-alone (``met`` is judged on the median). The setup ratio is formed within each training and repeated the same way.
+Repeats (twenty-second session): the speed of the same code drifts by 20-40 % over minutes on this shared host, so one
+timing per configuration, taken minutes after the configuration it is divided by, could not carry a ≥ 3 or ≥ 0.5 line.
+Every configuration at one d (both thread counts) is now one interleaved group, measured ``repeats`` times back to
+back, the order reversed every other repeat and the two sides of each targeted ratio next to each other
+(:mod:`dpmf_lib.bench.paired`), and every ratio is formed within a repeat: the value is the median over repeats, with
+the range and, for a ratio with a target, the number of repeats that meet it alone (``met`` is judged on the median).
+The setup ratio is formed within each training and repeated the same way.
 
 Throughput: each measurement trains ``epochs`` rounds on a fresh model (each order's layout is built once per d and
-reused); its median updates/s over rounds 2.. counts (round 1 touches fresh pages). Achieved GFLOP/s and GB/s use the nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops;
-16d+28 bytes if nothing were cached — so GB/s above the RAM ceiling means the caches are doing the work); SGLD adds
-4(d+1) flops per update for its noise. Ceilings come from ``dpmf_lib.bench.machine.measure`` in the same run.
+reused); its median updates/s over rounds 2.. counts (round 1 touches fresh pages). Achieved GFLOP/s and GB/s use the
+nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops; 16d+28 bytes if nothing were cached — so
+GB/s above the RAM ceiling means the caches are doing the work); SGLD adds 4(d+1) flops per update for its noise.
+Ceilings come from ``dpmf_lib.bench.machine.measure`` in the same run.
 
 Setup (#19): on the large set at d = 16, ``(setup + first round) / (2 × median later round)`` for C-SGD at 1 and 2
 threads, where setup is ``train_sgd``'s ``extra["setup_seconds"]`` (tiered layout + initialisation); target ≤ 1. The
@@ -161,29 +163,36 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
         ws = _working_set(rd, d, caches)
         orders = ("tiered", "naive") + (("tiered-usermajor",) if extra_cfgs else ())
         lays = {order: make_layout(rd, order) for order in orders}
-        group, kinds = {}, {}
-        for th in (t for t in threads if t <= max_threads):
-            group[("csgd", th)] = _sgd_measurement(rd, lays["tiered"], d, epochs, th, 8)
-            group[("naive_sgd", th)] = _sgd_measurement(rd, lays["naive"], d, epochs, th, 8)
-            group[("sgld", th)] = _sgld_measurement(rd, lays["tiered"], d, epochs, th)
-            kinds[("sgld", th)] = "sgld"
-            if th == 1 and extra_cfgs:
-                group[("csgd_noprefetch", 1)] = _sgd_measurement(rd, lays["tiered"], d, epochs, 1, 0)
-                group[("naive_sgd_noprefetch", 1)] = _sgd_measurement(rd, lays["naive"], d, epochs, 1, 0)
-                group[("csgd_prefetch2", 1)] = _sgd_measurement(rd, lays["tiered"], d, epochs, 1, 2)
-                group[("csgd_usermajor", 1)] = _sgd_measurement(rd, lays["tiered-usermajor"], d, epochs, 1, 8)
-        if private_items and d == 128 and 2 in threads and max_threads >= 2:
-            group[("csgd_private_item_rows", 2)] = _private_items_measurement(rd, lays["tiered"], d, epochs)
+        tiered, naive = lays["tiered"], lays["naive"]
+        two = 2 in threads and max_threads >= 2
+        # The group's order puts the two sides of each ratio with a target next to each other (interleave keeps
+        # neighbours together, reversing every other repeat): naive / C-SGD without prefetch (tiering), SGLD / C-SGD,
+        # C-SGD at 1 / 2 threads; then the shared / private item rows at 2 threads.
+        group = {}
+        if extra_cfgs:
+            group[("naive_sgd_noprefetch", 1)] = _sgd_measurement(rd, naive, d, epochs, 1, 0)
+            group[("csgd_noprefetch", 1)] = _sgd_measurement(rd, tiered, d, epochs, 1, 0)
+            group[("csgd_prefetch2", 1)] = _sgd_measurement(rd, tiered, d, epochs, 1, 2)
+            group[("csgd_usermajor", 1)] = _sgd_measurement(rd, lays["tiered-usermajor"], d, epochs, 1, 8)
+        group[("naive_sgd", 1)] = _sgd_measurement(rd, naive, d, epochs, 1, 8)
+        group[("sgld", 1)] = _sgld_measurement(rd, tiered, d, epochs, 1)
+        group[("csgd", 1)] = _sgd_measurement(rd, tiered, d, epochs, 1, 8)
+        if two:
+            group[("csgd", 2)] = _sgd_measurement(rd, tiered, d, epochs, 2, 8)
+            if private_items and d == 128:
+                group[("csgd_private_item_rows", 2)] = _private_items_measurement(rd, tiered, d, epochs)
+            group[("sgld", 2)] = _sgld_measurement(rd, tiered, d, epochs, 2)
+            group[("naive_sgd", 2)] = _sgd_measurement(rd, naive, d, epochs, 2, 8)
         values = interleave(group, repeats)
         for (name, th), v in values.items():
             ups[(name + tag, d, th)] = v
+            if name == "csgd_private_item_rows":  # its V is twice the shared one: no working-set fields
+                records.append(median_record(name, "updates_per_s", v, "updates/s", d=d, threads=th,
+                                             n_ratings=rd.n_ratings, dataset=label, diagnostic="not a valid training"))
+                continue
             common = dict(d=d, threads=th, n_ratings=rd.n_ratings, n_users=rd.n_users, n_items=rd.n_items,
                           dataset=label, **ws)
-            if name == "csgd_private_item_rows":
-                records.append(median_record(name, "updates_per_s", v, "updates/s", diagnostic="not a valid training",
-                                             **common))
-                continue
-            fl, by = _flops_bytes(d, kinds.get((name, th), "sgd"))
+            fl, by = _flops_bytes(d, "sgld" if name == "sgld" else "sgd")
             records.append(median_record(name + tag, "updates_per_s", v, "updates/s", **common))
             records.append(median_record(name + tag, "achieved_gflops", v * fl / 1e9, "GFLOP/s", **common))
             records.append(median_record(name + tag, "nominal_traffic_gbps", v * by / 1e9, "GB/s", **common))
@@ -428,7 +437,8 @@ def run(profile: str = "quick") -> dict:
         _throughput_block(netflix, fs["dims"], P["threads"], float("inf"), fs["epochs"], P["repeats"],
                           netflix.source.label, caches, records, ups, tag="_netflix_full", extra_cfgs=False)
     fma = ceil.get("fma_GFLOPs")
-    # every ratio below is formed within each repeat of one interleaved group (same d), then summarised
+    # every ratio below is formed within each repeat of one interleaved group (same d), then summarised; the FMA
+    # share's denominator is the one ceiling measured at the start (its range is the kernel's alone)
     if ("csgd", 128, 1) in ups and ("naive_sgd", 128, 1) in ups:
         # both at the default stride 8: shown, no target (prefetch narrows the gap; see the module docstring)
         ratios.append(paired_ratio("csgd_over_naive_updates_d128_1thread", ups[("csgd", 128, 1)],

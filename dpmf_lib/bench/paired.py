@@ -2,12 +2,16 @@
 
 On a shared 2-core host the speed of the same code drifts by 20-40 % over minutes (a co-tenant's load comes and
 goes). A ratio of two timings taken minutes apart then carries that drift; one run per configuration cannot tell it
-from an effect. Here every measurement of a group is taken once per *repeat*, the configurations back to back (the
-order rotated each repeat, so none is always first after a large allocation or always last), and a ratio is formed
-within each repeat, from timings seconds apart. The reported value is the median of the per-repeat ratios; the
-range over repeats and how many repeats meet the target go beside it, so a reader sees whether a "met" rests on
-every repeat or on the middle one. This is the usual remedy of benchmark harnesses for drifting machines (pyperf's
-several values per benchmark, interleaved A/B runs) applied to this workbook's same-run ratios.
+from an effect. Here every measurement of a group is taken once per *repeat*, the configurations back to back, and a
+ratio is formed within each repeat. The group's order is reversed every other repeat (A B C, C B A, A B C, ...: the
+ABBA design of drifting measurements): two measurements placed next to each other stay next to each other in every
+repeat, each goes first in about half of them (a linear drift inside a pair cancels), and no configuration is always
+first after a large allocation. So a caller puts the two sides of its important ratios next to each other; sides
+further apart are still taken in the same repeat, only with more time between them. The reported value is the
+median of the per-repeat ratios; the range over repeats and how many repeats meet the target go beside it, so a
+reader sees whether a "met" rests on every repeat or on the middle one. This is the usual remedy of benchmark
+harnesses for drifting machines (several values per benchmark, interleaved A/B runs) applied to this workbook's
+same-run ratios.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from . import ratio, record
 
 
 def interleave(measurements: Mapping[Hashable, Callable[[], float]], repeats: int) -> dict[Hashable, np.ndarray]:
-    """Call every measurement once per repeat, rotating the order by one each repeat; its values, in repeat order
-    (shape ``(repeats,)``, or ``(repeats, k)`` for a measurement that returns a tuple of k numbers).
+    """Call every measurement once per repeat, in the given order in even repeats and reversed in odd ones; its
+    values, in repeat order (shape ``(repeats,)``, or ``(repeats, k)`` for a measurement that returns a tuple of k
+    numbers).
 
     A measurement returns a number (a rate or a time) or a tuple of numbers and prepares whatever it needs itself;
     what it prepares outside its timed part does not count."""
@@ -30,8 +35,7 @@ def interleave(measurements: Mapping[Hashable, Callable[[], float]], repeats: in
     keys = list(measurements)
     values = {k: [] for k in keys}
     for rep in range(repeats):
-        shift = rep % len(keys) if keys else 0
-        for k in keys[shift:] + keys[:shift]:
+        for k in (keys if rep % 2 == 0 else keys[::-1]):
             values[k].append(measurements[k]())
     return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
 
