@@ -719,7 +719,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = select(entries, args.only)
     if args.only and not chosen:
-        print(f"error: no implemented notebook matches --only {args.only!r} (see --list)", file=sys.stderr)
+        hint = ("; separate several names or patterns with commas, not spaces: --only "
+                f"{','.join(args.only.split())!r}" if len(args.only.split()) > 1 else "")
+        print(f"error: no implemented notebook matches --only {args.only!r} (see --list){hint}", file=sys.stderr)
         return 2
     if args.profile not in PROFILES:
         without = [e.name for e in chosen if args.profile not in (read_yaml(e.params_file).get("profiles") or {})]

@@ -219,6 +219,13 @@ def test_unknown_only_pattern_fails_cleanly(capsys):
     assert "no implemented notebook matches" in capsys.readouterr().err
 
 
+def test_space_separated_only_names_get_the_comma_form_in_the_error(capsys):
+    # `make paper-snapshot ONLY='a b'` reads as one pattern "a b", which matches nothing
+    assert reproduce.main(["--only", "pnbm_fig1 liu_fig4"]) == 2
+    assert "separate several names or patterns with commas, not spaces: --only 'pnbm_fig1,liu_fig4'" in \
+        capsys.readouterr().err
+
+
 def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, monkeypatch):
     """loky caps NUMBA_NUM_THREADS & co. in its workers; the runner hands the kernel the caller's values."""
     code = ("import os, json, pathlib\n"
