@@ -82,3 +82,24 @@ def test_the_table_shows_the_range_and_how_many_repeats_meet():
     assert "[2.9, 3.4] ×3" in row and "met (alone in 2 of 3 repeats)" in row
     rec = next(x for x in text.splitlines() if x.startswith("csgd · updates_per_s"))
     assert "2e+06 [1e+06, 3e+06] ×3" in rec
+
+
+def test_best_times_reverses_the_order_so_no_call_always_follows_the_heavy_one(monkeypatch):
+    import time
+
+    from dpmf_lib.bench.paired import best_times
+
+    clock, order = {"t": 0.0}, []
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["t"])  # a fake clock the calls advance
+
+    def make(name, cost):
+        def fn():
+            # a call straight after "heavy" costs 3x (as the lsh suite's did after qoLSH)
+            clock["t"] += cost * (3 if order and order[-1] == "heavy" else 1)
+            order.append(name)
+        return fn
+
+    t_heavy, t_ours, t_theirs = best_times([make("heavy", 4.0), make("ours", 1.0), make("theirs", 1.0)], 4)
+    assert order[:6] == ["heavy", "ours", "theirs", "theirs", "ours", "heavy"]
+    # ours followed heavy in the forward repeats only: its best time is the unpenalised one (a fixed order: 3.0)
+    assert (t_heavy, t_ours, t_theirs) == (4.0, 1.0, 1.0)

@@ -40,6 +40,24 @@ def interleave(measurements: Mapping[Hashable, Callable[[], float]], repeats: in
     return {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
 
 
+def best_times(fns, repeats: int) -> list[float]:
+    """Best wall time (s) of each of ``fns`` over ``repeats`` calls, the calls interleaved in the order of
+    :func:`interleave` (reversed every other repeat). Unlike a fixed order, no function always runs straight after
+    the same neighbour: in the lsh suite the call right after the 50x heavier qoLSH encode ran 1.3-1.9x slower
+    (twenty-second session), which a fixed order [qoLSH, ours, faiss] charged to ours every time."""
+    import time
+
+    def timed(fn):
+        def measure():
+            t0 = time.perf_counter()
+            fn()
+            return time.perf_counter() - t0
+        return measure
+
+    values = interleave({i: timed(fn) for i, fn in enumerate(fns)}, repeats)
+    return [float(values[i].min()) for i in range(len(fns))]
+
+
 def spread(values) -> dict:
     """``repeats``, ``low``, ``high`` of a measurement's values over repeats (kept beside a record's median)."""
     v = np.asarray(values, dtype=np.float64)
