@@ -11,7 +11,7 @@ Both orders run the same kernel ``_sgd_epoch`` (``prange`` over segments, see :m
 the tiered user-block layout and software prefetch of the item and user vectors ``prefetch_stride`` ratings ahead
 (Section 6.5 uses stride 2), naive SGD a random permutation of all ratings.
 
-Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128 on a host with AVX-512; 16, 32 with AVX2) a segment runs
+Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128 on a host with AVX-512; 16, 32 with AVX2; none below AVX2) a segment runs
 the whole-row kernel ``_sgd_range_rows``, for other d the loop kernel (the rest of ``_sgd_range``); both take C-layout
 float32 factor matrices (:func:`aligned_copy`). The two differ in the dot product's float32 summation order, so
 results at those d depend on the host's vector width (as the loop kernel's own reductions already did).
@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 # d with a whole-row kernel, from the host's vector registers (others run the loop kernel). MAX_ROW_LENGTH is a
 # compile-time constant of the kernels' dispatch, fixed by the host features that numba's on-disk cache is keyed by.
+# That cache is keyed by this module's source, not by the globals a kernel reads: after editing
+# rowvec.whole_row_lengths, delete dpmf_lib/mf/__pycache__, or the kernels cached with the old lengths are loaded.
 ROW_LENGTHS = whole_row_lengths()
 MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
 

@@ -40,10 +40,14 @@ F32 = ir.FloatType()
 
 
 def vector_register_bits() -> int:
-    """Width of the widest vector registers numba compiles for here: 512 with AVX-512F, 256 with AVX2, else 128.
-    Read from numba's own target features (``NUMBA_CPU_FEATURES`` if set, else the host's, with AVX masked out under
-    ``NUMBA_ENABLE_AVX=0``), which its on-disk cache is keyed by, so a kernel choice made from it matches the code
-    that cache holds."""
+    """The vector register width the whole-row rule assumes: 512 with AVX-512F, 256 with AVX2, else 128, read from
+    numba's own target features (``NUMBA_CPU_FEATURES`` if set, else the host's), which its on-disk cache is keyed
+    by, so a kernel choice made from it matches the code that cache holds.
+
+    A feature test, not what LLVM emits: under ``NUMBA_ENABLE_AVX=0`` numba masks the ``avx*`` features, yet LLVM
+    still emits 256-bit code from ``+fma`` and the like, and AVX1-only or AVX10/256 hosts have 256-bit registers
+    without ``avx2``/``avx512f``. There the rule answers 128 and drops the whole-row kernels although 256-bit code
+    runs: slower at d = 16 and 32 (the loop kernel), never wrong."""
     from numba.core import config
     from numba.core.codegen import get_host_cpu_features
 
