@@ -35,12 +35,28 @@ def _module_path(module: str) -> Path | None:
     return None
 
 
-def _imports(path: Path, module: str) -> set[str]:
-    """Local modules imported anywhere in ``path`` (module name ``module``)."""
-    is_pkg = path.name == "__init__.py"
-    package = module if is_pkg else module.rpartition(".")[0]
+def _imports(path: Path, module: str, locate=_module_path) -> set[str]:
+    """Local modules imported anywhere in ``path`` (module name ``module``); ``locate`` finds a module's file."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for name in _imported_names(path.read_text(encoding="utf-8"), str(path), package):
+        if name.split(".")[0] not in LOCAL_PACKAGES:
+            continue
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            prefix = ".".join(parts[:k])
+            if locate(prefix) is not None:
+                out.add(prefix)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _imported_names(source: str, filename: str, package: str) -> frozenset[str]:
+    """Every name an import statement of ``source`` may bind a module to (``from pkg import name`` gives ``pkg`` and
+    ``pkg.name``). Cached on the source text, so an edited file is parsed again: the report and the paper snapshot
+    hash all 47 notebooks' closures, and parsing every file once per closure (~1,600 parses) took a minute there."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(ast.parse(source, filename)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -52,16 +68,7 @@ def _imports(path: Path, module: str) -> set[str]:
                 base = node.module or ""
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
-    out = set()
-    for name in found:
-        if name.split(".")[0] not in LOCAL_PACKAGES:
-            continue
-        parts = name.split(".")
-        for k in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
-            prefix = ".".join(parts[:k])
-            if _module_path(prefix) is not None:
-                out.add(prefix)
-    return out
+    return frozenset(found)
 
 
 @lru_cache(maxsize=None)
@@ -70,15 +77,22 @@ def module_closure(module: str) -> tuple[Path, ...]:
     :data:`NOT_RUN_INPUTS`."""
     parts = module.split(".")
     todo, seen = [".".join(parts[:k]) for k in range(1, len(parts) + 1)], {}  # importing a.b.c runs a/__init__ too
+    located = {}
+
+    def locate(name):  # each name's file looked up once per closure, not once per file that imports it
+        if name not in located:
+            located[name] = _module_path(name)
+        return located[name]
+
     while todo:
         name = todo.pop()
         if name in seen or name in NOT_RUN_INPUTS:
             continue
-        path = _module_path(name)
+        path = locate(name)
         if path is None:
             continue
         seen[name] = path
-        todo.extend(_imports(path, name) - set(seen))
+        todo.extend(_imports(path, name, locate) - set(seen))
     return tuple(sorted(set(seen.values())))
 
 
@@ -88,6 +102,37 @@ def code_digest(module: str) -> str:
         h.update(p.relative_to(REPO_ROOT).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
+
+
+_claims_read: tuple | None = None
+
+
+def current_claims() -> list:
+    """:func:`dpmf_lib.claims.load_claims` of the claims file as it is now, parsed once per version of the file.
+
+    Every run hash and staleness check reads the claims (the seed rules of a notebook's claims are a run input), and
+    the report and the paper snapshot check all 47 notebooks, twice over: parsing ``claims.yaml`` each time (~1 s) was
+    most of a report's two minutes. Kept while the file's bytes, its path and the loader are the ones it was read
+    with (a test's patched ``claims_path`` or ``load_claims`` misses it)."""
+    global _claims_read
+    from . import claims
+
+    path, loader = claims.claims_path(), claims.load_claims
+    try:
+        digest = hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return loader()  # let the loader say what is wrong with the file
+    kept = _claims_read
+    if kept is not None and kept[0] == path and kept[1] is loader and kept[2] == digest:
+        return list(kept[3])
+    found = loader()
+    try:
+        unchanged = hashlib.sha256(path.read_bytes()).digest() == digest
+    except OSError:
+        unchanged = False
+    if unchanged:  # not kept if the file changed while it was read
+        _claims_read = (path, loader, digest, tuple(found))
+    return list(found)
 
 
 def dataset_state(dataset_id: str) -> str:

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import yaml
 
-from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, VERDICTS,
-                     load_claims)
+from .claims import DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY, VERDICTS
+from .dependencies import current_claims
 from .verdicts import judge, rule
 from .paths import figures_dir, params_dir
 from .registry import load_registry
@@ -103,7 +103,7 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
             "error": run.get("error"),
         })
     claim_rows = []
-    for c in load_claims():
+    for c in current_claims():
         j = judge(c, all_measurements)
         m = j.measurement
         others = [p.measurement for p in j.parts if p.measurement is not m]

@@ -30,7 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .dependencies import code_digest, data_states, states_of_run
+from .dependencies import code_digest, current_claims, data_states, states_of_run
 from .errors import WorkbookError
 from .outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, parameter_names, scratch_dir
 from .params import PROFILES, load_params, read_yaml
@@ -58,10 +58,8 @@ def run_hash(entry: Entry, profile: str) -> str:
     :meth:`NotebookRun.replicate` runs (id, dataset, min_profile, deterministic, min_seeds, whether shown without a
     verdict); the fields that only judge (reference, tolerance, margin, guards' bounds, the quote) do not, as the
     report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`)."""
-    from .claims import load_claims
-
     params = load_params(entry.name, profile)
-    own_claims = repr([seed_rule(c) for c in load_claims() if c.notebook == entry.name])
+    own_claims = repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name])
     h = hashlib.sha256()
     for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
                  code_digest("dpmf_lib.outputs"), own_claims):
@@ -202,21 +200,17 @@ def staleness(entry: Entry, digest: str, out_dir: Path | None = None) -> str | N
 def _seed_rules_of(measurements_file: Path) -> dict:
     """The seed rule of every claim a run measured, its own or another notebook's (``balu_table1`` measures claims of
     ``balu_table3_1``): the run hash covers only the notebook's own claims, :func:`staleness` checks these."""
-    from .claims import load_claims
-
     try:
         ids = {m["claim"] for m in json.loads(measurements_file.read_text())}
     except (OSError, ValueError):
         return {}
-    return {c.id: list(seed_rule(c)) for c in load_claims() if c.id in ids}
+    return {c.id: list(seed_rule(c)) for c in current_claims() if c.id in ids}
 
 
 def _changed_seed_rules(recorded: dict | None) -> list[str]:
     if not recorded:
         return []
-    from .claims import load_claims
-
-    now = {c.id: list(seed_rule(c)) for c in load_claims()}
+    now = {c.id: list(seed_rule(c)) for c in current_claims()}
     return sorted(cid + ("" if cid in now else " (no longer in claims.yaml)") for cid, rule in recorded.items()
                   if now.get(cid) != rule)
 
@@ -226,12 +220,11 @@ def judging_digest(claim_ids) -> str:
     never imported: a broken rule must not fail the runner) and the judging fields of those claims. Recorded in
     ``run.json`` — the run record, not a result — so the report can say when an executed notebook's printed claims
     table was judged under other rules than the report's."""
-    from .claims import load_claims
     from .paths import REPO_ROOT
 
     h = hashlib.sha256((REPO_ROOT / "dpmf_lib" / "verdicts.py").read_bytes())
     wanted = set(claim_ids)
-    h.update(repr(sorted((repr(c) for c in load_claims() if c.id in wanted))).encode())
+    h.update(repr(sorted((repr(c) for c in current_claims() if c.id in wanted))).encode())
     return h.hexdigest()[:16]
 
 

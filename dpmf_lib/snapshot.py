@@ -160,13 +160,13 @@ def measurements(current_only: bool = True) -> list[dict]:
 def paper_verdicts() -> dict[str, dict]:
     """Per claim, its verdict from the current snapshot rows (``verdict``, ``mean``, ``lo``, ``hi``, ``n``,
     ``reason``), or, when its notebook's row is stale or missing, ``{"verdict": None, "state": …, "why": …}``."""
-    from .claims import load_claims
+    from .dependencies import current_claims
     from .verdicts import judge
 
     states = {r["name"]: r for r in rows()}
     current = measurements(current_only=True)
     out = {}
-    for c in load_claims():
+    for c in current_claims():
         row = states.get(c.notebook, {"state": "missing", "why": None})
         if row["state"] != "current":
             out[c.id] = {"verdict": None, "state": row["state"], "why": row["why"]}
