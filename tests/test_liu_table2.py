@@ -4,9 +4,13 @@ marked as such, the driver's segments line up with its rows, and the user subset
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
+import json
+import os
 import shutil
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +20,11 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.experiments import _liu_cachegrind_driver as driver
 from dpmf_lib.experiments import liu_table2 as t2
 from dpmf_lib.params import load_params
+
+# .ci/run: `make test` runs with DPMF_CI_FIGURES=pending, the checks of the `ci` runs with the figures directory
+CI_FIGURES = os.environ.get("DPMF_CI_FIGURES")
+# the tail of the warning liu_table2._simulate gives when a valgrind process compiled the kernel itself
+COMPILED_UNDER_VALGRIND = "instead of loading them from numba's cache"
 
 
 def toy(n_users=60, n_items=40, n=2000, seed=0):
@@ -133,6 +142,8 @@ def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+@pytest.mark.skipif(CI_FIGURES is not None, reason="CI checks its own `ci` run of liu_table2 for the same after "
+                                                   "make figures: test_the_ci_run_of_table2_compiled_nothing_under_valgrind")
 def test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind(tmp_path):
     """numba under valgrind sees valgrind's virtual CPU, so its cache entry used to be missing on every fresh clone
     and the kernel compiled under valgrind (most of a ~20 min ``ci`` run). With the CPU pinned to what valgrind's
@@ -149,3 +160,42 @@ def test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind(tmp_pat
         warnings.simplefilter("error")  # a compile under valgrind warns
         counts = t2._simulate(npz, 16, len(specs), 1, ["--D1=32768,8,64", "--LL=6291456,12,64"], tmp_path, env)
     assert len(counts) == len(specs) and all(c["Dr"] > 2000 and c["D1mr"] > 0 for c in counts)
+
+
+def compile_warnings(run_dir: Path) -> list[str]:
+    """The "compiled under valgrind" warnings a run of liu_table2 printed: in its executed notebook's stream outputs
+    (a kernel shows warnings there, from the simulation threads too) or in its ``kernel.log``."""
+    nb = json.loads((run_dir / "liu_table2.ipynb").read_text(encoding="utf-8"))
+    texts = ["".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []) if o.get("name")]
+    if (run_dir / "kernel.log").exists():
+        texts.append((run_dir / "kernel.log").read_text(encoding="utf-8", errors="replace"))
+    return [t for t in texts if COMPILED_UNDER_VALGRIND in t]
+
+
+def test_the_ci_check_looks_for_the_warning_simulate_gives(tmp_path):
+    assert COMPILED_UNDER_VALGRIND in inspect.getsource(t2._simulate)
+    cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stderr", "text": [
+        "/x/liu_table2.py:241: UserWarning: liu_table2: the valgrind process for d = 16 compiled 3 kernel ",
+        "signature(s) instead of loading them from numba's cache (slow, same counts)\n"]}]}
+    (tmp_path / "liu_table2.ipynb").write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    assert len(compile_warnings(tmp_path)) == 1
+    cell["outputs"][0]["text"] = ["fine\n"]
+    (tmp_path / "liu_table2.ipynb").write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    assert compile_warnings(tmp_path) == []
+
+
+@pytest.mark.skipif(CI_FIGURES in (None, "pending"), reason="runs in .ci/run after make figures "
+                                                            "(DPMF_CI_FIGURES=<figures dir>)")
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_the_ci_run_of_table2_compiled_nothing_under_valgrind():
+    """What test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind checks on a toy, checked on CI's own
+    cold `ci` run of liu_table2 instead (a fresh clone: no numba cache), so `make test` in .ci/run skips the toy's
+    ~3 min: valgrind ran (every row has its counts) and no valgrind process compiled the kernel."""
+    import pandas as pd
+
+    out = Path(CI_FIGURES) / "liu_table2"
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "ok" and run["profile"] == "ci", run.get("error")
+    df = pd.read_csv(out / "liu_table2.csv")
+    assert len(df) and (df["data_refs"] > 0).all(), df[["d", "row", "data_refs"]]
+    assert compile_warnings(out) == []
