@@ -113,7 +113,9 @@ def current_claims() -> list:
     Every run hash and staleness check reads the claims (the seed rules of a notebook's claims are a run input), and
     the report and the paper snapshot check all 47 notebooks, twice over: parsing ``claims.yaml`` each time (~1 s) was
     most of a report's two minutes. Kept while the file's bytes, its path and the loader are the ones it was read
-    with (a test's patched ``claims_path`` or ``load_claims`` misses it)."""
+    with (a test's patched ``claims_path`` or ``load_claims`` misses it). It assumes what ``load_claims`` returns
+    depends only on those bytes (true of its code: a patched ``read_yaml`` or ``Claim`` would not be seen); a
+    claim's fields are scalars or tuples (frozen), so callers share them safely."""
     global _claims_read
     from . import claims
 

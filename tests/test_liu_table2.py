@@ -197,5 +197,5 @@ def test_the_ci_run_of_table2_compiled_nothing_under_valgrind():
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "ok" and run["profile"] == "ci", run.get("error")
     df = pd.read_csv(out / "liu_table2.csv")
-    assert len(df) and (df["data_refs"] > 0).all(), df[["d", "row", "data_refs"]]
+    assert len(df) and (df["data_refs"] > 0).all() and (df["l1_miss_pct"] > 0).all(), df[["d", "row", "data_refs"]]
     assert compile_warnings(out) == []
