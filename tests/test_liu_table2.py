@@ -7,7 +7,6 @@ import contextlib
 import inspect
 import io
 import json
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -15,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.experiments import _liu_cachegrind_driver as driver
 from dpmf_lib.experiments import liu_table2 as t2
 from dpmf_lib.params import load_params
 
-# .ci/run: `make test` runs with DPMF_CI_FIGURES=pending, the checks of the `ci` runs with the figures directory
-CI_FIGURES = os.environ.get("DPMF_CI_FIGURES")
 # the tail of the warning liu_table2._simulate gives when a valgrind process compiled the kernel itself
 COMPILED_UNDER_VALGRIND = "instead of loading them from numba's cache"
 
@@ -142,8 +140,7 @@ def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
-@pytest.mark.skipif(CI_FIGURES is not None, reason="CI checks its own `ci` run of liu_table2 for the same after "
-                                                   "make figures: test_the_ci_run_of_table2_compiled_nothing_under_valgrind")
+@replaced_in_ci_by("test_the_ci_run_of_table2_compiled_nothing_under_valgrind")
 def test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind(tmp_path):
     """numba under valgrind sees valgrind's virtual CPU, so its cache entry used to be missing on every fresh clone
     and the kernel compiled under valgrind (most of a ~20 min ``ci`` run). With the CPU pinned to what valgrind's
@@ -184,8 +181,7 @@ def test_the_ci_check_looks_for_the_warning_simulate_gives(tmp_path):
     assert compile_warnings(tmp_path) == []
 
 
-@pytest.mark.skipif(CI_FIGURES in (None, "pending"), reason="runs in .ci/run after make figures "
-                                                            "(DPMF_CI_FIGURES=<figures dir>)")
+@needs_ci_figures
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 def test_the_ci_run_of_table2_compiled_nothing_under_valgrind():
     """What test_the_valgrind_process_loads_the_kernel_compiled_outside_valgrind checks on a toy, checked on CI's own

@@ -1,12 +1,12 @@
 """Every registered notebook is committed clean and executes at the `smoke` profile."""
 
 import json
-import os
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.claims import load_claims
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select
@@ -14,11 +14,6 @@ from dpmf_lib.reproduce import execute
 
 NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 IMPLEMENTED = [e.name for e in select(load_registry()[1], None)]
-# `.ci/run` executes every notebook at `ci` right after `make test` (make figures, the same runner) and then checks the
-# outputs of those runs with test_every_ci_figure_has_its_outputs: it sets DPMF_CI_FIGURES=pending for `make test`, so
-# the smoke executions (≈ 10 of its ≈ 19 min) are not repeated there, then DPMF_CI_FIGURES=<figures dir>. A plain
-# `make test` runs the smoke executions.
-CI_FIGURES = os.environ.get("DPMF_CI_FIGURES")
 
 
 def dirty_cells(nb: dict) -> list[int]:
@@ -234,8 +229,7 @@ def check_outputs(out: Path, name: str, profile: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CI_FIGURES is not None, reason="CI executes every notebook at ci (make figures) and checks the "
-                                                   "outputs there: test_every_ci_figure_has_its_outputs")
+@replaced_in_ci_by("test_every_ci_figure_has_its_outputs")
 @pytest.mark.parametrize("name", IMPLEMENTED)
 def test_notebook_executes_at_smoke_profile(name, figures_tmp):
     record = execute(name, "smoke", digest="test")
@@ -243,8 +237,7 @@ def test_notebook_executes_at_smoke_profile(name, figures_tmp):
     check_outputs(figures_tmp / name, name, "smoke")
 
 
-@pytest.mark.skipif(CI_FIGURES in (None, "pending"), reason="runs in .ci/run after make figures "
-                                                            "(DPMF_CI_FIGURES=<figures dir>)")
+@needs_ci_figures
 @pytest.mark.parametrize("name", IMPLEMENTED)
 def test_every_ci_figure_has_its_outputs(name):
     out = Path(CI_FIGURES) / name
