@@ -36,8 +36,7 @@ from dpmf_lib.params import load_params, params_dir, read_yaml
 from fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-needs_ml100k = pytest.mark.skipif(not (SHARED / "ml-100k" / "u.data").exists(), reason="ML-100K mirror not present")
+from conftest import SHARED_DATA as SHARED, needs_ml100k
 
 # ---------------------------------------------------------------------------------------------------------------------
 # loaders: one writer per registry format, turning rows of (user, item, rating) tokens into that format's text

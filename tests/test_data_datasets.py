@@ -1,6 +1,5 @@
 """load_ratings: real data when fetched or mirrored, labelled stand-in otherwise, clear errors."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +10,7 @@ from dpmf_lib.data import dataset_available, load_ratings
 from dpmf_lib.data.datasets import load_ml100k_item_info, load_real, load_vectors
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-needs_ml100k = pytest.mark.skipif(not (SHARED / "ml-100k" / "u.data").exists(), reason="ML-100K mirror not present")
+from conftest import SHARED_DATA as SHARED, needs_ml100k
 U_DATA_SHA256 = "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490"
 
 

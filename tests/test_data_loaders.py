@@ -1,6 +1,5 @@
 """File loaders: good input parsed exactly, malformed input rejected with file + line + problem."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ from dpmf_lib.data.loaders import (load_binary_profiles, load_csv_header, load_d
                                    load_netflix, load_tab, read_vecs, write_vecs)
 from dpmf_lib.errors import DataFormatError
 
-U_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "ml-100k" / "u.data"
+from conftest import ML100K_U_DATA as U_DATA, needs_ml100k
 SCALE = (1.0, 5.0)
 
 
@@ -39,7 +38,7 @@ def test_tab_without_timestamp_and_crlf(tmp_path):
     assert r.timestamps is None and r.values.tolist() == [4.0, 2.0]
 
 
-@pytest.mark.skipif(not U_DATA.exists(), reason="ML-100K mirror not present")
+@needs_ml100k
 def test_real_u_data():
     r = load_tab(U_DATA, rating_scale=SCALE, dataset="ml-100k")
     assert (r.n_ratings, r.n_users, r.n_items) == (100_000, 943, 1_682)

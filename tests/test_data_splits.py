@@ -1,6 +1,5 @@
 """Folds (mku.sh), random splits, per-user trimming and filters."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +11,7 @@ from dpmf_lib.data.splits import (_trim_keep_mask, _trim_keep_mask_reference, co
                                   filter_min_count, ml100k_folds, random_split, sample_items, trim_per_user)
 from dpmf_lib.errors import ParameterError
 
-U_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "ml-100k" / "u.data"
-needs_ml100k = pytest.mark.skipif(not U_DATA.exists(), reason="ML-100K mirror not present")
+from conftest import ML100K_U_DATA as U_DATA, needs_ml100k
 
 
 def toy(n_users=30, n_items=40, seed=0, density=0.3):

@@ -16,8 +16,7 @@ from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
 from fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")  # the module (the package re-exports the function `fetch`)
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-needs_ml100k = pytest.mark.skipif(not (SHARED / "ml-100k" / "u.data").exists(), reason="ML-100K mirror not present")
+from conftest import SHARED_DATA as SHARED, needs_ml100k
 
 
 # `dest` and `mirror` fixtures: tests/conftest.py
@@ -200,3 +199,23 @@ def test_relative_mirror_path(dest, mirror, monkeypatch):
     monkeypatch.setenv("DPMF_DATA_MIRROR", mirror.name)  # relative to the current directory, as CI sets it
     assert fetch_mod.mirror_dir("ml-100k") == mirror / "ml-100k"
     assert fetch_mod.mirror_dir("netflix") is None
+
+
+def test_the_tests_read_the_mirror_the_caller_names(tmp_path):
+    """A clone outside CI's layout, given the mirror by DPMF_DATA_MIRROR, must run its real-data tests: they once read
+    ../shared/data whatever the variable said and skipped as "mirror not present"."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    def seen(env):
+        code = "import sys; sys.path.insert(0, 'tests'); import conftest; print(conftest.SHARED_DATA)"
+        out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                             check=True)
+        return out.stdout.strip()
+
+    env = {k: v for k, v in os.environ.items() if k != "DPMF_DATA_MIRROR"}
+    assert seen({**env, "DPMF_DATA_MIRROR": str(tmp_path)}) == str(tmp_path.resolve())
+    assert seen(env) == str((REPO.parent / "shared" / "data").resolve())
