@@ -28,7 +28,8 @@ def test_registry_loads_and_names_follow_the_convention():
     assert len({e.name for e in entries}) == len(entries)
 
 
-@pytest.mark.skipif(not papers_dir().exists(), reason="papers not beside the repository")
+@pytest.mark.skipif(not papers_dir().exists(),
+                    reason=f"papers not found at {papers_dir()} (../shared/papers, or set DPMF_PAPERS_DIR)")
 def test_every_figure_and_table_of_the_papers_has_a_row():
     papers, entries = load_registry()
     have = {(e.paper, e.kind, e.number) for e in entries}
