@@ -1,6 +1,5 @@
 """load_ratings: real data when fetched or mirrored, labelled stand-in otherwise, clear errors."""
 
-
 import numpy as np
 import pytest
 

@@ -1,6 +1,5 @@
 """File loaders: good input parsed exactly, malformed input rejected with file + line + problem."""
 
-
 import numpy as np
 import pytest
 

@@ -1,6 +1,5 @@
 """Folds (mku.sh), random splits, per-user trimming and filters."""
 
-
 import numpy as np
 import pytest
 from scipy import stats
