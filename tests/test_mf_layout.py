@@ -164,24 +164,32 @@ def test_fast_equals_reference_for_a_run_of_two_million_ratings():
         assert_same_layout(tiered_layout(r, **kw), tiered_layout_reference(r, **kw))
 
 
-def test_layout_helpers_equal_numpy():
-    """The numba histogram and run offsets of the fast layout (#19) equal np.bincount / np.searchsorted."""
-    from dpmf_lib.mf._layout_kernels import _sorted_ptr, item_counts
+def test_item_counts_and_run_offsets_equal_numpy():
+    """The fast layout's one pass (#19) gives np.bincount's item counts and, for input sorted by user,
+    np.searchsorted's run offsets, whatever the chunk count (chunk borders inside a user's run and between users)."""
+    from dpmf_lib.mf._layout_kernels import item_counts_user_ptr
 
     rng = np.random.default_rng(4)
-    items = rng.integers(0, 37, 1000).astype(np.int32)
-    for chunks in (1, 3):
-        np.testing.assert_array_equal(item_counts(items, 40, chunks), np.bincount(items, minlength=40))
     users = np.sort(rng.integers(0, 50, 300)).astype(np.int32)  # some users without ratings, incl. the last ones
-    ptr, ok = _sorted_ptr(users, 60)
-    assert ok
-    np.testing.assert_array_equal(ptr, np.searchsorted(users, np.arange(61)))
-    ptr, ok = _sorted_ptr(users[:0], 3)
+    items = rng.integers(0, 37, 300).astype(np.int32)
+    for chunks in (1, 2, 3, 7, 300):
+        counts, ptr, ok = item_counts_user_ptr(users, items, 60, 40, chunks)
+        assert ok
+        np.testing.assert_array_equal(counts, np.bincount(items, minlength=40))
+        np.testing.assert_array_equal(ptr, np.searchsorted(users, np.arange(61)))
+        shuffled = rng.permutation(300)
+        counts, _, ok = item_counts_user_ptr(users[shuffled], items[shuffled], 60, 40, chunks)
+        assert not ok
+        np.testing.assert_array_equal(counts, np.bincount(items, minlength=40))
+    counts, ptr, ok = item_counts_user_ptr(users[:0], items[:0], 3, 2, 1)
     assert ok
     np.testing.assert_array_equal(ptr, [0, 0, 0, 0])
+    np.testing.assert_array_equal(counts, [0, 0])
     for bad in ([0, 2, 1], [3, 3, 0], [1, 0]):  # a step down anywhere, not only by more than one
-        assert not _sorted_ptr(np.array(bad, np.int32), 4)[1]
-    assert _sorted_ptr(np.array([0, 0, 2, 2, 3], np.int32), 4)[1]
+        for chunks in (1, 2):
+            assert not item_counts_user_ptr(np.array(bad, np.int32), np.zeros(len(bad), np.int32), 4, 1, chunks)[2]
+    for chunks in (1, 2, 5):
+        assert item_counts_user_ptr(np.array([0, 0, 2, 2, 3], np.int32), np.zeros(5, np.int32), 4, 1, chunks)[2]
 
 
 def test_layout_kernels_stay_in_bounds(tmp_path):
@@ -195,6 +203,7 @@ def test_layout_kernels_stay_in_bounds(tmp_path):
     script = r'''
 import numpy as np
 from dpmf_lib.data.ratings import DataSource, Ratings
+from dpmf_lib.mf._layout_kernels import item_counts_user_ptr
 from dpmf_lib.mf.layout import tiered_layout, tiered_layout_reference
 rng = np.random.default_rng(0)
 def R(u, i, nu, ni):
@@ -209,6 +218,10 @@ for r in cases:
         b = tiered_layout_reference(r, block_users=bu, tiers=tiers, interleave=il, seed=1)
         assert np.array_equal(a.users, b.users) and np.array_equal(a.items, b.items)  # the build without the order
         assert np.array_equal(a.order, b.order)  # the order, computed on first use
+    for chunks in (1, 2, 3, 7):  # the counting pass with chunk borders anywhere (a layout this small uses one)
+        for o in (np.arange(len(r.users)), np.argsort(r.users, kind="stable")):
+            cnt, _, _ = item_counts_user_ptr(r.users[o], r.items[o], r.n_users, r.n_items, chunks)
+            assert np.array_equal(cnt, np.bincount(r.items, minlength=r.n_items))
 print("ok")
 '''
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}

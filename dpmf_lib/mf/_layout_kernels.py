@@ -16,8 +16,9 @@ the plain :func:`dpmf_lib.mf.layout.tiered_layout_reference`, and the two are te
 
 #19 (second pass): the first version sorted a whole block's runs into block-sized buffers (16 bytes per rating
 written and read back) and looked every item's rank up three times; emitting per batch from an L1-sized buffer and
-mapping items once made ``_blocks`` ~1.9x faster (same process, same arrays), and ``item_counts`` / ``_sorted_ptr``
-replace ``np.bincount`` (which copied the 21M item ids to int64) and ``np.searchsorted``. The arrays are unchanged
+mapping items once made ``_blocks`` ~1.9x faster (same process, same arrays), and counting kernels
+replaced ``np.bincount`` (which copied the 21M item ids to int64) and ``np.searchsorted`` (since the twenty-sixth
+session one pass, :func:`item_counts_user_ptr`). The arrays are unchanged
 (tests/test_mf_layout.py: equal to the reference and to the loop statement).
 
 #19 (seventh session, same arrays; the run sorts and the emit it describes were replaced in the eighteenth): the
@@ -35,7 +36,7 @@ buffer): ~7 ns per rating for the sort and ~6 for the emit, more than a d = 16 S
 gives the same law (every order of the run equally likely) with one draw per rating and no sort, and writes each
 rating straight into its round-robin slot. The per-rating loops are functions of their own with unsigned indices
 (``_map_run``, ``_shuffle_runs_into``; the assembly of the inlined loop showed ~25 stack reloads and a negative-index
-wraparound per array access), and one pass gives both the sortedness check and the run offsets (``_sorted_ptr``).
+wraparound per array access), and one pass gave both the sortedness check and the run offsets.
 Same-process A/Bs on the 21.1M-rating set (1 thread, process CPU time, pre-touched outputs, a paper row on the other
 core): ``_blocks`` 0.383 s (sorted keys) -> 0.25 (shuffle) -> 0.195 (its own function) -> 0.178 (``_map_run``);
 ``tiered_layout`` as a whole 0.47 -> 0.24 s (fresh outputs, alternating processes). The visiting orders differ from
@@ -185,7 +186,7 @@ def _shuffle_runs_few_tiers(u, a, L, base, pos, ident, state, rt, ri, val, rpos,
     """:func:`_shuffle_runs_into` for ≤ 3 tiers without ``order``, the same writes: the per-tier counters in
     registers (in memory, each rating waited for the store of the one before in its tier), and one loop per source
     of the draw's counter (sorted input: the position itself), so that no test of ``ident`` is left in the loop
-    (#19, twenty-third session: with :func:`_map_run`'s counters, ``_blocks`` 0.26 -> 0.18 s)."""
+    (#19, twenty-third session: with :func:`_map_run`'s counters, ``_blocks`` 0.26 -> 0.17 s)."""
     U = np.uint64
     s0 = 0
     s1 = 0
@@ -209,8 +210,8 @@ def _shuffle_runs_into(u, a, L, base, pos, ident, state, rt, ri, val, seen, rpos
                        o_values, order, with_order):
     """Inside-out Fisher-Yates of each of user ``u``'s tier runs (its ratings ``a .. a+L-1`` in input order) straight
     into its round-robin slots: the run's ``i``-th rating in tier ``t`` swaps with the uniform slot ``j ≤ i``
-    (``rpos[t * stride + i]`` is the slot of round ``i``; ``seen[t]`` counts the tier's ratings so far, zeroed by the
-    caller). A function of its own with unsigned indices (#19): inside the block loop this loop spilled most of its
+    (``rpos[t * stride + i]`` is the slot of round ``i``; ``seen[t]`` counts the tier's ratings so far, zeroed
+    here). A function of its own with unsigned indices (#19): inside the block loop this loop spilled most of its
     registers and spent more instructions on negative-index wraparound than on the shuffle (``_blocks`` 0.25 -> 0.18
     s with ``_map_run``, same arrays). ≤ 3 tiers without ``order`` go to :func:`_shuffle_runs_few_tiers`."""
     if seen.shape[0] <= 3 and not with_order:
@@ -218,6 +219,7 @@ def _shuffle_runs_into(u, a, L, base, pos, ident, state, rt, ri, val, seen, rpos
                                 o_values)
         return
     U = np.uint64
+    seen[:] = 0
     for q in range(L):
         k = a + q
         t = rt[U(k - base)]
@@ -299,8 +301,6 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
             for u in range(ub, be):
                 a = ptr[u]
                 L = ptr[u + 1] - a
-                for t in range(n_tiers):
-                    seen[t] = 0
                 if interleave > 1:
                     _shuffle_runs_into(u, a, L, base, pos, ident, state, rt, ri, val, seen, rpos, longest + 1,
                                        o_users, o_items, o_values, order, with_order)
@@ -309,6 +309,7 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
                     for q in range(L):
                         keys[q] = ri[a - base + q]
                     srt = np.argsort(keys[:L], kind="mergesort")
+                    seen[:] = 0
                     for q in range(L):
                         k = a + srt[q]
                         t = rt[k - base]
@@ -325,12 +326,12 @@ def _blocks(ptr, pos, ident, it, rank, val, n_users, bounds, block_users, interl
             ub = be
 
 
-def build_tiered(users, items, values, n_users, rank, bounds, block_users, interleave, state, n_chunks,
+def build_tiered(users, items, values, n_users, rank, bounds, block_users, interleave, state, ptr, ident, n_chunks,
                  with_order=True):
-    """``(order, users, items, values, seg)`` of the tiered layout (see the module docstring); with
+    """``(order, users, items, values, seg)`` of the tiered layout (see the module docstring), given ``(ptr, ident)``
+    of :func:`item_counts_user_ptr` (the users' run offsets, and whether the input is sorted by user); with
     ``with_order=False`` ``order`` is left empty (length 0) and not written."""
     n = users.shape[0]
-    ptr, ident = _sorted_ptr(users, n_users)
     if ident:  # already user-major (loaders and splits keep that order): no scatter needed
         pos, it, val = np.empty(0, dtype=np.int64), items, values
     else:
@@ -347,37 +348,38 @@ def build_tiered(users, items, values, n_users, rank, bounds, block_users, inter
 
 
 @njit(cache=True, parallel=True)
-def item_counts(items, n_items, n_chunks):
-    """Ratings per item (int64), a histogram per chunk summed (equal to ``np.bincount(items, minlength=n_items)``,
-    without the int64 copy of ``items`` that bincount makes)."""
-    n = items.shape[0]
+def item_counts_user_ptr(users, items, n_users, n_items, n_chunks):
+    """``(counts, ptr, is_sorted)`` in one pass over the ratings, in ``n_chunks`` contiguous chunks (one per thread):
+    the ratings per item (int64, ``np.bincount(items, minlength=n_items)``) and, when the ratings are sorted by user,
+    the users' run offsets (``ptr = searchsorted(users, arange(n_users + 1))``); unsorted, ``is_sorted`` is False
+    and ``ptr`` is meaningless (the caller sorts). Each chunk writes the offsets of the user ids that start in it, so
+    for sorted input every ``ptr`` entry is written by one chunk (#19, twenty-sixth session: the item counts and the
+    run offsets were two passes, 38 ms together at 21M ratings on one thread, 21 ms now; 30 -> 13 ms on two)."""
+    n = users.shape[0]
     cnt = np.zeros((n_chunks, n_items), dtype=np.int64)
+    ptr = np.empty(n_users + 1, dtype=np.int64)
+    chunk_sorted = np.ones(n_chunks, dtype=np.bool_)
+    U = np.uint64  # unsigned indices and the chunk's own row: 31 -> 21 ms at 21M ratings on one thread
     for c in prange(n_chunks):
-        for k in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            cnt[c, items[k]] += 1
+        a = c * n // n_chunks
+        b = (c + 1) * n // n_chunks
+        row = cnt[c]
+        prev = np.int64(users[a - 1]) if a > 0 else np.int64(-1)
+        for k in range(a, b):
+            row[U(items[U(k)])] += 1
+            x = np.int64(users[U(k)])
+            if x != prev:  # a new user: about once per 200 ratings on Netflix-shaped data
+                if x < prev:
+                    chunk_sorted[c] = False
+                else:
+                    for u in range(prev + 1, x + 1):
+                        ptr[U(u)] = k
+                prev = x
+    last = np.int64(users[n - 1]) if n > 0 else np.int64(-1)
+    for u in range(last + 1, n_users + 1):
+        ptr[u] = n
     out = np.zeros(n_items, dtype=np.int64)
     for c in range(n_chunks):
         for j in range(n_items):
             out[j] += cnt[c, j]
-    return out
-
-
-@njit(cache=True)
-def _sorted_ptr(users, n_users):
-    """``(ptr, True)``: the run offsets of users sorted by user (= ``searchsorted(users, arange(n_users + 1))``), or
-    ``(partial, False)`` as soon as a user id is smaller than the one before it (then the caller sorts). One pass for
-    both (#19: the parallel sortedness check and the offsets were two passes, ~0.03 s at 21M ratings)."""
-    n = users.shape[0]
-    ptr = np.empty(n_users + 1, dtype=np.int64)
-    u = 0
-    for k in range(n):
-        x = users[k]
-        if x < u - 1:
-            return ptr, False
-        while u <= x:
-            ptr[u] = k
-            u += 1
-    while u <= n_users:
-        ptr[u] = n
-        u += 1
-    return ptr, True
+    return out, ptr, bool(np.all(chunk_sorted))

@@ -139,18 +139,14 @@ def _check_tiered_args(r, block_users, tiers, interleave):
     return tiers
 
 
-def _item_ranking(r, tiers):
-    import numba
-
-    from ._layout_kernels import item_counts
-
-    items = np.ascontiguousarray(r.items, dtype=np.int32)
-    counts = item_counts(items, int(r.n_items), max(1, min(numba.get_num_threads(), len(items) // 65536 + 1)))
+def _item_ranking(counts: np.ndarray, n_items: int, tiers):
+    """``(perm, rank, bounds)`` from the ratings per item: items by popularity (most-rated first, ties by id),
+    internal id -> original, original -> internal, and the internal-id tier boundaries."""
     perm = np.argsort(-counts, kind="stable").astype(np.int32)  # internal -> original
-    rank = np.empty(r.n_items, dtype=np.int32)
-    rank[perm] = np.arange(r.n_items, dtype=np.int32)
+    rank = np.empty(n_items, dtype=np.int32)
+    rank[perm] = np.arange(n_items, dtype=np.int32)
     bounds = np.cumsum(tiers)
-    bounds = bounds[bounds < r.n_items]
+    bounds = bounds[bounds < n_items]
     return perm, rank, bounds.astype(np.int64)
 
 
@@ -194,7 +190,7 @@ def tiered_layout_reference(r, *, block_users: int = 1000, tiers=(500, 4000), in
     ratings in input order) is shuffled by an inside-out Fisher-Yates whose ``i``-th step draws
     :func:`draw_index_np` ``(seed, input position, i + 1)``."""
     tiers = _check_tiered_args(r, block_users, tiers, interleave)
-    perm, rank, bounds = _item_ranking(r, tiers)
+    perm, rank, bounds = _item_ranking(np.bincount(r.items, minlength=r.n_items), r.n_items, tiers)
     items = rank[r.items]
     tier = np.searchsorted(bounds, items, side="right").astype(np.int64)
     n_tiers = len(bounds) + 1
@@ -238,15 +234,17 @@ def tiered_layout(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: 
     ``interleave`` users. Equal to the reference array for array (``tests/test_mf_layout.py``)."""
     import numba
 
-    from ._layout_kernels import build_tiered
+    from ._layout_kernels import build_tiered, item_counts_user_ptr
 
     tiers = _check_tiered_args(r, block_users, tiers, interleave)
-    perm, rank, bounds = _item_ranking(r, tiers)
-    n_tiers = len(bounds) + 1
+    in_users = np.ascontiguousarray(r.users, dtype=np.int32)
+    in_items = np.ascontiguousarray(r.items, dtype=np.int32)
     n_chunks = max(1, min(numba.get_num_threads(), r.n_ratings // 65536 + 1))
-    args = (np.ascontiguousarray(r.users, dtype=np.int32), np.ascontiguousarray(r.items, dtype=np.int32),
-            np.ascontiguousarray(r.values, dtype=np.float32), int(r.n_users), rank, bounds, int(block_users),
-            int(interleave), _seed_state(seed))
+    counts, ptr, ident = item_counts_user_ptr(in_users, in_items, int(r.n_users), int(r.n_items), int(n_chunks))
+    perm, rank, bounds = _item_ranking(counts, r.n_items, tiers)
+    n_tiers = len(bounds) + 1
+    args = (in_users, in_items, np.ascontiguousarray(r.values, dtype=np.float32), int(r.n_users), rank, bounds,
+            int(block_users), int(interleave), _seed_state(seed), ptr, bool(ident))
     _, users, items, values, seg = build_tiered(*args, int(n_chunks), with_order=False)
     return Layout("tiered", users, items, values, functools.partial(_tiered_order, args), seg, perm, rank, r.n_users,
                   r.n_items, tuple(int(b) for b in bounds) if n_tiers > 1 else (), int(block_users))

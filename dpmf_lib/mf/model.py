@@ -55,8 +55,10 @@ def init_model(n_users: int, n_items: int, d: int, *, seed: int | np.random.Gene
     d = check_dim(d)
     rng = np.random.default_rng(seed)
     s = 0.1 if scale is None else float(scale)
-    U = (rng.standard_normal((n_users, d), dtype=np.float32) * np.float32(s))
-    V = (rng.standard_normal((n_items, d), dtype=np.float32) * np.float32(s))
+    U = rng.standard_normal((n_users, d), dtype=np.float32)
+    U *= np.float32(s)  # in place: the same float32 products without a second array (#19's setup time)
+    V = rng.standard_normal((n_items, d), dtype=np.float32)
+    V *= np.float32(s)
     return MFModel(U, V, np.zeros(n_users, np.float32), np.zeros(n_items, np.float32), float(b0))
 
 
