@@ -188,8 +188,26 @@ def test_item_counts_and_run_offsets_equal_numpy():
     for bad in ([0, 2, 1], [3, 3, 0], [1, 0]):  # a step down anywhere, not only by more than one
         for chunks in (1, 2):
             assert not item_counts_user_ptr(np.array(bad, np.int32), np.zeros(len(bad), np.int32), 4, 1, chunks)[2]
-    for chunks in (1, 2, 5):
-        assert item_counts_user_ptr(np.array([0, 0, 2, 2, 3], np.int32), np.zeros(5, np.int32), 4, 1, chunks)[2]
+    for chunks in (1, 2, 3, 5):  # a user without ratings in the middle, a chunk border at every position
+        _, ptr, ok = item_counts_user_ptr(np.array([0, 0, 2, 2, 3], np.int32), np.zeros(5, np.int32), 4, 1, chunks)
+        assert ok
+        np.testing.assert_array_equal(ptr, [0, 2, 2, 4, 5])
+    gappy = np.sort(rng.choice(np.r_[3:20, 25:40], 200)).astype(np.int32)  # none for 0-2, 20-24 and 40-44
+    for chunks in (1, 2, 4, 9):
+        _, ptr, ok = item_counts_user_ptr(gappy, np.zeros(200, np.int32), 45, 1, chunks)
+        assert ok
+        np.testing.assert_array_equal(ptr, np.searchsorted(gappy, np.arange(46)))
+
+
+def test_run_offsets_are_not_written_after_a_step_down():
+    """Unsorted input: no offsets are written after a chunk's first step down (they stay -1). A first version wrote
+    them again on every later step up: O(n_users) stores per rating of a random order, found in review."""
+    from dpmf_lib.mf._layout_kernels import item_counts_user_ptr
+
+    counts, ptr, ok = item_counts_user_ptr(np.array([0, 5, 1, 9], np.int32), np.zeros(4, np.int32), 10, 1, 1)
+    assert not ok and counts[0] == 4
+    np.testing.assert_array_equal(ptr[:6], [0, 1, 1, 1, 1, 1])
+    assert np.all(ptr[6:10] == -1)
 
 
 def test_layout_kernels_stay_in_bounds(tmp_path):
@@ -220,8 +238,13 @@ for r in cases:
         assert np.array_equal(a.order, b.order)  # the order, computed on first use
     for chunks in (1, 2, 3, 7):  # the counting pass with chunk borders anywhere (a layout this small uses one)
         for o in (np.arange(len(r.users)), np.argsort(r.users, kind="stable")):
-            cnt, _, _ = item_counts_user_ptr(r.users[o], r.items[o], r.n_users, r.n_items, chunks)
+            cnt, ptr, ok = item_counts_user_ptr(r.users[o], r.items[o], r.n_users, r.n_items, chunks)
             assert np.array_equal(cnt, np.bincount(r.items, minlength=r.n_items))
+            if ok:  # the sorted order (case 3 leaves users out at the start, in the middle and at the end)
+                assert np.array_equal(ptr, np.searchsorted(r.users[o], np.arange(r.n_users + 1)))
+    for chunks in (1, 3):
+        cnt, ptr, ok = item_counts_user_ptr(np.zeros(0, np.int32), np.zeros(0, np.int32), 4, 2, chunks)
+        assert ok and np.array_equal(ptr, np.zeros(5)) and np.array_equal(cnt, np.zeros(2))
 print("ok")
 '''
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}

@@ -47,7 +47,7 @@ of the shuffle live in registers (``_shuffle_runs_few_tiers``); counting in memo
 store of the one before it in the same tier. Same-process A/B on the 21.1M-rating set (1 thread, process CPU time,
 Zen 3): ``_blocks`` 0.26 -> 0.17 s; paired ``train_sgd`` setup 0.36 -> 0.26 s. Tried and not kept (no gain): a
 per-batch map into L1-sized buffers, the rating indices shuffled in a local buffer and written once, prefetching the
-next batch's output lines, the tier packed into the item id, a four-way split histogram in ``item_counts``.
+next batch's output lines, the tier packed into the item id, a four-way split item histogram (then ``item_counts``).
 """
 
 from __future__ import annotations
@@ -351,13 +351,16 @@ def build_tiered(users, items, values, n_users, rank, bounds, block_users, inter
 def item_counts_user_ptr(users, items, n_users, n_items, n_chunks):
     """``(counts, ptr, is_sorted)`` in one pass over the ratings, in ``n_chunks`` contiguous chunks (one per thread):
     the ratings per item (int64, ``np.bincount(items, minlength=n_items)``) and, when the ratings are sorted by user,
-    the users' run offsets (``ptr = searchsorted(users, arange(n_users + 1))``); unsorted, ``is_sorted`` is False
-    and ``ptr`` is meaningless (the caller sorts). Each chunk writes the offsets of the user ids that start in it, so
-    for sorted input every ``ptr`` entry is written by one chunk (#19, twenty-sixth session: the item counts and the
-    run offsets were two passes, 38 ms together at 21M ratings on one thread, 21 ms now; 30 -> 13 ms on two)."""
+    the users' run offsets (``ptr = searchsorted(users, arange(n_users + 1))``). A chunk writes ``ptr[u]`` for the
+    ids from the one after the user before its first rating up to its last rating's user (ids without ratings
+    included), the serial tail those after the last rating's user, so for sorted input every entry is written once.
+    Unsorted, ``is_sorted`` is False and the offsets are void (the caller sorts): a chunk writes none after its first
+    step down, so those entries stay -1 (writing them on every later step up cost O(n_users) stores per rating of a
+    random order). #19, twenty-sixth session: the item counts and the run offsets were two passes, 38 ms together at
+    21M ratings on one thread, 21 ms now; 29 -> 10 ms on two."""
     n = users.shape[0]
     cnt = np.zeros((n_chunks, n_items), dtype=np.int64)
-    ptr = np.empty(n_users + 1, dtype=np.int64)
+    ptr = np.full(n_users + 1, -1, dtype=np.int64)
     chunk_sorted = np.ones(n_chunks, dtype=np.bool_)
     U = np.uint64  # unsigned indices and the chunk's own row: 31 -> 21 ms at 21M ratings on one thread
     for c in prange(n_chunks):
@@ -365,16 +368,20 @@ def item_counts_user_ptr(users, items, n_users, n_items, n_chunks):
         b = (c + 1) * n // n_chunks
         row = cnt[c]
         prev = np.int64(users[a - 1]) if a > 0 else np.int64(-1)
-        for k in range(a, b):
+        k = a
+        while k < b:
             row[U(items[U(k)])] += 1
             x = np.int64(users[U(k)])
+            k += 1
             if x != prev:  # a new user: about once per 200 ratings on Netflix-shaped data
                 if x < prev:
                     chunk_sorted[c] = False
-                else:
-                    for u in range(prev + 1, x + 1):
-                        ptr[U(u)] = k
+                    break
+                for u in range(prev + 1, x + 1):
+                    ptr[U(u)] = k - 1
                 prev = x
+        for q in range(k, b):  # after a step down: count only
+            row[U(items[U(q)])] += 1
     last = np.int64(users[n - 1]) if n > 0 else np.int64(-1)
     for u in range(last + 1, n_users + 1):
         ptr[u] = n
