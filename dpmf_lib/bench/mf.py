@@ -271,7 +271,9 @@ def _setup_block(big, label, caches, P, records, ratios):
     is formed inside each training, then its median and range over repeats reported). One untimed layout build
     first: the first large allocations of a process can stall on the kernel's huge-page compaction (THP
     ``defrag=madvise`` here; measured 2.2 s vs 0.2 s for the same first touch of 400 MB), which would land on
-    whichever configuration runs first."""
+    whichever configuration runs first. Later builds can stall too on a VM whose host backs memory lazily (twenty-sixth
+    session, a Firecracker VM: some builds took 0.7-0.8 s against 0.21-0.25, with numpy's huge-page advice on or
+    off, and a first touch of 20 GiB took 47 s); the median over repeats absorbs them, and the range shows them."""
     from ..mf import tiered_layout
 
     tiered_layout(big)
