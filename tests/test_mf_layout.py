@@ -240,7 +240,8 @@ for r in cases:
         for o in (np.arange(len(r.users)), np.argsort(r.users, kind="stable")):
             cnt, ptr, ok = item_counts_user_ptr(r.users[o], r.items[o], r.n_users, r.n_items, chunks)
             assert np.array_equal(cnt, np.bincount(r.items, minlength=r.n_items))
-            if ok:  # the sorted order (case 3 leaves users out at the start, in the middle and at the end)
+            assert ok == bool(np.all(np.diff(r.users[o]) >= 0))
+            if ok:  # case 3 leaves users out at the start, in the middle and at the end
                 assert np.array_equal(ptr, np.searchsorted(r.users[o], np.arange(r.n_users + 1)))
     for chunks in (1, 3):
         cnt, ptr, ok = item_counts_user_ptr(np.zeros(0, np.int32), np.zeros(0, np.int32), 4, 2, chunks)
