@@ -27,8 +27,15 @@ def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
     if numba.config.NUMBA_NUM_THREADS >= 2:
         paired += ["csgd_setup_plus_first_round_over_two_rounds_d16_2thread", "csgd_scaling_1_to_2_threads_d128",
                    "csgd_private_over_shared_item_rows_d128_2threads"]
+    # the CPU-time round is a difference of two trainings' CPU times (3 rounds minus 1); at this toy size it is
+    # within the call overheads' noise and can come out <= 0, and such a repeat is left out (bench.paired), so the
+    # toy checks only that every repeat is accounted for; the wall-clock ratios are all measured
+    cpu = ratios["csgd_setup_plus_first_round_over_two_rounds_d16_1thread_cpu_time"]
+    assert cpu["repeats"] + cpu.get("repeats_left_out", 0) == 3
     for name in paired:
         r = ratios[name]
+        if name == cpu["name"] and cpu["repeats"] < 3:
+            continue
         assert r["repeats"] == 3 and r["low"] <= r["value"] <= r["high"] and math.isfinite(r["value"]), name
         assert (r["target"] is None) == ("repeats_meeting" not in r), name
         if r["target"] is not None:

@@ -36,7 +36,7 @@ def _params_text(params: dict) -> str:
 
 def _range_text(r: dict, digits: int = 3) -> str:
     """``[low, high] ×n`` over a value's repeats (:mod:`dpmf_lib.bench.paired`); "—" for a single measurement."""
-    if "repeats" not in r:
+    if "repeats" not in r or "low" not in r:  # a single measurement, or a ratio no repeat measured
         return "—"
     return f"[{r['low']:.{digits}g}, {r['high']:.{digits}g}] ×{r['repeats']}"
 
@@ -65,6 +65,8 @@ def table(doc: dict, old: dict | None = None) -> str:
         met = "—" if r.get("met") is None else ("met" if r["met"] else "NOT met")
         if "repeats_meeting" in r:
             met += f" (alone in {r['repeats_meeting']} of {r['repeats']} repeats)"
+        if r.get("repeats_left_out"):
+            met += f" ({r['note']})"
         row = (r["name"], f"{r['value']:.3g}", _range_text(r), r.get("target") or "—", met)
         if old:
             o = old_ratios.get(r["name"])

@@ -308,10 +308,13 @@ def _setup_block(big, label, caches, P, records, ratios):
 
 
 def _cpu() -> float:
-    import os
+    """Process CPU time, user + system, all threads (``CLOCK_PROCESS_CPUTIME_ID``, nanosecond resolution). It was
+    ``os.times()``, which counts in clock ticks (10 ms here): a round of the quick profile (~0.23 s) carried ±4 %
+    from the tick alone, and ``later_cpu``, a difference of differences, could come out 0 or negative on a small
+    problem (twenty-seventh session)."""
+    import time
 
-    t = os.times()
-    return t.user + t.system
+    return time.process_time()
 
 
 def num_threads_ctx(n):
