@@ -35,14 +35,24 @@ def single_thread():
 
 
 def best_time(fn, repeats: int = 3) -> float:
-    """Best wall time (s) of ``repeats`` calls of ``fn()`` (the first call compiles numba kernels: call once before).
-    To compare several functions with each other use :func:`dpmf_lib.bench.paired.best_times`, whose order reverses
-    every other repeat (a fixed-order copy that lived here, unused, was removed in the twenty-seventh session)."""
+    """Best wall time (s) of ``repeats`` calls of ``fn()`` (the first call compiles numba kernels: call once before)."""
     best = np.inf
     for _ in range(max(1, int(repeats))):
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
+    return best
+
+
+def best_times(fns, repeats: int = 3) -> list[float]:
+    """Best wall time (s) of each of ``fns``, calling them in turn ``repeats`` times (interleaved, so that a burst of
+    load from other processes hits all of them alike)."""
+    best = [np.inf] * len(fns)
+    for _ in range(max(1, int(repeats))):
+        for j, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[j] = min(best[j], time.perf_counter() - t)
     return best
 
 
