@@ -73,6 +73,21 @@ def test_whole_row_lengths_follow_the_vector_register_file(monkeypatch):
         assert rowvec.whole_row_lengths() == expected
 
 
+def test_sgld_steps_are_emitted_in_chunks_that_fit_half_the_register_file(monkeypatch):
+    """step_chunk: the largest power of two ≤ d whose ``vectors`` chunks take ≤ half the vector register file (512
+    float32 with AVX-512, 128 with AVX2); the isotropic SGLD step has 4 row-long operands, the diagonal one 6."""
+    from dpmf_lib.mf import rowvec
+
+    monkeypatch.setattr(rowvec, "vector_register_bits", lambda: 512)
+    assert [rowvec.step_chunk(d, 4) for d in (16, 32, 64, 128)] == [16, 32, 64, 64]
+    assert [rowvec.step_chunk(d, 6) for d in (16, 32, 64, 128)] == [16, 32, 32, 32]
+    assert [rowvec.step_chunk(d, 2) for d in (16, 32, 64, 128)] == [16, 32, 64, 128]  # C-SGD's two rows: whole
+    monkeypatch.setattr(rowvec, "vector_register_bits", lambda: 256)
+    assert [rowvec.step_chunk(d, 4) for d in (16, 32)] == [16, 16]
+    assert [rowvec.step_chunk(d, 6) for d in (16, 32)] == [8, 8]
+    assert rowvec.step_chunk(24, 4) == 8  # a chunk divides the row
+
+
 def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     """The dispatch in the compiled epoch kernel (recompiled without the on-disk cache): it holds the whole-row kernel
     for each D in ``ROW_LENGTHS`` (the symbols end in ``Literal[int](D)``) and for no other D."""
@@ -255,6 +270,21 @@ def test_whole_row_sgld_kernel_is_straight_vector_code():
     assert reg == "zmm" or "%zmm" not in native
     assert "NRT_incref" not in native and "NRT_decref" not in native
     assert "sd\t" not in native.replace("vmovsd", "").replace("movsd", "")  # no scalar double arithmetic
+
+
+def test_whole_row_sgld_kernel_keeps_its_vectors_in_registers():
+    """At d = 128 on AVX-512 the SGLD step's four rows (u, v, two noise segments) were all 32 registers as whole
+    rows, and LLVM spilled vectors to the stack in every update (22 stack accesses of zmm registers in the kernel,
+    twenty-seventh session); emitted in chunks (rowvec.step_chunk) it spills none."""
+    from dpmf_lib.mf.sgld import _sgld_range_table_rows
+
+    if host_vector_register() != "zmm":
+        pytest.skip("d = 128 runs the loop kernel without AVX-512 (rowvec.whole_row_lengths)")
+    fresh = numba.njit(fastmath=True)(_sgld_range_table_rows.py_func)
+    fresh(*sgld_segment_arguments(128), 128)
+    native = "".join(fresh.inspect_asm().values()).split("_ZN7cpython")[0]
+    spills = [line for line in native.splitlines() if re.search(r"%zmm\d+", line) and "(%rsp)" in line]
+    assert not spills, spills[:5]
 
 
 def test_bad_parameters_raise():

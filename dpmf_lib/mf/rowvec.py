@@ -24,6 +24,9 @@ set, 1 thread, whole-row build against the loop-kernel build in alternating proc
 d = 32 20-23 vs 14-16, d = 64 10.4-11.0 vs 11.3-11.4, d = 128 4.7-5.2 vs 8.3-9.4 (two ``<128 x float>`` rows are all
 sixteen AVX2 registers: the rows spill). Below AVX2 (unmeasured) no whole-row kernel is used.
 
+The SGLD steps read four or six row-long operands (rows, noise segments, a diagonal Λ); they are emitted in chunks
+that fit half the register file (:func:`step_chunk`), since at d = 128 whole rows spilled.
+
 Arithmetic: the products of ``row_dot`` are summed in an order LLVM chooses (``fast`` flags, as the loop kernels'
 ``fastmath``), so results agree with the loop kernels and the numpy references to float32 rounding, not bit for bit.
 """
@@ -109,6 +112,31 @@ def _splat(builder, x, n):
     return builder.shuffle_vector(first, undef, ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n))
 
 
+def step_chunk(n: int, vectors: int) -> int:
+    """The chunk length (float32 elements) in which a whole-row step of ``vectors`` row-long operands is emitted:
+    the largest power of two ≤ ``n`` whose ``vectors`` chunks take at most half of the vector register file (the
+    rule of :func:`whole_row_lengths`, per chunk). The SGLD steps read four rows (u, v and their two noise
+    segments; six with a diagonal Λ): at d = 128 as whole rows that was all 32 AVX-512 registers before the
+    splatted scalars, and LLVM spilled ~16 vectors to the stack per update (assembly read, twenty-seventh session).
+    In chunks the same element-wise operations run on fewer live registers; the order of the chunks' loads and
+    stores is kept by LLVM (a store to a row may alias the next chunk's loads). Measured on the Zen 4 host (``mf``
+    quick set, d = 128, 1 thread, bench's paired SGLD / C-SGD in alternating processes): 17.0-17.8 -> 19.2-19.8M
+    updates/s, ratio 0.455-0.477 -> 0.535-0.56 (chunks of 64; 32 and 16 within noise of it)."""
+    bits = vector_register_bits()
+    registers = 32 if bits >= 512 else 16
+    budget = bits * registers // 2 // 32  # float32 elements in half of the register file
+    c = 1
+    while c * 2 <= n and vectors * c * 2 <= budget and n % (c * 2) == 0:
+        c *= 2
+    return c
+
+
+def _chunk_pointer(builder, p, h, c):
+    """``<c x float>*`` to chunk ``h`` (elements ``h·c .. h·c + c - 1``) of the row or segment at ``p``."""
+    flat = builder.bitcast(p, F32.as_pointer())
+    return builder.bitcast(builder.gep(flat, [ir.Constant(ir.IntType(64), h * c)]), ir.VectorType(F32, c).as_pointer())
+
+
 def _dot(builder, u, v, n):
     prod = builder.fmul(u, v, flags=FAST)
     fnty = ir.FunctionType(F32, [F32, ir.VectorType(F32, n)])
@@ -168,21 +196,26 @@ def sgld_row_step_iso(typingctx, A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov
         return None
 
     def codegen(context, builder, sig, args):
-        pu = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
-        pv = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
-        zu = builder.load(_element_pointer(context, builder, sig.args[9], args[9], args[10], sig.args[10], n), align=4)
-        zv = builder.load(_element_pointer(context, builder, sig.args[9], args[9], args[11], sig.args[11], n), align=4)
-        u = builder.load(pu, align=4)
-        v = builder.load(pv, align=4)
-        hg, cu, cv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), n) for k in range(4, 9))
+        c = step_chunk(n, 4)
+        pu0 = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
+        pv0 = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
+        zu0 = _element_pointer(context, builder, sig.args[9], args[9], args[10], sig.args[10], n)
+        zv0 = _element_pointer(context, builder, sig.args[9], args[9], args[11], sig.args[11], n)
+        hg, cu, cv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), c) for k in range(4, 9))
 
-        def step(x, y, c, sd, z):
+        def step(x, y, cc, sd, z):
             grad = builder.fsub(builder.fadd(x, builder.fmul(hg, y, flags=FAST), flags=FAST),
-                                builder.fmul(c, x, flags=FAST), flags=FAST)
+                                builder.fmul(cc, x, flags=FAST), flags=FAST)
             return builder.fadd(grad, builder.fmul(sd, z, flags=FAST), flags=FAST)
 
-        builder.store(step(u, v, cu, sdu, zu), pu, align=4)
-        builder.store(step(v, u, cv, sdv, zv), pv, align=4)
+        for h in range(n // c):  # see step_chunk: both rows' chunk h, loaded before either is stored
+            pu, pv = _chunk_pointer(builder, pu0, h, c), _chunk_pointer(builder, pv0, h, c)
+            u = builder.load(pu, align=4)
+            v = builder.load(pv, align=4)
+            zu = builder.load(_chunk_pointer(builder, zu0, h, c), align=4)
+            zv = builder.load(_chunk_pointer(builder, zv0, h, c), align=4)
+            builder.store(step(u, v, cu, sdu, zu), pu, align=4)
+            builder.store(step(v, u, cv, sdv, zv), pv, align=4)
         return context.get_dummy_value()
 
     return types.void(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, D), codegen
@@ -201,17 +234,17 @@ def sgld_row_step_diag(typingctx, A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, no
             return None
 
     def codegen(context, builder, sig, args):
-        def vec(k, pos=None, posty=None):
-            return builder.load(_element_pointer(context, builder, sig.args[k], args[k], pos, posty, n), align=4)
+        c = step_chunk(n, 6)
 
-        pu_ = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
-        pv_ = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
+        def start(k, pos, posty):
+            return _element_pointer(context, builder, sig.args[k], args[k], pos, posty, n)
+
+        pu0 = _row_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], n)
+        pv0 = _row_pointer(context, builder, sig.args[2], args[2], args[3], sig.args[3], n)
         zero = context.get_constant(types.intp, 0)
-        lu, lv = vec(8, zero, types.intp), vec(9, zero, types.intp)
-        zu, zv = vec(12, args[13], sig.args[13]), vec(12, args[14], sig.args[14])
-        u = builder.load(pu_, align=4)
-        v = builder.load(pv_, align=4)
-        h, g, pu, pv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), n)
+        lu0, lv0 = start(8, zero, types.intp), start(9, zero, types.intp)
+        zu0, zv0 = start(12, args[13], sig.args[13]), start(12, args[14], sig.args[14])
+        h, g, pu, pv, sdu, sdv = (_splat(builder, _scalar(context, builder, sig, args, k), c)
                                   for k in (4, 5, 6, 7, 10, 11))
 
         def step(x, y, p, lam, sd, z):
@@ -220,8 +253,17 @@ def sgld_row_step_diag(typingctx, A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, no
             moved = builder.fadd(x, builder.fmul(h, grad, flags=FAST), flags=FAST)
             return builder.fadd(moved, builder.fmul(sd, z, flags=FAST), flags=FAST)
 
-        builder.store(step(u, v, pu, lu, sdu, zu), pu_, align=4)
-        builder.store(step(v, u, pv, lv, sdv, zv), pv_, align=4)
+        for q in range(n // c):  # see step_chunk: both rows' chunk q, loaded before either is stored
+            pu_, pv_ = _chunk_pointer(builder, pu0, q, c), _chunk_pointer(builder, pv0, q, c)
+
+            def chunk(p0):
+                return builder.load(_chunk_pointer(builder, p0, q, c), align=4)
+
+            u = builder.load(pu_, align=4)
+            v = builder.load(pv_, align=4)
+            lu, lv, zu, zv = chunk(lu0), chunk(lv0), chunk(zu0), chunk(zv0)
+            builder.store(step(u, v, pu, lu, sdu, zu), pu_, align=4)
+            builder.store(step(v, u, pv, lv, sdv, zv), pv_, align=4)
         return context.get_dummy_value()
 
     return types.void(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, D), codegen

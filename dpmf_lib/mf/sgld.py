@@ -50,7 +50,11 @@ prefetch, no square roots (both within noise). Nineteenth session: for d in ``cs
 :func:`_sgld_range_table_rows` (rows as single vector values, the next rating's dot product read before this
 rating's stores; see :mod:`dpmf_lib.mf.csgd`): SGLD at d = 16 42-43 -> 60M updates/s in the ``mf`` benchmark, no
 change at d = 128 (18.5-19.7M/s). Twentieth session: ``ROW_LENGTHS`` follows the host's vector registers (d ≤ 32 with
-AVX2: on a Zen 3 host SGLD at d = 128 ran 4.7-5.2M updates/s whole-row, 8.3-9.4 loop; see :mod:`dpmf_lib.mf.rowvec`).
+AVX2: on a Zen 3 host SGLD at d = 128 ran 4.7-5.2M updates/s whole-row, 8.3-9.4 loop; see :mod:`dpmf_lib.mf.rowvec`). Twenty-seventh
+session: the whole-row SGLD steps are emitted in register-sized chunks (:func:`dpmf_lib.mf.rowvec.step_chunk`; at
+d = 128 the four whole rows filled the AVX-512 register file and spilled): SGLD / C-SGD at d = 128 0.455-0.477 ->
+0.535-0.56 in alternating processes on the Zen 4 host; results change at float32 rounding (the operations per element
+are the same, their contraction into FMAs may differ).
 
 **Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
