@@ -34,6 +34,7 @@ def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
     assert cpu["repeats"] + cpu.get("repeats_left_out", 0) == 3
     for name in paired:
         r = ratios[name]
+        assert (r["target"] is None) == ("repeats_meeting" not in r), name
         if name == cpu["name"] and cpu["repeats"] < 3:
             continue
         assert r["repeats"] == 3 and r["low"] <= r["value"] <= r["high"] and math.isfinite(r["value"]), name

@@ -74,12 +74,13 @@ def test_a_repeat_without_a_positive_denominator_is_left_out_not_counted_as_meet
     # them the ratios were inf and -40, and -40 met "<= 1"; they are not measurements of the ratio
     r = paired_ratio("setup_over_rounds", [1.2, 0.4, 0.4, 1.1], [1.0, 0.0, -0.01, 1.0], "<= 1")
     assert r["repeats"] == 2 and r["repeats_left_out"] == 2 and "2 of 4 repeats left out" in r["note"]
+    assert paired_ratio("z", [1.0, -0.5, 1.0], [1.0, 1.0, 1.0], "<= 1")["repeats_left_out"] == 1  # a negative time
     assert r["value"] == pytest.approx(1.15) and r["met"] is False and r["repeats_meeting"] == 0
     assert (r["low"], r["high"]) == (pytest.approx(1.1), pytest.approx(1.2))
     assert "repeats_left_out" not in paired_ratio("x", [1.0, 2.0], [1.0, 1.0], "<= 1")
     nothing = paired_ratio("y", [0.3, float("nan")], [0.0, 1.0], "<= 1")
     assert math.isnan(nothing["value"]) and nothing["met"] is None and nothing["repeats"] == 0
-    assert nothing["target"] == "<= 1" and "not measured" in nothing["note"]
+    assert nothing["target"] == "<= 1" and "not measured" in nothing["note"] and nothing["repeats_meeting"] == 0
     doc = {"suite": "mf", "profile": "tiny", "wall_time_s": 1.0, "finished_utc": "t", "records": [],
            "ratios": [r, nothing]}
     rows = {x.split()[0]: x for x in table(doc).splitlines() if x.startswith(("setup_over_rounds", "y "))}

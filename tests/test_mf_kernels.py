@@ -283,7 +283,8 @@ def test_whole_row_sgld_kernel_keeps_its_vectors_in_registers():
     fresh = numba.njit(fastmath=True)(_sgld_range_table_rows.py_func)
     fresh(*sgld_segment_arguments(128), 128)
     native = "".join(fresh.inspect_asm().values()).split("_ZN7cpython")[0]
-    spills = [line for line in native.splitlines() if re.search(r"%zmm\d+", line) and "(%rsp)" in line]
+    # vector moves to or from the stack (a scalar broadcast from the stack, vbroadcastss, is not a spill)
+    spills = [line for line in native.splitlines() if re.search(r"vmov[au]ps\t.*%zmm\d+", line) and "(%rsp)" in line]
     assert not spills, spills[:5]
 
 

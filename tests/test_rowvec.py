@@ -82,6 +82,43 @@ def test_sgld_row_steps_read_the_noise_at_their_offsets():
                                rtol=1e-6, atol=1e-6)
 
 
+@njit
+def _iso(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, D):
+    literally(D)
+    sgld_row_step_iso(A, i, B, j, hg, cu, cv, sdu, sdv, noise, ou, ov, D)
+
+
+@njit
+def _diag(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, D):
+    literally(D)
+    sgld_row_step_diag(A, i, B, j, h, g, pu, pv, Lu, Lv, sdu, sdv, noise, ou, ov, D)
+
+
+@pytest.mark.parametrize("D", [32, 64, 128])
+def test_sgld_row_steps_in_chunks_cover_the_whole_row_once(D):
+    """At d = 64 and 128 the SGLD steps are emitted in several chunks (rowvec.step_chunk): every element of both
+    rows gets its own update with its own noise element and Λ entry (a chunk offset off by one would shift or
+    repeat them), and no other row or element is written."""
+    A, B = _rows(3, D, 7), _rows(4, D, 8)
+    noise = np.random.default_rng(9).standard_normal(3 * D).astype(f32)
+    A0, B0 = A.copy(), B.copy()
+    _iso(A, 2, B, 0, f32(0.1), f32(0.01), f32(0.02), f32(0.3), f32(0.4), noise, 5, D + 9, D)
+    np.testing.assert_allclose(A[2], ((A0[2] + f32(0.1) * B0[0]) - f32(0.01) * A0[2]) + f32(0.3) * noise[5:5 + D],
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(B[0], ((B0[0] + f32(0.1) * A0[2]) - f32(0.02) * B0[0])
+                               + f32(0.4) * noise[D + 9:2 * D + 9], rtol=1e-6, atol=1e-6)
+    assert np.array_equal(A[:2], A0[:2]) and np.array_equal(B[1:], B0[1:])
+    A, B = A0.copy(), B0.copy()
+    Lu, Lv = np.linspace(1, 2, D).astype(f32), np.linspace(2, 3, D).astype(f32)
+    h, g, pu, pv = f32(0.05), f32(0.7), f32(3.0), f32(4.0)
+    _diag(A, 1, B, 3, h, g, pu, pv, Lu, Lv, f32(0.3), f32(0.4), noise, 3, 2 * D - 1, D)
+    np.testing.assert_allclose(A[1], (A0[1] + h * (g * B0[3] - pu * Lu * A0[1])) + f32(0.3) * noise[3:3 + D],
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(B[3], (B0[3] + h * (g * A0[1] - pv * Lv * B0[3]))
+                               + f32(0.4) * noise[2 * D - 1:3 * D - 1], rtol=1e-6, atol=1e-6)
+    assert np.array_equal(A[[0, 2]], A0[[0, 2]]) and np.array_equal(B[:3], B0[:3])
+
+
 def test_typing_guards():
     A = _rows(3, 16, 7)
     # each refused for its own reason: the signature numba reports has exactly the offending argument type

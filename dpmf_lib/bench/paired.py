@@ -77,22 +77,25 @@ def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
     on it), their range (``low``, ``high``), ``repeats``, and with a target ``repeats_meeting``: in how many
     repeats the ratio alone meets it.
 
-    A repeat whose denominator is not a positive number, or whose numerator is not finite, measured nothing (a
-    difference of two clock readings below the clock's resolution is 0 or negative, and divided by it the ratio was
-    inf or *negative*, which meets any "<=" line): it is left out of the median and the counts, and
-    ``repeats_left_out`` with a ``note`` says how many. If every repeat is left out the value is NaN and ``met``
-    None (not measured, rather than not met)."""
+    The two sides are times or rates, never negative. A repeat whose denominator is not positive or whose
+    numerator is negative or not finite measured nothing (a difference of two clock readings below the clock's
+    resolution is 0 or negative, and divided by it the ratio was inf or *negative*, which meets any "<=" line): it
+    is left out of the median and the counts, and ``repeats_left_out`` with a ``note`` says how many. If every
+    repeat is left out the value is NaN (written ``NaN`` in the JSON, which Python reads back) and ``met`` None:
+    not measured, rather than not met."""
     num, den = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     if num.shape != den.shape or num.size == 0:
         raise ValueError(f"{name}: numerator and denominator need the same, non-zero number of repeats "
                          f"({num.shape} vs {den.shape})")
-    valid = np.isfinite(num) & np.isfinite(den) & (den > 0)
+    valid = np.isfinite(num) & np.isfinite(den) & (den > 0) & (num >= 0)
     left_out = int(num.size - valid.sum())
     if not valid.any():
         out = ratio(name, float("nan"), None)
         out.update(target=target, repeats=0, repeats_left_out=left_out,
-                   note=f"not measured: no repeat of {num.size} had a positive denominator (below the clock's "
-                        f"resolution? give the measurement more work)")
+                   note=f"not measured: no usable repeat of {num.size} (denominator <= 0, or numerator negative or "
+                        f"not finite: below the clock's resolution? give the measurement more work)")
+        if target is not None:
+            out["repeats_meeting"] = 0
         return out
     per_repeat = num[valid] / den[valid]
     out = ratio(name, float(np.median(per_repeat)), target)
@@ -101,6 +104,6 @@ def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
         out["repeats_meeting"] = int(sum(bool(ratio(name, x, target)["met"]) for x in per_repeat))
     if left_out:
         out["repeats_left_out"] = left_out
-        out["note"] = (f"{left_out} of {num.size} repeats left out: their denominator was not positive (below the "
-                       f"clock's resolution?)")
+        out["note"] = (f"{left_out} of {num.size} repeats left out: denominator <= 0, or numerator negative or "
+                       f"not finite (below the clock's resolution?)")
     return out
