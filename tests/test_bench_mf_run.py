@@ -38,7 +38,6 @@ def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
         if name == cpu["name"] and cpu["repeats"] < 3:
             continue
         assert r["repeats"] == 3 and r["low"] <= r["value"] <= r["high"] and math.isfinite(r["value"]), name
-        assert (r["target"] is None) == ("repeats_meeting" not in r), name
         if r["target"] is not None:
             assert 0 <= r["repeats_meeting"] <= 3
             # the median meets the line exactly when at least two of the three repeats do
