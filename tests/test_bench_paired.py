@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pytest
 
 from dpmf_lib.bench.__main__ import table
@@ -124,3 +126,20 @@ def test_best_times_reverses_the_order_so_no_call_always_follows_the_heavy_one(m
     assert order[:6] == ["heavy", "ours", "theirs", "theirs", "ours", "heavy"]
     # ours followed heavy in the forward repeats only: its best time is the unpenalised one (a fixed order: 3.0)
     assert (t_heavy, t_ours, t_theirs) == (4.0, 1.0, 1.0)
+
+
+def test_repeats_a_guard_excludes_are_left_out_and_named():
+    num, den = np.array([3.0, 1.0, 3.2, 0.0]), np.array([2.0, 2.0, 2.0, 0.0])
+    r = paired_ratio("scaling", num, den, ">= 1.5", exclude=[False, True, False, False],
+                     exclude_reason="in which the host ran both threads on one core")
+    assert r["repeats"] == 2 and r["repeats_left_out"] == 2
+    assert r["value"] == pytest.approx(1.55) and r["low"] == pytest.approx(1.5) and r["repeats_meeting"] == 2
+    assert "2 of 4 repeats left out" in r["note"]
+    assert "1 in which the host ran both threads on one core" in r["note"] and "1 with a denominator" in r["note"]
+    # a repeat the clock already left out is not counted twice
+    both = paired_ratio("scaling", num, den, ">= 1.5", exclude=[False, False, False, True], exclude_reason="x")
+    assert both["repeats_left_out"] == 1 and "x" not in both["note"]
+    with pytest.raises(ValueError, match="one flag per repeat"):
+        paired_ratio("scaling", num, den, None, exclude=[True])
+    none = paired_ratio("scaling", num[:2], den[:2], None, exclude=[True, True], exclude_reason="on one core")
+    assert np.isnan(none["value"]) and "2 on one core" in none["note"]

@@ -29,8 +29,14 @@ as such, not the tiering effect the issue asks for. (Until the twenty-first sess
 both-prefetching ratio.)
 
 Thread scaling (#19): ``csgd_scaling_1_to_2_threads_d{max d}`` (target ≥ 1.6) is read beside the machine's own scaling
-of a pure FMA loop through the same parallel backend (``machine_fma_scaling_1_to_2_threads``, measured in the same run:
-1.96-2.0 on this machine when idle) and, at d = 128, beside a diagnostic, ``csgd_private_item_rows`` (2 threads): the
+of a pure FMA loop through the same parallel backend, probed next to the 2-thread C-SGD measurement in every repeat
+(:func:`dpmf_lib.bench.machine.fma_scaling_probe`; ``machine_fma_scaling_probe`` records, and
+``machine_fma_scaling_1_to_2_threads`` their median and range). This VM's two vCPUs are sometimes placed on one
+physical core, for seconds at a time (the loop then scales ~1.0 where it otherwise scales 1.93-2.02); a repeat whose
+probe scaled below ``TWO_CORE_FMA_SCALING`` (1.8) timed the host, not the code, and is left out of the three ratios
+with a 2-thread side, with a note saying how many (:func:`dpmf_lib.bench.paired.paired_ratio`'s ``exclude``). The
+rule was fixed before any run used it (twenty-eighth session); until then one reading at the start of the run stood
+for all of them. At d = 128 the scaling is also read beside a diagnostic, ``csgd_private_item_rows`` (2 threads): the
 C-SGD kernel on the same layout and schedule with the item ids of the second thread's segments (numba's static
 ``prange`` schedule gives each thread one contiguous chunk) moved into a private copy of V, so the two threads never
 write the same item row. It is not a valid training (each thread learns its own item factors) and not a bound either
@@ -53,10 +59,16 @@ nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops; 16d
 GB/s above the RAM ceiling means the caches are doing the work); SGLD adds 4(d+1) flops per update for its noise.
 Ceilings come from ``dpmf_lib.bench.machine.measure`` in the same run.
 
-Setup (#19): on the large set at d = 16, ``(setup + first round) / (2 × median later round)`` for C-SGD at 1 and 2
-threads, where setup is ``train_sgd``'s ``extra["setup_seconds"]`` (tiered layout + initialisation); target ≤ 1. The
-fast layout is also timed against the plain reference (:func:`dpmf_lib.mf.layout.tiered_layout_reference`) on the
-throughput set.
+Setup (#19): on the large set at d = 16, #19's "layout + first epoch costs ≤ 2 epochs of SGD":
+``csgd_layout_plus_first_round_over_two_rounds_d16_{1,2}thread`` = ``(layout + first round) / (2 × median later
+round)``, target ≤ 1, in wall time and, at one thread, in process CPU time (``..._cpu_time``). The layout is timed
+on its own (built with the rounds' threads, as ``train_sgd`` builds it) and handed to ``train_sgd``.
+``csgd_setup_plus_first_round_over_two_rounds_...`` adds the model's initialisation (``train_sgd``'s
+``setup_seconds`` given a layout: N(0, 0.1²) draws for U and V, ~20 ms at 100k users, d = 16) to the numerator and
+is shown without a target: every solver pays that initialisation, naive SGD's two epochs included, so charging it to
+the layout alone is not the issue's comparison. Until the twenty-eighth session this stricter form carried the
+target (medians 0.986-1.01 in the last five quick runs; the layout alone had not been timed). The fast layout is
+also timed against the plain reference (:func:`dpmf_lib.mf.layout.tiered_layout_reference`) on the throughput set.
 
 Peers: same train/test split, d = ``peer_d``, one thread for every solver (libmf with 2 threads deadlocked here, see
 ``dpmf_lib.experiments._liu_mf.run_peer``; surprise is single-threaded). libmf runs with LIBMF's own defaults
@@ -151,10 +163,12 @@ def _throughput_subset(r, d, budget):
 
 
 def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, records, ups, tag="",
-                      extra_cfgs=True, private_items=False):
+                      extra_cfgs=True, private_items=False, host_probe=None):
     """Every configuration at dimension ``d`` (all thread counts) as one interleaved group of ``repeats`` repeats
     (:func:`dpmf_lib.bench.paired.interleave`); ``ups[(name + tag, d, threads)]`` gets the per-repeat updates/s, so
-    that the ratios can be formed within each repeat. Each order's layout is built once per ``d`` and reused."""
+    that the ratios can be formed within each repeat. Each order's layout is built once per ``d`` and reused.
+    ``host_probe`` (a measurement returning the host's 2-thread FMA scaling now) is taken next to the 2-thread C-SGD
+    measurement in every repeat; its values go to ``ups[("host_fma_scaling" + tag, d, 2)]``."""
     from ..mf.csgd import make_layout
 
     max_threads = numba.config.NUMBA_NUM_THREADS
@@ -179,6 +193,8 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
         group[("csgd", 1)] = _sgd_measurement(rd, tiered, d, epochs, 1, 8)
         if two:
             group[("csgd", 2)] = _sgd_measurement(rd, tiered, d, epochs, 2, 8)
+            if host_probe is not None:
+                group[("host_fma_scaling", 2)] = host_probe
             if private_items and d == 128:
                 group[("csgd_private_item_rows", 2)] = _private_items_measurement(rd, tiered, d, epochs)
             group[("sgld", 2)] = _sgld_measurement(rd, tiered, d, epochs, 2)
@@ -186,6 +202,10 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
         values = interleave(group, repeats)
         for (name, th), v in values.items():
             ups[(name + tag, d, th)] = v
+            if name == "host_fma_scaling":
+                records.append(median_record("machine_fma_scaling_probe", "ratio", v, "", d=d, threads=th,
+                                             n_ratings=rd.n_ratings, dataset=label))
+                continue
             if name == "csgd_private_item_rows":  # its V is twice the shared one: no working-set fields
                 records.append(median_record(name, "updates_per_s", v, "updates/s", d=d, threads=th,
                                              n_ratings=rd.n_ratings, dataset=label, diagnostic="not a valid training"))
@@ -238,31 +258,44 @@ def _private_items_measurement(rd, lay, d, epochs):
 
 
 def _setup_measurement(big, order, threads):
-    """A measurement: ``(setup, first round, median later round)`` seconds of a 3-round ``train_sgd`` at d = 16."""
+    """A measurement: ``(layout, initialisation, first round, median later round)`` seconds of a 3-round
+    ``train_sgd`` at d = 16, given the layout built just before with the same threads (what ``train_sgd`` does
+    itself when given none, with the same arguments); its ``setup_seconds`` is then the model's initialisation and
+    the argument checks."""
     from ..mf import train_sgd
+    from ..mf.csgd import make_layout
 
     def measure():
-        res = train_sgd(big, d=16, epochs=3, order=order, n_threads=threads, **SGD)
+        with num_threads_ctx(threads):
+            t0 = time.perf_counter()
+            lay = make_layout(big, order)
+            layout = time.perf_counter() - t0
+        res = train_sgd(big, d=16, epochs=3, layout=lay, n_threads=threads, **SGD)
         sec = res.history["seconds"].to_numpy()
-        return float(res.extra["setup_seconds"]), float(sec[0]), float(np.median(sec[1:]))
+        return layout, float(res.extra["setup_seconds"]), float(sec[0]), float(np.median(sec[1:]))
     return measure
 
 
 def _setup_cpu_measurement(big):
     """A measurement at one thread in process CPU time (user + system: page faults of fresh arrays count), which a
-    co-tenant's load disturbs far less than wall time: ``(layout, initialisation + first round, later round)``."""
-    from ..mf import tiered_layout, train_sgd
+    co-tenant's load disturbs far less than wall time: ``(layout, initialisation, first round, later round)``. The
+    model is initialised as ``train_sgd`` does (same seed, scale and global bias) and passed in, so the first round's
+    time holds its copy (~1 % of a round) but not its draws; the later round is the difference of a 3-round and a
+    1-round training, halved."""
+    from ..mf import init_model, tiered_layout, train_sgd
 
     def measure():
         with num_threads_ctx(1):
             c0 = _cpu()
             lay = tiered_layout(big)
             c1 = _cpu()
-            train_sgd(big, d=16, epochs=1, layout=lay, n_threads=1, **SGD)
+            m0 = init_model(big.n_users, big.n_items, 16, seed=0, b0=float(big.values.mean()))
             c2 = _cpu()
-            train_sgd(big, d=16, epochs=3, layout=lay, n_threads=1, **SGD)
+            train_sgd(big, d=16, epochs=1, layout=lay, model=m0, n_threads=1, **SGD)
             c3 = _cpu()
-        return c1 - c0, c2 - c1, (c3 - c2 - (c2 - c1)) / 2
+            train_sgd(big, d=16, epochs=3, layout=lay, model=m0, n_threads=1, **SGD)
+            c4 = _cpu()
+        return c1 - c0, c2 - c1, c3 - c2, (c4 - c3 - (c3 - c2)) / 2
     return measure
 
 
@@ -289,22 +322,29 @@ def _setup_block(big, label, caches, P, records, ratios):
     for (name, th), v in values.items():
         if name == "csgd_cpu":
             continue
-        setup, first, later = v[:, 0], v[:, 1], v[:, 2]
+        layout, init, first, later = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
         common = dict(d=16, threads=th, n_ratings=big.n_ratings, n_users=big.n_users, dataset=label, **ws)
-        records.append(median_record(f"{name}_setup", "seconds", setup, "s", **common))
+        records.append(median_record(f"{name}_layout", "seconds", layout, "s", **common))
+        records.append(median_record(f"{name}_init", "seconds", init, "s", **common))
+        records.append(median_record(f"{name}_setup", "seconds", layout + init, "s", **common))
         records.append(median_record(f"{name}_first_round", "seconds", first, "s", **common))
         records.append(median_record(f"{name}_later_round", "seconds", later, "s", **common))
         if name == "csgd":
-            ratios.append(paired_ratio(f"csgd_setup_plus_first_round_over_two_rounds_d16_{th}thread", setup + first,
+            ratios.append(paired_ratio(f"csgd_layout_plus_first_round_over_two_rounds_d16_{th}thread", layout + first,
                                        2 * later, "<= 1"))
+            ratios.append(paired_ratio(f"csgd_setup_plus_first_round_over_two_rounds_d16_{th}thread",
+                                       layout + init + first, 2 * later, None))
     v = values[("csgd_cpu", 1)]
-    layout_cpu, first_cpu, later_cpu = v[:, 0], v[:, 1], v[:, 2]
+    layout_cpu, init_cpu, first_cpu, later_cpu = v[:, 0], v[:, 1], v[:, 2], v[:, 3]
     common = dict(d=16, threads=1, n_ratings=big.n_ratings, n_users=big.n_users, dataset=label, clock="process_cpu")
     records.append(median_record("csgd_layout_cpu", "seconds", layout_cpu, "s", **common))
-    records.append(median_record("csgd_init_plus_first_round_cpu", "seconds", first_cpu, "s", **common))
+    records.append(median_record("csgd_init_cpu", "seconds", init_cpu, "s", **common))
+    records.append(median_record("csgd_first_round_cpu", "seconds", first_cpu, "s", **common))
     records.append(median_record("csgd_later_round_cpu", "seconds", later_cpu, "s", **common))
-    ratios.append(paired_ratio("csgd_setup_plus_first_round_over_two_rounds_d16_1thread_cpu_time",
+    ratios.append(paired_ratio("csgd_layout_plus_first_round_over_two_rounds_d16_1thread_cpu_time",
                                layout_cpu + first_cpu, 2 * later_cpu, "<= 1"))
+    ratios.append(paired_ratio("csgd_setup_plus_first_round_over_two_rounds_d16_1thread_cpu_time",
+                               layout_cpu + init_cpu + first_cpu, 2 * later_cpu, None))
 
 
 def _cpu() -> float:
@@ -358,7 +398,7 @@ def run(profile: str = "quick") -> dict:
     from ..mf import sample_sgld, serving_throughput, train_sgd, warmup
     from ..mf.data import load_for_mf, train_test
     from ..mf.peers import PeerUnavailable, libmf_curve, surprise_curve, time_to_rmse
-    from .machine import cache_sizes, fma_scaling
+    from .machine import TWO_CORE_FMA_SCALING, cache_sizes, fma_scaling, fma_scaling_probe
 
     P = PROFILES[profile]
     warmup()
@@ -380,8 +420,10 @@ def run(profile: str = "quick") -> dict:
     del big
     _layout_block(full, P, records, ratios)
     ups = {}
+    one_thread_loop = ceil.get("fma_GFLOPs_by_threads", {}).get(1)
+    probe = (lambda: fma_scaling_probe(one_thread_loop)) if one_thread_loop else None
     _throughput_block(full, P["dims"], P["threads"], P["budget"], P["epochs"], P["repeats"], label, caches, records,
-                      ups, private_items=True)
+                      ups, private_items=True, host_probe=probe)
     # peers and our solvers: time to a common test RMSE, setup included, one thread each
     train, test = train_test(full, 0.1, seed=0)
     d = P["peer_d"]
@@ -462,17 +504,32 @@ def run(profile: str = "quick") -> dict:
                 ratios.append(paired_ratio(f"csgd_fraction_of_fma_ceiling_d{dd}_1thread", gflops,
                                            np.full_like(gflops, fma), ">= 0.3"))
     dmax = max(P["dims"])
+
+    def one_core(dd):
+        """Repeats at ``dd`` in which the host probe beside the 2-thread measurement found both threads on one core
+        (None without a probe: nothing is left out)."""
+        v = ups.get(("host_fma_scaling", dd, 2))
+        return None if v is None else v < TWO_CORE_FMA_SCALING
+
+    on_one_core = (f"in which the host ran both threads on one core (its FMA loop scaled < {TWO_CORE_FMA_SCALING} "
+                   f"beside the 2-thread measurement)")
     if ("csgd", dmax, 2) in ups:
         ratios.append(paired_ratio(f"csgd_scaling_1_to_2_threads_d{dmax}", ups[("csgd", dmax, 2)],
-                                   ups[("csgd", dmax, 1)], ">= 1.6"))
-    if fma_scaling(ceil) is not None:
+                                   ups[("csgd", dmax, 1)], ">= 1.6", exclude=one_core(dmax),
+                                   exclude_reason=on_one_core))
+    if ("host_fma_scaling", dmax, 2) in ups:  # every repeat's probe: the host as the 2-thread timings saw it
+        probes = ups[("host_fma_scaling", dmax, 2)]
+        ratios.append(paired_ratio("machine_fma_scaling_1_to_2_threads", probes, np.ones_like(probes), None))
+    elif fma_scaling(ceil) is not None:
         ratios.append(ratio("machine_fma_scaling_1_to_2_threads", fma_scaling(ceil), None))
     if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 2) in ups:
         ratios.append(paired_ratio("csgd_private_over_shared_item_rows_d128_2threads",
-                                   ups[("csgd_private_item_rows", 128, 2)], ups[("csgd", 128, 2)], None))
+                                   ups[("csgd_private_item_rows", 128, 2)], ups[("csgd", 128, 2)], None,
+                                   exclude=one_core(128), exclude_reason=on_one_core))
     if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 1) in ups:
         ratios.append(paired_ratio("csgd_scaling_1_to_2_threads_d128_private_item_rows",
-                                   ups[("csgd_private_item_rows", 128, 2)], ups[("csgd", 128, 1)], None))
+                                   ups[("csgd_private_item_rows", 128, 2)], ups[("csgd", 128, 1)], None,
+                                   exclude=one_core(128), exclude_reason=on_one_core))
     for dd in P["dims"]:
         for cfg, stride in (("csgd_prefetch2", 2), ("csgd", 8)):
             if (cfg, dd, 1) in ups and ("csgd_noprefetch", dd, 1) in ups:

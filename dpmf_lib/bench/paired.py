@@ -72,7 +72,8 @@ def median_record(name: str, metric: str, values, unit: str, **params) -> dict:
     return rec
 
 
-def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
+def paired_ratio(name: str, numerator, denominator, target: str | None, *, exclude=None,
+                 exclude_reason: str = "") -> dict:
     """The ratio of two measurements taken in the same repeats: the median of the per-repeat ratios (``met`` judged
     on it), their range (``low``, ``high``), ``repeats``, and with a target ``repeats_meeting``: in how many
     repeats the ratio alone meets it.
@@ -82,18 +83,33 @@ def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
     resolution is 0 or negative, and divided by it the ratio was inf or *negative*, which meets any "<=" line): it
     is left out of the median and the counts, and ``repeats_left_out`` with a ``note`` says how many. If every
     repeat is left out the value is NaN (written ``NaN`` in the JSON, which Python reads back) and ``met`` None:
-    not measured, rather than not met."""
+    not measured, rather than not met.
+
+    ``exclude`` (booleans, one per repeat) leaves out repeats that a guard measured *in the same repeat* found
+    meaningless for this ratio, e.g. a thread-scaling repeat in which the host ran both threads on one core
+    (:mod:`dpmf_lib.bench.mf`); they are counted with the others in ``repeats_left_out`` and ``exclude_reason``
+    goes into the ``note``. A guard is stated before the numbers are seen and applies to every ratio it concerns."""
     num, den = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     if num.shape != den.shape or num.size == 0:
         raise ValueError(f"{name}: numerator and denominator need the same, non-zero number of repeats "
                          f"({num.shape} vs {den.shape})")
-    valid = np.isfinite(num) & np.isfinite(den) & (den > 0) & (num >= 0)
+    measured = np.isfinite(num) & np.isfinite(den) & (den > 0) & (num >= 0)
+    guarded = np.zeros(num.shape, dtype=bool) if exclude is None else np.asarray(exclude, dtype=bool)
+    if guarded.shape != num.shape:
+        raise ValueError(f"{name}: exclude needs one flag per repeat ({guarded.shape} vs {num.shape})")
+    valid = measured & ~guarded
     left_out = int(num.size - valid.sum())
+    excluded = int((measured & guarded).sum())
+    reasons = []
+    if left_out - excluded:
+        reasons.append(f"{left_out - excluded} with a denominator <= 0, or a numerator negative or not finite "
+                       f"(below the clock's resolution?)")
+    if excluded:
+        reasons.append(f"{excluded} {exclude_reason or 'excluded by a guard measured in the same repeat'}")
     if not valid.any():
         out = ratio(name, float("nan"), None)
         out.update(target=target, repeats=0, repeats_left_out=left_out,
-                   note=f"not measured: no usable repeat of {num.size} (denominator <= 0, or numerator negative or "
-                        f"not finite: below the clock's resolution? give the measurement more work)")
+                   note=f"not measured: no usable repeat of {num.size} (" + "; ".join(reasons) + ")")
         if target is not None:
             out["repeats_meeting"] = 0
         return out
@@ -104,6 +120,5 @@ def paired_ratio(name: str, numerator, denominator, target: str | None) -> dict:
         out["repeats_meeting"] = int(sum(bool(ratio(name, x, target)["met"]) for x in per_repeat))
     if left_out:
         out["repeats_left_out"] = left_out
-        out["note"] = (f"{left_out} of {num.size} repeats left out: denominator <= 0, or numerator negative or "
-                       f"not finite (below the clock's resolution?)")
+        out["note"] = f"{left_out} of {num.size} repeats left out: " + "; ".join(reasons)
     return out
