@@ -137,9 +137,22 @@ def test_repeats_a_guard_excludes_are_left_out_and_named():
     assert "2 of 4 repeats left out" in r["note"]
     assert "1 in which the host ran both threads on one core" in r["note"] and "1 with a denominator" in r["note"]
     # a repeat the clock already left out is not counted twice
-    both = paired_ratio("scaling", num, den, ">= 1.5", exclude=[False, False, False, True], exclude_reason="x")
-    assert both["repeats_left_out"] == 1 and "x" not in both["note"]
+    both = paired_ratio("scaling", num, den, ">= 1.5", exclude=[False, False, False, True],
+                        exclude_reason="GUARD-REASON")
+    assert both["repeats_left_out"] == 1 and "GUARD-REASON" not in both["note"]
     with pytest.raises(ValueError, match="one flag per repeat"):
         paired_ratio("scaling", num, den, None, exclude=[True])
-    none = paired_ratio("scaling", num[:2], den[:2], None, exclude=[True, True], exclude_reason="on one core")
+    none = paired_ratio("scaling", num[:2], den[:2], ">= 1.5", exclude=[True, True], exclude_reason="on one core")
     assert np.isnan(none["value"]) and "2 on one core" in none["note"]
+    assert none["repeats_left_out"] == 2 and none["met"] is None and none["repeats_meeting"] == 0
+
+
+def test_no_verdict_rests_on_fewer_than_half_of_the_repeats():
+    num, den = np.full(5, 2.0), np.ones(5)
+    three = paired_ratio("scaling", num, den, ">= 1.6", exclude=[True, True, False, False, False],
+                         exclude_reason="on one core")
+    assert three["met"] is True and three["repeats"] == 3
+    two = paired_ratio("scaling", num, den, ">= 1.6", exclude=[True, True, True, False, False],
+                       exclude_reason="on one core")
+    assert two["met"] is None and two["value"] == 2.0 and two["repeats_meeting"] == 2
+    assert "too few repeats left for a verdict" in two["note"]

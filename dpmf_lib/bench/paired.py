@@ -88,7 +88,9 @@ def paired_ratio(name: str, numerator, denominator, target: str | None, *, exclu
     ``exclude`` (booleans, one per repeat) leaves out repeats that a guard measured *in the same repeat* found
     meaningless for this ratio, e.g. a thread-scaling repeat in which the host ran both threads on one core
     (:mod:`dpmf_lib.bench.mf`); they are counted with the others in ``repeats_left_out`` and ``exclude_reason``
-    goes into the ``note``. A guard is stated before the numbers are seen and applies to every ratio it concerns."""
+    goes into the ``note``. A guard is stated before the numbers are seen and applies to every ratio it concerns.
+    With fewer than half of the repeats left, ``met`` is None (no verdict; the note says so): a verdict resting on
+    one or two repeats of five is what the repeats are there to avoid."""
     num, den = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     if num.shape != den.shape or num.size == 0:
         raise ValueError(f"{name}: numerator and denominator need the same, non-zero number of repeats "
@@ -121,4 +123,7 @@ def paired_ratio(name: str, numerator, denominator, target: str | None, *, exclu
     if left_out:
         out["repeats_left_out"] = left_out
         out["note"] = f"{left_out} of {num.size} repeats left out: " + "; ".join(reasons)
+        if 2 * per_repeat.size < num.size:
+            out["met"] = None
+            out["note"] += "; too few repeats left for a verdict"
     return out
