@@ -152,6 +152,9 @@ def test_no_verdict_rests_on_fewer_than_half_of_the_repeats():
     three = paired_ratio("scaling", num, den, ">= 1.6", exclude=[True, True, False, False, False],
                          exclude_reason="on one core")
     assert three["met"] is True and three["repeats"] == 3
+    half = paired_ratio("scaling", num[:4], den[:4], ">= 1.6", exclude=[True, True, False, False],
+                        exclude_reason="on one core")
+    assert half["met"] is True and half["repeats"] == 2  # exactly half left: still a verdict
     two = paired_ratio("scaling", num, den, ">= 1.6", exclude=[True, True, True, False, False],
                        exclude_reason="on one core")
     assert two["met"] is None and two["value"] == 2.0 and two["repeats_meeting"] == 2

@@ -126,8 +126,8 @@ def fma_gflops_threads(threads: int, *, n: int = 2_000_000, repeats: int = 5) ->
 
 
 # Below this 1 -> 2 thread scaling of the FMA loop the host ran both threads on one physical core: the middle of
-# the gap between the two placements seen here (0.95-1.01 on one core, 1.93-2.02 on two; one sample of 1.78 had the
-# shared-line cost of two cores)
+# the gap between the two placements seen here (0.95-1.01 on one core, 1.93-2.02 on two; the one sample of 1.78 had a
+# shared-line cost of 9.8 ns, a two-core value: see fma_scaling_probe)
 TWO_CORE_FMA_SCALING = 1.5
 
 
@@ -137,8 +137,9 @@ def fma_scaling_probe(*, n: int = 1_000_000, repeats: int = 3) -> float:
 
     Why (#19, twenty-eighth session): this VM's two vCPUs are not always on two physical cores. In 40 samples 3 s
     apart (2 minutes, nothing else running), the loop scaled 1.93-2.02 in 35, 0.95-1.01 in 4 and 1.78 in one; in
-    the four, a float that both threads write cost 6.2 ns per write against 9.4-10.7 ns in the 35 (one core's cache,
-    shared: SMT siblings, or both vCPUs on one hardware thread). The placement changes within seconds, so one
+    the four, a float that both threads write cost 6.2 ns per write against 9.4-10.7 ns in the 35 and 9.8 ns in the
+    one (probably a placement that changed during that sample's loop). The 6.2 ns is one core's cache, shared:
+    SMT siblings, or both vCPUs on one hardware thread. The placement changes within seconds, so one
     reading at the start of a run (``machine_fma_scaling_1_to_2_threads``: 1.01-1.02 in 2 of 5 quick runs) cannot
     vouch for a 2-thread timing taken minutes later: the ``mf`` suite probes beside each 2-thread measurement. The
     probe sees placement only: 2-thread C-SGD also had spells of seconds at 0.6-0.9x its 1-thread speed with the

@@ -35,17 +35,18 @@ records, and ``machine_fma_scaling_beside_2thread_runs_d{max d}`` their median a
 the start of the run, ``machine_fma_scaling_1_to_2_threads``). This VM's two vCPUs are sometimes placed on one
 physical core, for seconds at a time (the loop then scales ~1.0 where it otherwise scales 1.93-2.02); a repeat whose
 probe scaled below ``TWO_CORE_FMA_SCALING`` (1.5, the middle of that gap) timed the host, not the code, and is left
-out of every ratio with a 2-thread side (the three below and the 2-thread setup ratios, probed the same way), with a
-note saying how many (:func:`dpmf_lib.bench.paired.paired_ratio`'s ``exclude``; with fewer than half of the repeats
-left there is no verdict). The 2-thread updates/s records keep every repeat. The guard sees placement only: spells
-of seconds in which 2-thread C-SGD ran at 0.6-0.9x its 1-thread speed with the probe normal were seen too
-(twenty-eighth session), and stay in. At d = 128 the scaling is also read beside a diagnostic,
-``csgd_private_item_rows`` (2 threads): the
+out of every ratio with a 2-thread side (this scaling ratio, the two private-item-rows ratios below and the
+2-thread setup ratios, probed the same way), with a note saying how many
+(:func:`dpmf_lib.bench.paired.paired_ratio`'s ``exclude``; with fewer than half of the repeats left there is no
+verdict). The 2-thread updates/s records keep every repeat. The guard sees placement only: spells of seconds in
+which 2-thread C-SGD ran at 0.6-0.9x its 1-thread speed with the probe normal were seen too (twenty-eighth session),
+and stay in. At d = 128 the scaling is also read beside a diagnostic, ``csgd_private_item_rows`` (2 threads): the
 C-SGD kernel on the same layout and schedule with the item ids of the second thread's segments (numba's static
 ``prange`` schedule gives each thread one contiguous chunk) moved into a private copy of V, so the two threads never
 write the same item row. It is not a valid training (each thread learns its own item factors) and not a bound either
 way (V doubles, 9 -> 18 MB at d = 128 on the quick set); it is measured in the same interleaved repeats as the
-shared run, next to it, and estimates what the sharing of hot item rows between threads — the Hogwild part of
+shared run, one place after it (the host probe sits between them), and estimates what the sharing of hot item rows
+between threads — the Hogwild part of
 C-SGD's parallel scheme — costs: ``csgd_private_over_shared_item_rows_d128_2threads`` (both at 2 threads, the direct comparison) and
 ``csgd_scaling_1_to_2_threads_d128_private_item_rows``.
 
@@ -572,9 +573,10 @@ def run(profile: str = "quick") -> dict:
                                    exclude_reason=ON_ONE_CORE))
     if fma_scaling(ceil) is not None:  # one reading at the start of the run
         ratios.append(ratio("machine_fma_scaling_1_to_2_threads", fma_scaling(ceil), None))
-    if ("host_fma_scaling", dmax, 2) in ups:  # every repeat's probe: the host as the 2-thread timings saw it
-        ratios.append(_probe_summary(f"machine_fma_scaling_beside_2thread_runs_d{dmax}",
-                                     ups[("host_fma_scaling", dmax, 2)]))
+    for dd in P["dims"]:  # every repeat's probe: the host as the 2-thread timings saw it
+        if ("host_fma_scaling", dd, 2) in ups:
+            ratios.append(_probe_summary(f"machine_fma_scaling_beside_2thread_runs_d{dd}",
+                                         ups[("host_fma_scaling", dd, 2)]))
     if ("csgd_private_item_rows", 128, 2) in ups and ("csgd", 128, 2) in ups:
         ratios.append(paired_ratio("csgd_private_over_shared_item_rows_d128_2threads",
                                    ups[("csgd_private_item_rows", 128, 2)], ups[("csgd", 128, 2)], None,
