@@ -44,18 +44,6 @@ def best_time(fn, repeats: int = 3) -> float:
     return best
 
 
-def best_times(fns, repeats: int = 3) -> list[float]:
-    """Best wall time (s) of each of ``fns``, calling them in turn ``repeats`` times (interleaved, so that a burst of
-    load from other processes hits all of them alike)."""
-    best = [np.inf] * len(fns)
-    for _ in range(max(1, int(repeats))):
-        for j, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            best[j] = min(best[j], time.perf_counter() - t)
-    return best
-
-
 def check_positive_int(params: dict, *names) -> None:
     for n in names:
         v = params.get(n)
