@@ -51,3 +51,27 @@ def test_ratio_without_target_is_reported_not_judged():
 def test_first_touch_gives_one_positive_rate_per_allocation():
     v = first_touch_gbps(1 << 20, repeats=2)
     assert len(v) == 2 and all(np.isfinite(x) and x > 0 for x in v)
+
+
+def test_the_core_to_core_probe_hands_a_line_over_or_says_it_could_not():
+    """Two threads: a finite one-way latency in a plausible range (tens to hundreds of ns here). One thread: the
+    ping-pong's other side never runs, so it must give up (status -1), not hang, and the probe says NaN."""
+    import numba
+    import pytest
+
+    from dpmf_lib.bench.machine import _ping_pong, core_to_core_ns
+
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert _ping_pong(np.zeros(2, dtype=np.int64), 50, 100_000) == -1
+        assert np.isnan(core_to_core_ns(n=50))
+        if numba.config.NUMBA_NUM_THREADS < 2:
+            pytest.skip("needs two numba threads")
+        numba.set_num_threads(2)
+        flag = np.zeros(2, dtype=np.int64)
+        assert _ping_pong(flag, 1000, 10**9) == 0 and flag[0] == 2000  # every hand-over happened, in turn
+        ns = core_to_core_ns(n=20_000)
+        assert 1.0 < ns < 10_000.0
+    finally:
+        numba.set_num_threads(old)

@@ -107,7 +107,7 @@ def _fake_suite(monkeypatch):
     monkeypatch.setattr(mf, "_ceilings", lambda profile: {"fma_GFLOPs": 100.0})
     import dpmf_lib.bench.machine as machine
 
-    monkeypatch.setattr(machine, "fma_scaling_probe", lambda: 1.97)  # two cores, every repeat
+    monkeypatch.setattr(machine, "host_probe", lambda: (1.97, 45.0))  # two cores of one cache, every repeat
     monkeypatch.setitem(mf.PROFILES, "fake", dict(TINY, dims=(16, 128), epochs=2, repeats=3,
                                                    full_shape=dict(standin_scale=0.002, dims=(16,), epochs=2)))
 
@@ -156,11 +156,12 @@ def test_each_ratio_divides_the_configurations_it_names_repeat_by_repeat(monkeyp
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_a_repeat_in_which_the_host_ran_both_threads_on_one_core_is_left_out_of_the_2thread_ratios(monkeypatch):
+def test_a_repeat_in_which_the_host_placed_the_threads_badly_is_left_out_of_the_2thread_ratios(monkeypatch):
     """The host probe taken beside each 2-thread C-SGD measurement decides, per repeat, whether that timing measured
-    the code. Faked: the host gives one core in repeat 0 of the setup group and repeat 1 of the d = 128 group (not of
-    the d = 16 ones), and there the 2-thread C-SGD runs at half speed. Those repeats must leave exactly the ratios with
-    a 2-thread side, of their own group; the probe must sit next to the 2-thread C-SGD measurement in every repeat."""
+    the code. Faked: the host gives one core in repeat 0 of the setup group and two cores without a shared cache in
+    repeat 1 of the d = 128 group (not in the d = 16 ones), and there the 2-thread C-SGD runs slow. Those repeats must
+    leave exactly the ratios with a 2-thread side, of their own group; the probe must sit next to the 2-thread C-SGD
+    measurement in every repeat."""
     import dpmf_lib.bench.machine as machine
 
     _fake_suite(monkeypatch)
@@ -173,9 +174,13 @@ def test_a_repeat_in_which_the_host_ran_both_threads_on_one_core_is_left_out_of_
     def probe():
         where = schedule[sum(1 for x in log if x == "probe")]
         log.append("probe")
-        return 1.0 if where in one_core else 1.5  # 1.5: exactly the line, which counts as two cores
+        if where == ("setup", 0):
+            return 1.0, 45.0  # one core
+        if where == (128, 1):
+            return 2.0, 165.0  # two cores, no shared cache
+        return 1.5, 100.0  # exactly the lines, which count as two cores of one cache
 
-    monkeypatch.setattr(machine, "fma_scaling_probe", probe)
+    monkeypatch.setattr(machine, "host_probe", probe)
     faked_sgd, faked_setup = mf._sgd_measurement, mf._setup_measurement
 
     def sgd(rd, lay, d, epochs, threads, stride):
@@ -230,14 +235,15 @@ def test_a_repeat_in_which_the_host_ran_both_threads_on_one_core_is_left_out_of_
         r = ratios[name]
         assert r["repeats"] == 2 and r["repeats_left_out"] == 1, name
         assert r["low"] == pytest.approx(value) and r["high"] == pytest.approx(value), name
-        assert "1 in which the host ran both threads on one core" in r["note"], name
+        assert "1 in which the host ran the two threads on one core or on cores without a shared cache" in r["note"]
     assert ratios["csgd_scaling_1_to_2_threads_d128"]["repeats_meeting"] == 2
     # 1-thread ratios are not guarded, and a one-core repeat of another group does not leave this group's ratios
     for name in ("sgld_over_csgd_updates_d128_1thread", "csgd_layout_plus_first_round_over_two_rounds_d16_1thread",
                  "csgd_over_naive_updates_d16_1thread_netflix_full"):
         assert ratios[name]["repeats"] == 3 and "repeats_left_out" not in ratios[name], name
     host = ratios["machine_fma_scaling_beside_2thread_runs_d128"]
-    assert host["repeats"] == 3 and host["low"] == 1.0 and host["high"] == 1.5
+    assert host["repeats"] == 3 and host["low"] == 1.5 and host["high"] == 2.0
+    assert ratios["machine_core_to_core_ns_beside_2thread_runs_d128"]["high"] == 165.0
     assert ratios["machine_fma_scaling_beside_2thread_setup_d16"]["low"] == 1.0
     # placement: every probe is next to a 2-thread C-SGD measurement (interleave reverses the order every repeat)
     for i, x in enumerate(log):
@@ -286,10 +292,12 @@ def test_the_setup_block_builds_what_train_sgd_would_and_hands_it_over(monkeypat
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def test_a_probe_below_the_line_or_not_finite_marks_a_one_core_repeat():
-    flags = mf._one_core_repeats([float("nan"), 1.49, 1.5, 2.0, float("inf")])
-    assert flags.tolist() == [True, True, False, False, False]
-    assert mf._one_core_repeats(None) is None
+def test_a_probe_past_either_line_or_not_finite_marks_an_unfit_repeat():
+    nan = float("nan")
+    probes = [(nan, 45.0), (1.49, 45.0), (1.5, 45.0), (2.0, 45.0), (float("inf"), 45.0),
+              (2.0, 100.0), (2.0, 100.1), (2.0, nan), (2.0, 165.0)]
+    assert mf._unfit_host_repeats(probes).tolist() == [True, True, False, False, False, False, True, True, True]
+    assert mf._unfit_host_repeats(None) is None
 
 
 def test_the_probe_times_both_thread_counts_itself(monkeypatch):

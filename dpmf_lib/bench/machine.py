@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import numba
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from . import record
 
@@ -145,6 +146,95 @@ def fma_scaling_probe(*, n: int = 1_000_000, repeats: int = 3) -> float:
     probe sees placement only: 2-thread C-SGD also had spells of seconds at 0.6-0.9x its 1-thread speed with the
     probe at 1.94-2.01 (and the cost of a shared line normal), which no probe here explains."""
     return fma_gflops_threads(2, n=n, repeats=repeats) / fma_gflops_threads(1, n=n, repeats=repeats)
+
+
+# Above this one-way core-to-core latency the host ran our two threads on cores that share no cache: the middle of
+# the gap seen here (41-49 ns on two cores of one L3, 162-170 ns otherwise; see core_to_core_ns)
+SHARED_CACHE_C2C_NS = 100.0
+_SPIN_LIMIT = 200_000_000  # spins of one wait before the ping-pong gives up (the other thread never came)
+
+
+@intrinsic
+def _load_acquire(typingctx, arr, idx):
+    """``arr[idx]`` as an atomic acquire load: re-read from memory on every call (a plain load in a spin loop may be
+    hoisted out of it by the compiler)."""
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load_atomic(builder.gep(ary.data, [args[1]]), ordering="acquire", align=8)
+
+    return sig, codegen
+
+
+@intrinsic
+def _store_release(typingctx, arr, idx, val):
+    """``arr[idx] = val`` as an atomic release store."""
+    sig = types.void(arr, idx, val)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        builder.store_atomic(args[2], builder.gep(ary.data, [args[1]]), ordering="release", align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(parallel=True)
+def _ping_pong(flag, n, spin_limit):
+    """Two threads hand a counter back and forth ``n`` times through ``flag[0]`` (int64; start at 0). Returns 0, or
+    -1 if a wait exceeded ``spin_limit`` spins (the other side never ran: one thread only); the aborting side sets
+    ``flag[1]`` so that the other stops too."""
+    for t in prange(2):
+        for k in range(n):
+            want = 2 * k + t
+            spins = 0
+            while _load_acquire(flag, 0) != want:
+                spins += 1
+                if spins > spin_limit or _load_acquire(flag, 1) != 0:
+                    _store_release(flag, 1, 1)
+                    break
+            if _load_acquire(flag, 1) != 0:
+                break
+            _store_release(flag, 0, want + 1)
+    return -1 if flag[1] != 0 else 0
+
+
+def core_to_core_ns(*, n: int = 100_000, repeats: int = 3, spin_limit: int = _SPIN_LIMIT) -> float:
+    """One-way latency (ns) of handing a cache line from one of this process's two threads to the other: half a
+    round trip of :func:`_ping_pong`, best of ``repeats``. NaN with fewer than two threads or if the hand-over
+    stalled.
+
+    Why (#19, twenty-eighth session): the FMA probe sees whether the two threads share one core, not whether their
+    cores share a cache. 2-thread C-SGD had spells of seconds at 0.6-0.9x its 1-thread speed with the FMA probe at
+    ~2.0; over 64 repeats beside this probe, the 12 below 1.0x all had a one-way latency of 162-170 ns, the 51 with
+    41-49 ns scaled 1.11-1.91 (median 1.58), one at 170 ns scaled 1.32. The host sometimes places the two vCPUs on
+    cores without a shared L3 (another CCD of the EPYC), where every item row the two threads share crosses the
+    package; a kernel with private rows (the ``mf`` suite's diagnostic) kept its speed there."""
+    if numba.get_num_threads() < 2:
+        return float("nan")
+    _ping_pong(np.zeros(2, dtype=np.int64), 10, spin_limit)
+    best = float("inf")
+    for _ in range(repeats):
+        flag = np.zeros(2, dtype=np.int64)
+        t0 = time.perf_counter()
+        status = _ping_pong(flag, n, spin_limit)
+        dt = time.perf_counter() - t0
+        if status != 0:
+            return float("nan")
+        best = min(best, dt)
+    return best / n / 2 * 1e9
+
+
+def host_probe() -> tuple[float, float]:
+    """``(fma_scaling_probe(), core_to_core_ns())`` at two threads: where the host runs this process's two threads
+    now (one core or two; a shared cache or not), ~40 ms. The ``mf`` suite takes it beside each 2-thread timing."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        return fma_scaling_probe(), core_to_core_ns()
+    finally:
+        numba.set_num_threads(old)
 
 
 def fma_scaling(m: dict) -> float | None:
