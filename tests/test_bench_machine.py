@@ -75,3 +75,25 @@ def test_the_core_to_core_probe_hands_a_line_over_or_says_it_could_not():
         assert 1.0 < ns < 10_000.0
     finally:
         numba.set_num_threads(old)
+
+
+def test_the_ping_pong_gives_up_on_its_total_budget_not_per_wait():
+    """The budget counts the spins of all of one side's waits: ten million hand-overs need at least a spin each (a
+    side always waits for the other's answer), so a budget of five million must stop the call (-1), though no single
+    wait comes near it (a thread's start-up, the longest, is ~1M spins at most here). A per-wait limit would let it
+    run to the end (0): with both threads taking turns on one CPU every wait stays short of such a limit and the
+    probe ran for minutes."""
+    import numba
+    import pytest
+
+    from dpmf_lib.bench.machine import _ping_pong
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        assert _ping_pong(np.zeros(2, dtype=np.int64), 10_000_000, 5_000_000) == -1
+        assert _ping_pong(np.zeros(2, dtype=np.int64), 1_000, 10**9) == 0
+    finally:
+        numba.set_num_threads(old)

@@ -143,15 +143,18 @@ def fma_scaling_probe(*, n: int = 1_000_000, repeats: int = 3) -> float:
     SMT siblings, or both vCPUs on one hardware thread. The placement changes within seconds, so one
     reading at the start of a run (``machine_fma_scaling_1_to_2_threads``: 1.01-1.02 in 2 of 5 quick runs) cannot
     vouch for a 2-thread timing taken minutes later: the ``mf`` suite probes beside each 2-thread measurement. The
-    probe sees placement only: 2-thread C-SGD also had spells of seconds at 0.6-0.9x its 1-thread speed with the
-    probe at 1.94-2.01 (and the cost of a shared line normal), which no probe here explains."""
+    probe sees whether the two threads share a core, not whether their cores share a cache: 2-thread C-SGD also had
+    spells of seconds at 0.6-0.95x its 1-thread speed with this probe at 1.94-2.01, which :func:`core_to_core_ns`
+    explains."""
     return fma_gflops_threads(2, n=n, repeats=repeats) / fma_gflops_threads(1, n=n, repeats=repeats)
 
 
-# Above this one-way core-to-core latency the host ran our two threads on cores that share no cache: the middle of
-# the gap seen here (41-49 ns on two cores of one L3, 162-170 ns otherwise; see core_to_core_ns)
+# Above this one-way core-to-core latency the host ran our two threads on cores that share no cache: about the
+# middle of the gap seen here (41-49 ns on two cores of one L3, 162-170 ns otherwise; see core_to_core_ns)
 SHARED_CACHE_C2C_NS = 100.0
-_SPIN_LIMIT = 200_000_000  # spins of one wait before the ping-pong gives up (the other thread never came)
+# spins in all of one ping-pong's waits before it gives up: ~0.1-0.3 s. A per-wait limit was not enough: with both
+# threads time-sliced on one CPU every hand-over waits a scheduler slice (ms), under any per-wait limit, for minutes
+_SPIN_BUDGET = 200_000_000
 
 
 @intrinsic
@@ -181,17 +184,17 @@ def _store_release(typingctx, arr, idx, val):
 
 
 @njit(parallel=True)
-def _ping_pong(flag, n, spin_limit):
+def _ping_pong(flag, n, spin_budget):
     """Two threads hand a counter back and forth ``n`` times through ``flag[0]`` (int64; start at 0). Returns 0, or
-    -1 if a wait exceeded ``spin_limit`` spins (the other side never ran: one thread only); the aborting side sets
-    ``flag[1]`` so that the other stops too."""
+    -1 if one side's waits took more than ``spin_budget`` spins in all (the other side never ran, or ran only in
+    turns with it on one CPU); the aborting side sets ``flag[1]`` so that the other stops too."""
     for t in prange(2):
+        spins = 0
         for k in range(n):
             want = 2 * k + t
-            spins = 0
             while _load_acquire(flag, 0) != want:
                 spins += 1
-                if spins > spin_limit or _load_acquire(flag, 1) != 0:
+                if spins > spin_budget or _load_acquire(flag, 1) != 0:
                     _store_release(flag, 1, 1)
                     break
             if _load_acquire(flag, 1) != 0:
@@ -200,25 +203,27 @@ def _ping_pong(flag, n, spin_limit):
     return -1 if flag[1] != 0 else 0
 
 
-def core_to_core_ns(*, n: int = 100_000, repeats: int = 3, spin_limit: int = _SPIN_LIMIT) -> float:
+def core_to_core_ns(*, n: int = 100_000, repeats: int = 3, spin_budget: int = _SPIN_BUDGET) -> float:
     """One-way latency (ns) of handing a cache line from one of this process's two threads to the other: half a
     round trip of :func:`_ping_pong`, best of ``repeats``. NaN with fewer than two threads or if the hand-over
-    stalled.
+    stalled (both threads on one CPU in turns: "one core" for the ``mf`` suite's guard too).
 
     Why (#19, twenty-eighth session): the FMA probe sees whether the two threads share one core, not whether their
     cores share a cache. 2-thread C-SGD had spells of seconds at 0.6-0.9x its 1-thread speed with the FMA probe at
     ~2.0; over 64 repeats beside this probe, the 12 below 1.0x all had a one-way latency of 162-170 ns, the 51 with
     41-49 ns scaled 1.11-1.91 (median 1.58), one at 170 ns scaled 1.32. The host sometimes places the two vCPUs on
     cores without a shared L3 (another CCD of the EPYC), where every item row the two threads share crosses the
-    package; a kernel with private rows (the ``mf`` suite's diagnostic) kept its speed there."""
+    package; a kernel with private rows (the ``mf`` suite's diagnostic) kept its speed there. Takes ~30 ms at 45 ns,
+    ~100 ms at 165 ns."""
     if numba.get_num_threads() < 2:
         return float("nan")
-    _ping_pong(np.zeros(2, dtype=np.int64), 10, spin_limit)
+    if _ping_pong(np.zeros(2, dtype=np.int64), 10, spin_budget) != 0:  # compiles; a stalled host gives up once
+        return float("nan")
     best = float("inf")
     for _ in range(repeats):
         flag = np.zeros(2, dtype=np.int64)
         t0 = time.perf_counter()
-        status = _ping_pong(flag, n, spin_limit)
+        status = _ping_pong(flag, n, spin_budget)
         dt = time.perf_counter() - t0
         if status != 0:
             return float("nan")
@@ -227,10 +232,11 @@ def core_to_core_ns(*, n: int = 100_000, repeats: int = 3, spin_limit: int = _SP
 
 
 def host_probe() -> tuple[float, float]:
-    """``(fma_scaling_probe(), core_to_core_ns())`` at two threads: where the host runs this process's two threads
-    now (one core or two; a shared cache or not), ~40 ms. The ``mf`` suite takes it beside each 2-thread timing."""
+    """``(fma_scaling_probe(), core_to_core_ns())`` at two threads (needs ``NUMBA_NUM_THREADS`` ≥ 2): where the
+    host runs this process's two threads now (one core or two; a shared cache or not), ~50-130 ms. The ``mf``
+    suite takes it beside each 2-thread timing."""
     old = numba.get_num_threads()
-    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(2)
     try:
         return fma_scaling_probe(), core_to_core_ns()
     finally:
