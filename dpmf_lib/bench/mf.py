@@ -223,11 +223,13 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
         values = interleave(group, repeats)
         for (name, th), v in values.items():
             ups[(name + tag, d, th)] = v
-            if name == "host_probe":
-                records.append(median_record("machine_fma_scaling_probe", "ratio", v[:, 0], "", d=d, threads=th,
-                                             n_ratings=rd.n_ratings, dataset=label))
-                records.append(median_record("machine_core_to_core_probe", "latency", v[:, 1], "ns", d=d,
-                                             threads=th, n_ratings=rd.n_ratings, dataset=label))
+            if name == "host_probe":  # the finite probes (a probe that gave up is NaN; the ratio rows count them)
+                for col, rec, metric, unit in ((0, "machine_fma_scaling_probe", "ratio", ""),
+                                               (1, "machine_core_to_core_probe", "latency", "ns")):
+                    ok = v[np.isfinite(v[:, col]), col]
+                    if ok.size:
+                        records.append(median_record(rec, metric, ok, unit, d=d, threads=th, n_ratings=rd.n_ratings,
+                                                     dataset=label))
                 continue
             if name == "csgd_private_item_rows":  # its V is twice the shared one: no working-set fields
                 records.append(median_record(name, "updates_per_s", v, "updates/s", d=d, threads=th,
