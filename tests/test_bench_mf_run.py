@@ -9,7 +9,7 @@ from dpmf_lib.bench import mf
 
 TINY = dict(standin_scale=0.002, setup_ratings=None, n_ratings=60_000, dims=(128,), threads=(1, 2), budget=1e9,
             epochs=2, repeats=3, peer_d=8, libmf_iters=(1, 2), surprise_iters=(1,), csgd_epochs=3, serve_users=16,
-            serve_d=32, reference_layout=False, full_shape=None)
+            serve_d=32, reference_layout=False, full_shape=None, convergence=dict(d=8, seeds=3, epochs=2))
 
 
 @pytest.mark.slow
@@ -29,7 +29,9 @@ def test_the_mf_suite_pairs_its_ratios_over_repeats(monkeypatch):
     if numba.config.NUMBA_NUM_THREADS >= 2:
         paired += ["csgd_layout_plus_first_round_over_two_rounds_d16_2thread",
                    "csgd_setup_plus_first_round_over_two_rounds_d16_2thread", "csgd_scaling_1_to_2_threads_d128",
-                   "csgd_private_over_shared_item_rows_d128_2threads"]
+                   "csgd_private_over_shared_item_rows_d128_2threads",
+                   "csgd_private_hot_scaling_1_to_2_threads_d128", "csgd_private_hot_over_hogwild_d128_2threads",
+                   "csgd_private_hot_test_rmse_over_1thread_d8", "csgd_hogwild_test_rmse_over_1thread_d8"]
     # the real host probe runs beside the 2-thread measurements: a repeat it finds on one core, or on cores without a
     # shared cache, is left out of the 2-thread ratios, so for those the toy checks only that every repeat is counted
     may_leave_out = [n for n in paired if "2thread" in n or "scaling" in n]
@@ -57,6 +59,8 @@ FAKE_RATES = {("tiered", 8, 1): 10, ("naive", 8, 1): 4, ("tiered", 0, 1): 8, ("n
               ("tiered-usermajor", 8, 1): 5, ("tiered", 8, 2): 17, ("naive", 8, 2): 7}
 FAKE_SGLD = {1: 6, 2: 10}
 FAKE_PRIVATE = 19
+FAKE_PRIVATE_HOT = 18
+FAKE_FINAL_RMSE = {"1thread": 0.9, "private_hot": 0.9009, "hogwild": 0.9018}  # x (1 + seed / 10)
 # setup: (layout, initialisation, first round, later round) seconds
 FAKE_SETUP = {("tiered", 1): (0.5, 0.05, 0.4, 0.3), ("tiered", 2): (0.15, 0.05, 0.2, 0.2),
               ("naive", 1): (4.0, 0.05, 0.6, 0.6), ("naive", 2): (3.0, 0.05, 0.5, 0.5)}
@@ -93,6 +97,14 @@ def _fake_suite(monkeypatch):
         assert order_of[id(lay)] == "tiered"
         return lambda: FAKE_PRIVATE * 1e6 * 16 / d * speed(("private", d, rd.n_ratings))
 
+    def private_hot(rd, lay, d, epochs):
+        assert order_of[id(lay)] == "tiered"
+        return lambda: FAKE_PRIVATE_HOT * 1e6 * 16 / d * speed(("private_hot", d, rd.n_ratings))
+
+    def final_rmse(scheme, train, test, d, epochs, seed):
+        assert (d, epochs) == (8, 2) and test.n_ratings < train.n_ratings
+        return FAKE_FINAL_RMSE[scheme] * (1 + seed / 10)
+
     def unavailable(*a, **kw):
         raise peers.PeerUnavailable("faked away in this test")
 
@@ -100,6 +112,8 @@ def _fake_suite(monkeypatch):
     monkeypatch.setattr(mf, "_sgd_measurement", sgd)
     monkeypatch.setattr(mf, "_sgld_measurement", sgld)
     monkeypatch.setattr(mf, "_private_items_measurement", private)
+    monkeypatch.setattr(mf, "_private_hot_measurement", private_hot)
+    monkeypatch.setattr(mf, "_final_test_rmse", final_rmse)
     monkeypatch.setattr(mf, "_setup_measurement", lambda big, order, threads: lambda: FAKE_SETUP[(order, threads)])
     monkeypatch.setattr(mf, "_setup_cpu_measurement", lambda big: lambda: FAKE_SETUP_CPU)
     monkeypatch.setattr(peers, "libmf_curve", unavailable)
@@ -129,12 +143,20 @@ def test_each_ratio_divides_the_configurations_it_names_repeat_by_repeat(monkeyp
         expected.update({"csgd_scaling_1_to_2_threads_d128": 17 / 10,
                          "csgd_private_over_shared_item_rows_d128_2threads": 19 / 17,
                          "csgd_scaling_1_to_2_threads_d128_private_item_rows": 19 / 10,
+                         "csgd_private_hot_scaling_1_to_2_threads_d128": 18 / 10,
+                         "csgd_private_hot_over_hogwild_d128_2threads": 18 / 17,
+                         "csgd_private_hot_test_rmse_over_1thread_d8": 1.001,
+                         "csgd_hogwild_test_rmse_over_1thread_d8": 1.002,
                          "csgd_layout_plus_first_round_over_two_rounds_d16_2thread": (0.15 + 0.2) / (2 * 0.2),
                          "csgd_setup_plus_first_round_over_two_rounds_d16_2thread": 1.0})
     for name, value in expected.items():
         r = ratios[name]
         # paired within each repeat: the machine's speed, which differs between repeats, cancels exactly
         assert r["value"] == pytest.approx(value) and r["low"] == pytest.approx(r["high"]), name
+    if two:  # the convergence line: 1.001 meets ≤ 1.002; Hogwild's ratio has no line
+        assert ratios["csgd_private_hot_test_rmse_over_1thread_d8"]["met"] is True
+        assert ratios["csgd_private_hot_test_rmse_over_1thread_d8"]["repeats"] == 3
+        assert ratios["csgd_hogwild_test_rmse_over_1thread_d8"]["met"] is None
     fma = ratios["csgd_fraction_of_fma_ceiling_d128_1thread"]  # one ceiling: the kernel's range shows
     assert fma["value"] == pytest.approx(10e6 * 16 / 128 * 1.5 * (8 * 128 + 10) / 1e9 / 100)
     assert fma["low"] < fma["value"] < fma["high"]
@@ -224,11 +246,14 @@ def test_a_repeat_in_which_the_host_placed_the_threads_badly_is_left_out_of_the_
 
     monkeypatch.setattr(mf, "_sgd_measurement", sgd)
     monkeypatch.setattr(mf, "_setup_measurement", setup)
-    for name in ("_sgld_measurement", "_private_items_measurement", "_setup_cpu_measurement"):
+    for name in ("_sgld_measurement", "_private_items_measurement", "_private_hot_measurement",
+                 "_setup_cpu_measurement"):
         monkeypatch.setattr(mf, name, logging(getattr(mf, name), name))
     ratios = {r["name"]: r for r in mf.run("fake")["ratios"]}
     guarded = {"csgd_scaling_1_to_2_threads_d128": 17 / 10, "csgd_private_over_shared_item_rows_d128_2threads": 19 / 17,
                "csgd_scaling_1_to_2_threads_d128_private_item_rows": 19 / 10,
+               "csgd_private_hot_scaling_1_to_2_threads_d128": 18 / 10,
+               "csgd_private_hot_over_hogwild_d128_2threads": 18 / 17,
                "csgd_layout_plus_first_round_over_two_rounds_d16_2thread": (0.15 + 0.2) / (2 * 0.2),
                "csgd_setup_plus_first_round_over_two_rounds_d16_2thread": 1.0}
     for name, value in guarded.items():
