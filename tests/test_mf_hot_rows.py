@@ -10,8 +10,7 @@ from dpmf_lib.bench.machine import _load_acquire, _store_release
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import init_model, tiered_layout, train_sgd
 from dpmf_lib.mf.csgd import _internal_model, _external_model, num_threads
-from dpmf_lib.mf.hot_rows import (HotCopies, _acquire, _unlock, hot_range_ends, private_hot_epoch,
-                                  train_sgd_private_hot)
+from dpmf_lib.mf.hot_rows import HotCopies, _acquire, _unlock, hot_range_ends
 from dpmf_lib.mf.model import learning_rate
 from dpmf_lib.mf.reference import train_sgd_reference
 from mf_toys import random_ratings
@@ -23,11 +22,11 @@ KW = dict(eta0=0.05, gamma=0.5, lam=0.02)
 def test_one_thread_is_train_sgd_byte_for_byte():
     r = random_ratings(n_users=120, n_items=40, n_ratings=1500, seed=2)
     a = train_sgd(r, d=16, epochs=3, tiers=(6, 12), block_users=10, n_threads=1, test=r, **KW)
-    b = train_sgd_private_hot(r, d=16, epochs=3, tiers=(6, 12), block_users=10, n_threads=1, test=r, **KW)
+    b = train_sgd(r, d=16, epochs=3, tiers=(6, 12), block_users=10, n_threads=1, test=r, hot_rows="private", **KW)
     for x, y in ((a.model.U, b.model.U), (a.model.V, b.model.V), (a.model.bu, b.model.bu), (a.model.bi, b.model.bi)):
         assert x.tobytes() == y.tobytes()
     assert a.history["test_rmse"].tolist() == b.history["test_rmse"].tolist()
-    assert b.extra["hot_items"] == 0
+    assert b.extra["hot_items"] == 0 and b.extra["hot_rows"] == "private"
 
 
 @pytest.mark.parametrize("d", [8, 16, 128])
@@ -44,7 +43,7 @@ def test_the_hot_kernel_on_one_thread_replays_the_sequential_order(d):
     epochs = 3
     with num_threads(1):
         for t in range(1, epochs + 1):
-            private_hot_epoch(lay, m, copies, learning_rate(KW["eta0"], KW["gamma"], t), KW["lam"], KW["lam"], 2)
+            copies.epoch(lay, m, learning_rate(KW["eta0"], KW["gamma"], t), KW["lam"], KW["lam"], 2)
     got = _external_model(m, lay)
     ref = train_sgd_reference(lay, m0, lam=KW["lam"], lamb=KW["lam"], epochs=epochs, eta0=KW["eta0"],
                               gamma=KW["gamma"])
@@ -65,18 +64,20 @@ def test_hot_range_ends_on_hand_made_segments():
     assert hot_range_ends(items, seg, np.int64(8))[0] == -3  # segment 2: 3, 4 | 9 | 6 < 8 after a colder item
 
 
-def test_hot_items_must_be_a_tier_boundary_of_a_tiered_layout():
+def test_hot_rows_need_a_tier_boundary_of_a_tiered_layout():
     r = random_ratings(n_users=60, n_items=30, n_ratings=600, seed=1)
     lay = tiered_layout(r, block_users=6, tiers=(5, 10))
     assert HotCopies(lay, 8, 15).n_hot == 15 and HotCopies(lay, 8, 30).n_hot == 30
     with pytest.raises(ParameterError, match="hot_items must be one of"):
         HotCopies(lay, 8, 7)
-    with pytest.raises(ParameterError, match="hot_items"):
-        train_sgd_private_hot(r, d=8, epochs=1, tiers=(5, 10), block_users=6, hot_items=7, n_threads=2)
+    with pytest.raises(ParameterError, match="tiered layout"):
+        train_sgd(r, d=8, epochs=1, order="naive", hot_rows="private", n_threads=2)
+    with pytest.raises(ParameterError, match="hot_rows must be 'shared'"):
+        train_sgd(r, d=8, epochs=1, hot_rows="hogwild")
     copies = HotCopies(lay, 8)
     m = _internal_model(init_model(r.n_users, r.n_items, 16, seed=0), lay)
     with pytest.raises(ParameterError, match="made for d = 8"):
-        private_hot_epoch(lay, m, copies, 0.01, 0.0, 0.0, 0)
+        copies.epoch(lay, m, 0.01, 0.0, 0.0, 0)
 
 
 @njit(parallel=True)
@@ -111,9 +112,9 @@ def test_two_threads_lose_no_blocks_change_to_the_hot_rows():
     kw = dict(d=16, epochs=1, eta0=1e-4, gamma=0.0, lam=0.0, tiers=(8, 16), block_users=100, seed=4)
     m0 = init_model(r.n_users, r.n_items, 16, seed=4, b0=float(r.values.mean()))
     one = train_sgd(r, n_threads=1, **kw)
-    two = train_sgd_private_hot(r, n_threads=2, **kw)
+    two = train_sgd(r, n_threads=2, hot_rows="private", **kw)
     assert two.extra["hot_items"] == 8 and len(one.layout.seg) - 1 == 6
-    assert two.extra["merges"] == 6 and two.extra["lock_released"]  # one merge per block, each under the lock
+    assert two.extra["merges"] == 6 and two.layout is not None  # one merge per block, each under the lock
     hot = one.layout.item_perm[:8]
     for name, a, b, base in (("V", one.model.V[hot], two.model.V[hot], m0.V[hot]),
                              ("bi", one.model.bi[hot], two.model.bi[hot], m0.bi[hot])):
@@ -133,5 +134,5 @@ def test_two_threads_train_as_well_as_one():
         tr, te = train_test(r, 0.1, seed=seed)
         kw = dict(d=16, epochs=6, seed=seed, test=te, tiers=(20, 80), block_users=100, eta0=0.02, lam=0.05)
         one = train_sgd(tr, n_threads=1, **kw).history["test_rmse"].iloc[-1]
-        two = train_sgd_private_hot(tr, n_threads=2, **kw).history["test_rmse"].iloc[-1]
+        two = train_sgd(tr, n_threads=2, hot_rows="private", **kw).history["test_rmse"].iloc[-1]
         assert abs(two / one - 1) <= 0.005, (seed, one, two)

@@ -56,12 +56,12 @@ parallel scheme — costs: ``csgd_private_over_shared_item_rows_d128_2threads`` 
 comparison) and ``csgd_scaling_1_to_2_threads_d128_private_item_rows``.
 
 Private hot rows (twenty-ninth session): the diagnostic's finding made into a valid training,
-:func:`dpmf_lib.mf.hot_rows.train_sgd_private_hot` — each thread runs its block's top tier (500 items, ~54 % of the
+:func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (:mod:`dpmf_lib.mf.hot_rows`) — each thread runs its block's top tier (500 items, ~54 % of the
 updates here) on its own copy of those rows and adds its change to the shared rows once per block, under a lock;
 the rest of the block runs Hogwild as before. ``csgd_private_hot`` (2 threads, every d) is measured in the same
 repeats, next to the host probe, and read as ``csgd_private_hot_scaling_1_to_2_threads_d{max d}`` (the same ≥ 1.6
 line, the same guard) and ``csgd_private_hot_over_hogwild_d{max d}_2threads``. The Hogwild line keeps its target:
-``train_sgd``, which every experiment uses, still runs Hogwild. A speed-up of a scheme that trains worse would be
+Hogwild stays ``train_sgd``'s default, and every experiment runs it. A speed-up of a scheme that trains worse would be
 no speed-up, so the test RMSE it reaches is read beside it (:func:`_hot_rows_convergence`, ``convergence`` in the
 profile: d = 128, 3 seeds, 10 rounds): ``csgd_private_hot_test_rmse_over_1thread_d128`` (line ≤ 1.002) and
 Hogwild's ``csgd_hogwild_test_rmse_over_1thread_d128`` beside it, paired over seeds.
@@ -298,14 +298,14 @@ def _private_items_measurement(rd, lay, d, epochs):
 
 
 def _private_hot_measurement(rd, lay, d, epochs):
-    """C-SGD at 2 threads with private copies of the top tier's item rows per thread
-    (:func:`dpmf_lib.mf.hot_rows.train_sgd_private_hot` on ``lay``, the tiered layout of ``rd``), measured as
-    :func:`_sgd_measurement` measures ``train_sgd``."""
-    from ..mf.hot_rows import train_sgd_private_hot
+    """C-SGD at 2 threads with private copies of the top tier's item rows per thread (``train_sgd`` with
+    ``hot_rows="private"`` on ``lay``, the tiered layout of ``rd``; :mod:`dpmf_lib.mf.hot_rows`), measured as
+    :func:`_sgd_measurement` measures the shared rows."""
+    from ..mf import train_sgd
 
     def measure():
-        return _later_rounds_rate(train_sgd_private_hot(rd, d=d, epochs=epochs, layout=lay, n_threads=2,
-                                                        prefetch_stride=PREFETCH_STRIDE, **SGD))
+        return _later_rounds_rate(train_sgd(rd, d=d, epochs=epochs, layout=lay, n_threads=2, hot_rows="private",
+                                            prefetch_stride=PREFETCH_STRIDE, **SGD))
     return measure
 
 
@@ -314,16 +314,12 @@ HOT_ROWS_RMSE_LINE = "<= 1.002"
 
 def _final_test_rmse(scheme, train, test, d, epochs, seed):
     """Test RMSE after ``epochs`` rounds of C-SGD trained by ``scheme``: "1thread" (the sequential algorithm),
-    "hogwild" (``train_sgd`` at 2 threads) or "private_hot" (``train_sgd_private_hot`` at 2 threads)."""
+    "hogwild" (2 threads, shared rows) or "private_hot" (2 threads, ``hot_rows="private"``)."""
     from ..mf import train_sgd
-    from ..mf.hot_rows import train_sgd_private_hot
 
-    kw = dict(d=d, epochs=epochs, seed=seed, test=test, prefetch_stride=PREFETCH_STRIDE,
-              block_users=LAYOUT["block_users"], tiers=LAYOUT["tiers"], **SGD)
-    if scheme == "private_hot":
-        res = train_sgd_private_hot(train, n_threads=2, **kw)
-    else:
-        res = train_sgd(train, n_threads=1 if scheme == "1thread" else 2, **kw)
+    res = train_sgd(train, d=d, epochs=epochs, seed=seed, test=test, prefetch_stride=PREFETCH_STRIDE,
+                    block_users=LAYOUT["block_users"], tiers=LAYOUT["tiers"], n_threads=1 if scheme == "1thread" else 2,
+                    hot_rows="private" if scheme == "private_hot" else "shared", **SGD)
     return float(res.history["test_rmse"].iloc[-1])
 
 

@@ -1,7 +1,8 @@
 """Matrix-factorization kernels of Liu, Wang & Smola (2015): C-SGD, naive SGD, fast SGLD, serving, peers.
 
 Public API
-- :func:`train_sgd` (C-SGD with ``order="tiered"``, naive baseline with ``order="naive"``) → :class:`TrainResult`
+- :func:`train_sgd` (C-SGD with ``order="tiered"``, naive baseline with ``order="naive"``; ``hot_rows="private"``:
+  per-thread copies of the top tier's item rows, :mod:`dpmf_lib.mf.hot_rows`) → :class:`TrainResult`
 - :func:`sample_sgld` (fast: lookup-table + lazy noise; ``mode="exact"``: fresh normals + eager noise) → :class:`SGLDResult`
 - :class:`MFModel`, :func:`init_model`; :class:`GaussianTable`; :func:`top_k`, :func:`serving_throughput`
 - layouts: :func:`tiered_layout`, :func:`naive_layout`; references in :mod:`dpmf_lib.mf.reference`;
@@ -34,6 +35,10 @@ def warmup() -> None:
                 20, 30, (1.0, 5.0), DataSource("warmup", False))
     for order in ("tiered", "naive"):
         train_sgd(r, d=4, epochs=1, order=order, tiers=(5, 10), block_users=5, test=r)
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS >= 2:  # private hot rows run their own kernel only on more than one thread
+        train_sgd(r, d=4, epochs=1, tiers=(5, 10), block_users=5, n_threads=2, hot_rows="private")
     for mode in ("fast", "exact"):
         sample_sgld(r, d=4, epochs=1, mode=mode, tiers=(5, 10), block_users=5, noise_table_size=64, test=r)
     top_k(init_model(20, 30, 4), 3, seen=r.user_csr())

@@ -15,35 +15,31 @@ each user block, the thread that runs it
 3. adds its change (working copy − base) to the shared hot rows, under a lock, so that no thread's change is lost
    (one thread's merge may still start from rows another merge is changing; each merge adds only its own change);
 4. runs the rest of the block Hogwild on the shared rows (tiers 1.., written rarely by both threads at once).
-A hot row thus sees the other threads' updates once per block (~25k of its thread's updates on the quick set) rather
-than as they happen: asynchronous SGD with bounded staleness on the top tier, Hogwild on the rest. With one thread
-there is nothing to share and :func:`train_sgd_private_hot` runs :func:`train_sgd`'s own kernel (same model, byte for
+A hot row thus sees the other threads' updates once per block (a block's top tier is ~27k updates on the quick set)
+rather than as they happen: asynchronous SGD with bounded staleness on the top tier, Hogwild on the rest. With one thread
+there is nothing to share and ``train_sgd(..., hot_rows="private")`` runs the Hogwild kernel (same model, byte for
 byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
 
-Measured (scratch A/B, quick set, d = 128, host probe fit, twenty-ninth session): 2 threads 64M updates/s against
-Hogwild's 52M, i.e. 1.82x the 1-thread speed against 1.48x; test RMSE after 10 rounds within ±0.0004 of the 1-thread
-run for both schemes over 3 seeds. The ``mf`` benchmark reports both, with the convergence check beside the speed.
-Privatising the second tier as well (4,500 rows, 2.3 MB per copy at d = 128) scaled less (1.75).
+Measured (twenty-ninth session, the ``mf`` suite's quick set, d = 128, 5M ratings, repeats interleaved, host
+probe fit): in a scratch A/B of 12 repeats, 2 threads ran 68M updates/s against Hogwild's 60M (per repeat 1.03-1.22x,
+median 1.15, 12 of 12 above 1), i.e. 1.80x the 1-thread speed against 1.58x; the test RMSE after 10 rounds was
+within ±0.0004 of the 1-thread run's for both schemes over 3 seeds. Privatising the second tier as well (4,500
+rows, 2.3 MB per copy) scaled less (1.75). The ``mf`` benchmark reports both schemes, with the convergence check
+beside the speed.
 
-Not (yet) an option of :func:`dpmf_lib.mf.train_sgd`: every experiment row of the snapshot depends on ``csgd.py``,
-so folding it in waits for the next change there (``notes/STATUS.md``); the round loop below mirrors
-``train_sgd``'s.
+Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered order). The default stays
+``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
 """
 
 from __future__ import annotations
-
-import time
 
 import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from ..data.ratings import require_ratings
 from ..errors import ParameterError
-from .csgd import (TrainResult, _external_model, _internal_model, _rmse, _sgd_epoch, _sgd_range, aligned_copy,
-                   make_layout, num_threads)
-from .model import check_dim, check_step, init_model, learning_rate
+from .csgd import _sgd_range, aligned_copy
 
 
 @intrinsic
@@ -132,16 +128,19 @@ def _private_hot_epoch(users, items, vals, seg, hot_end, U, V, bu, bi, V_work, V
 
 
 class HotCopies:
-    """The per-thread buffers of :func:`private_hot_epoch` for one layout and d: a working copy and a base of the
+    """The per-thread buffers of C-SGD with private hot rows for one layout and d: a working copy and a base of the
     ``n_hot`` hottest item rows and biases per thread of numba's pool (``numba.get_thread_id`` indexes them), the
     segments' hot-range ends, and ``lock``: the merge lock (``lock[0]``) and the number of merges made under it
     (``lock[1]``)."""
 
     def __init__(self, layout, d: int, n_hot: int | None = None):
+        if layout.kind != "tiered":
+            raise ParameterError(f"hot_rows='private' needs C-SGD's tiered layout (order='tiered'), got a "
+                                 f"{layout.kind!r} layout")
         allowed = tuple(layout.tier_bounds) + (layout.n_items,)  # a tier boundary, or every item (one tier)
         if n_hot is None:
             n_hot = allowed[0]
-        if layout.kind != "tiered" or n_hot not in allowed:
+        if n_hot not in allowed:
             raise ParameterError(f"hot_items must be one of the tiered layout's tier boundaries or its item count "
                                  f"{allowed} (only there are the hot items a prefix of every block), got {n_hot!r}")
         n_hot = int(n_hot)
@@ -158,75 +157,17 @@ class HotCopies:
         self.b_base = np.zeros((threads, n_hot), np.float32)
         self.lock = np.zeros(2, np.int64)
 
+    @property
+    def merges(self) -> int:
+        return int(self.lock[1])
 
-def private_hot_epoch(layout, m, copies: HotCopies, eta, lam, lamb, prefetch_stride) -> None:
-    """One C-SGD round over ``layout`` on the internal model ``m`` (item rows in the layout's order) with private hot
-    rows per thread, in place, with numba's current thread count."""
-    if m.V.shape[1] != copies.V_work.shape[2] or len(copies.hot_end) != len(layout.seg) - 1:
-        raise ParameterError(f"these HotCopies were made for d = {copies.V_work.shape[2]} and "
-                             f"{len(copies.hot_end)} segments, not the model's d = {m.V.shape[1]} and the layout's "
-                             f"{len(layout.seg) - 1}: make HotCopies(layout, d) for this layout and model")
-    _private_hot_epoch(layout.users, layout.items, layout.values, layout.seg, copies.hot_end, m.U, m.V, m.bu, m.bi,
-                       copies.V_work, copies.V_base, copies.b_work, copies.b_base, copies.lock, np.float32(m.b0),
-                       np.float32(eta), np.float32(lam), np.float32(lamb), np.int64(prefetch_stride))
-
-
-def train_sgd_private_hot(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma: float = 1.0,
-                          lam: float = 5e-3, lam_bias: float | None = None, block_users: int = 1000,
-                          tiers=(500, 4000), hot_items: int | None = None, prefetch_stride: int = 8,
-                          n_threads: int | None = None, seed: int = 0, test=None, init_scale: float | None = None,
-                          layout=None) -> TrainResult:
-    """C-SGD (:func:`dpmf_lib.mf.train_sgd` with ``order="tiered"``: its arguments but ``order``, ``model`` and
-    ``time_budget``, and its history) whose threads keep
-    private copies of the ``hot_items`` hottest item rows (default: the top tier) and merge their changes once per
-    user block (see the module docstring). With one thread it is ``train_sgd``, byte for byte.
-    ``extra["hot_items"]`` records the number of private rows (0 with one thread), ``extra["merges"]`` the merges
-    of a block's change made under the lock over all rounds."""
-    import pandas as pd
-
-    t_setup = time.perf_counter()
-    require_ratings(train, "train", "train_sgd_private_hot")
-    d = check_dim(d)
-    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
-        raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
-    eta0 = check_step("eta0", eta0)
-    gamma = check_step("gamma", gamma, allow_zero=True)
-    lam = check_step("lam", lam, allow_zero=True)
-    lamb = lam if lam_bias is None else check_step("lam_bias", lam_bias, allow_zero=True)
-    if not isinstance(prefetch_stride, (int, np.integer)) or prefetch_stride < 0:
-        raise ParameterError(f"prefetch_stride must be an integer ≥ 0 (0 = off), got {prefetch_stride!r}")
-    with num_threads(n_threads):
-        threads = numba.get_num_threads()
-        lay = layout if layout is not None else make_layout(train, "tiered", block_users=block_users, tiers=tiers,
-                                                            seed=seed)
-    copies = HotCopies(lay, d, hot_items) if threads > 1 else None
-    b0 = float(train.values.mean())
-    m = _internal_model(init_model(train.n_users, train.n_items, d, seed=seed, scale=init_scale, b0=b0), lay)
-    test_u = test_i = None
-    if test is not None:
-        test_u, test_i = test.users, lay.to_internal_items(test.items)
-    rows, wall = [], 0.0
-    setup_seconds = time.perf_counter() - t_setup
-    with num_threads(n_threads):
-        for t in range(1, epochs + 1):
-            eta = np.float32(learning_rate(eta0, gamma, t))
-            t0 = time.perf_counter()
-            if copies is None:
-                _sgd_epoch(lay.users, lay.items, lay.values, lay.seg, m.U, m.V, m.bu, m.bi, np.float32(m.b0), eta,
-                           np.float32(lam), np.float32(lamb), np.int64(prefetch_stride))
-            else:
-                private_hot_epoch(lay, m, copies, eta, lam, lamb, prefetch_stride)
-            dt = time.perf_counter() - t0
-            wall += dt
-            row = {"epoch": t, "eta": float(eta), "seconds": dt, "wall": wall, "updates": lay.n_ratings,
-                   "updates_per_s": lay.n_ratings / dt}
-            if test is not None:
-                row["test_rmse"] = _rmse(m, test_u, test_i, test.values)
-            rows.append(row)
-            if not np.all(np.isfinite(m.U[:1])):
-                raise ParameterError(f"SGD diverged in round {t} (non-finite factors): lower eta0 (now {eta0})")
-    return TrainResult(_external_model(m, lay), pd.DataFrame(rows), lay,
-                       {"order": lay.kind, "d": d, "n_threads": threads, "setup_seconds": setup_seconds,
-                        "hot_items": 0 if copies is None else copies.n_hot,
-                        "merges": 0 if copies is None else int(copies.lock[1]),
-                        "lock_released": copies is None or int(copies.lock[0]) == 0})
+    def epoch(self, layout, m, eta, lam, lamb, prefetch_stride) -> None:
+        """One C-SGD round over ``layout`` (the one these copies were made for) on the internal model ``m`` (item
+        rows in the layout's order), in place, with numba's current thread count."""
+        if m.V.shape[1] != self.V_work.shape[2] or len(self.hot_end) != len(layout.seg) - 1:
+            raise ParameterError(f"these HotCopies were made for d = {self.V_work.shape[2]} and "
+                                 f"{len(self.hot_end)} segments, not the model's d = {m.V.shape[1]} and the "
+                                 f"layout's {len(layout.seg) - 1}: make HotCopies(layout, d) for this layout and model")
+        _private_hot_epoch(layout.users, layout.items, layout.values, layout.seg, self.hot_end, m.U, m.V, m.bu, m.bi,
+                           self.V_work, self.V_base, self.b_work, self.b_base, self.lock, np.float32(m.b0),
+                           np.float32(eta), np.float32(lam), np.float32(lamb), np.int64(prefetch_stride))
