@@ -215,7 +215,9 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
         two = 2 in threads and max_threads >= 2
         # The group's order puts the two sides of each ratio with a target next to each other (interleave keeps
         # neighbours together, reversing every other repeat): naive / C-SGD without prefetch (tiering), SGLD / C-SGD,
-        # C-SGD at 1 / 2 threads; then the shared / private item rows at 2 threads.
+        # C-SGD at 1 / 2 threads; then the private hot rows and the private item rows at 2 threads, after the host
+        # probe (so their 1-thread denominator is two and three places away; the reversal every other repeat
+        # balances that).
         group = {}
         if extra_cfgs:
             group[("naive_sgd_noprefetch", 1)] = _sgd_measurement(rd, naive, d, epochs, 1, 0)
@@ -329,7 +331,10 @@ def _hot_rows_convergence(full, P, label, records, ratios):
     :func:`_final_test_rmse`; the ratios to the 1-thread run are paired over seeds. The line on the private-hot one,
     ``HOT_ROWS_RMSE_LINE`` (not worse by more than 0.2 %), is the workbook's: well under the differences the
     figures read (RMSE against ε moves by whole per cents), well over the seed-to-seed wobble of Hogwild against one
-    thread seen when the scheme was built (±0.05 %, twenty-ninth session). Hogwild's ratio is shown beside it."""
+    thread seen when the scheme was built (±0.05 %, twenty-ninth session). Hogwild's ratio is shown beside it. The
+    2-thread trainings get no host probe: where the host puts the threads changes their relative timing, hence which
+    of the other thread's merges a block starts from, not the algorithm; the seeds' range shows that variation with
+    the rest."""
     from ..mf.data import train_test
 
     C = P["convergence"]

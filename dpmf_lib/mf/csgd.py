@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 # compile-time constant of the kernels' dispatch, fixed by the host features that numba's on-disk cache is keyed by.
 # That cache is keyed by this module's source, not by the globals a kernel reads: after editing
 # rowvec.whole_row_lengths, delete dpmf_lib/mf/__pycache__, or the kernels cached with the old lengths are loaded.
+# The same holds for hot_rows._private_hot_epoch, which inlines _sgd_range: after editing this file, delete it too.
 ROW_LENGTHS = whole_row_lengths()
 MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
 
@@ -268,15 +269,15 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
         threads = numba.get_num_threads()
         lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers,
                                                             seed=seed)
-    copies = None
-    if hot_rows == "private" and threads > 1:
-        from .hot_rows import HotCopies  # hot_rows imports this module's kernel
+    if hot_rows == "private":
+        from .hot_rows import HotCopies, check_private_hot_layout  # hot_rows imports this module's kernel
 
-        copies = HotCopies(lay, d)
+        check_private_hot_layout(lay)  # on any thread count, so that a call valid on one machine is on another
     b0 = float(train.values.mean())
     m0 = model.copy() if model is not None else init_model(train.n_users, train.n_items, d, seed=seed,
                                                             scale=init_scale, b0=b0)
     m = _internal_model(m0, lay)
+    copies = HotCopies(lay, m.V.shape[1], threads=threads) if hot_rows == "private" and threads > 1 else None
     test_u = test_i = None
     if test is not None:
         test_u, test_i = test.users, lay.to_internal_items(test.items)

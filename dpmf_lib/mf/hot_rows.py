@@ -13,7 +13,8 @@ each user block, the thread that runs it
 2. runs the block's hot range (the tiered layout puts the top tier first in every block, so it is a prefix of the
    block's ratings) with the C-SGD kernel on its working copy — no other thread writes those rows;
 3. adds its change (working copy − base) to the shared hot rows, under a lock, so that no thread's change is lost
-   (one thread's merge may still start from rows another merge is changing; each merge adds only its own change);
+   (the copy in step 1 takes no lock and may read rows another thread's merge is changing: each value is read once
+   into both copies, so this only adds staleness, and each merge adds only its own change);
 4. runs the rest of the block Hogwild on the shared rows (tiers 1.., written rarely by both threads at once).
 A hot row thus sees the other threads' updates once per block (a block's top tier is ~27k updates on the quick set)
 rather than as they happen: asynchronous SGD with bounded staleness on the top tier, Hogwild on the rest. With one thread
@@ -27,8 +28,12 @@ within ±0.0004 of the 1-thread run's for both schemes over 3 seeds. Privatising
 rows, 2.3 MB per copy) scaled less (1.75). The ``mf`` benchmark reports both schemes, with the convergence check
 beside the speed.
 
-Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered order). The default stays
-``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
+Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered order, at least two tiers). The
+default stays ``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
+
+numba's on-disk cache keys ``_private_hot_epoch`` by this file's source only, yet it inlines
+:func:`dpmf_lib.mf.csgd._sgd_range`: after editing ``csgd.py`` or ``rowvec.py``, delete ``dpmf_lib/mf/__pycache__``
+(the tests' fresh clones start without it).
 """
 
 from __future__ import annotations
@@ -72,10 +77,39 @@ def _unlock(typingctx, arr, idx):
     return sig, codegen
 
 
+@intrinsic
+def _load_relaxed(typingctx, arr, idx):
+    """``arr[idx]`` (int64) as an atomic monotonic load: re-read on every call of a spin loop."""
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.load_atomic(builder.gep(ary.data, [args[1]]), ordering="monotonic", align=8)
+
+    return sig, codegen
+
+
+MERGES = 8  # lock[MERGES]: the merge counter, a cache line away from the lock word lock[0]
+
+
 @njit(cache=True)
 def _acquire(lock):
-    while not _try_lock(lock, 0):
-        pass
+    """Spin until this thread holds ``lock[0]``: test, then test-and-set, so that a waiting thread reads the lock's
+    line instead of claiming it from the holder on every turn."""
+    while True:
+        if _load_relaxed(lock, 0) == 0 and _try_lock(lock, 0):
+            return
+
+
+def check_private_hot_layout(layout) -> None:
+    """Private hot rows need C-SGD's tiered layout with at least two tiers (the hot rows are the top one)."""
+    if layout.kind != "tiered":
+        raise ParameterError(f"hot_rows='private' needs C-SGD's tiered layout (order='tiered'), got a "
+                             f"{layout.kind!r} layout")
+    if not layout.tier_bounds:
+        raise ParameterError(f"hot_rows='private' needs at least two tiers, and this layout has one (its "
+                             f"{layout.n_items} items are all in the top tier): lower tiers[0] below the item count, "
+                             f"or use hot_rows='shared'")
 
 
 @njit(cache=True)
@@ -114,60 +148,61 @@ def _private_hot_epoch(users, items, vals, seg, hot_end, U, V, bu, bi, V_work, V
                     x = V[j, f]
                     Vw[j, f] = x
                     Vb[j, f] = x
-                bw[j] = bi[j]
-                bb[j] = bi[j]
+                x = bi[j]  # read once: a merge may land between two reads
+                bw[j] = x
+                bb[j] = x
             _sgd_range(users, items, vals, seg[s], hot_end[s], U, Vw, bu, bw, b0, eta, lam, lamb, pf)
             _acquire(lock)
             for j in range(n_hot):
                 for f in range(d):
                     V[j, f] += Vw[j, f] - Vb[j, f]
                 bi[j] += bw[j] - bb[j]
-            lock[1] += 1  # merges done under the lock (read by the tests)
+            lock[MERGES] += 1  # merges made under the lock (read by the tests)
             _unlock(lock, 0)
         _sgd_range(users, items, vals, hot_end[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
 
 
 class HotCopies:
-    """The per-thread buffers of C-SGD with private hot rows for one layout and d: a working copy and a base of the
-    ``n_hot`` hottest item rows and biases per thread of numba's pool (``numba.get_thread_id`` indexes them), the
-    segments' hot-range ends, and ``lock``: the merge lock (``lock[0]``) and the number of merges made under it
-    (``lock[1]``)."""
+    """The per-thread buffers of C-SGD with private hot rows for one layout, d and thread count: a working copy and a
+    base of the ``n_hot`` hottest item rows and biases for each of numba's ``threads`` threads
+    (``numba.get_thread_id`` indexes them), the segments' hot-range ends, and ``lock``: the merge lock (``lock[0]``)
+    and the number of merges made under it (``lock[MERGES]``). ``n_hot``: a tier boundary of the layout (default:
+    the top tier's)."""
 
-    def __init__(self, layout, d: int, n_hot: int | None = None):
-        if layout.kind != "tiered":
-            raise ParameterError(f"hot_rows='private' needs C-SGD's tiered layout (order='tiered'), got a "
-                                 f"{layout.kind!r} layout")
-        allowed = tuple(layout.tier_bounds) + (layout.n_items,)  # a tier boundary, or every item (one tier)
+    def __init__(self, layout, d: int, n_hot: int | None = None, threads: int | None = None):
+        check_private_hot_layout(layout)
         if n_hot is None:
-            n_hot = allowed[0]
-        if n_hot not in allowed:
-            raise ParameterError(f"hot_items must be one of the tiered layout's tier boundaries or its item count "
-                                 f"{allowed} (only there are the hot items a prefix of every block), got {n_hot!r}")
+            n_hot = layout.tier_bounds[0]
+        if n_hot not in layout.tier_bounds:
+            raise ParameterError(f"n_hot must be one of the tiered layout's tier boundaries {layout.tier_bounds} "
+                                 f"(only there are the hot items a prefix of every block), got {n_hot!r}")
         n_hot = int(n_hot)
         ends = hot_range_ends(layout.items, layout.seg, np.int64(n_hot))
         if ends.size and ends[0] < 0:
             raise ParameterError(f"the hot items (< {n_hot}) are not a prefix of segment {-1 - ends[0]}: "
                                  f"private hot rows need a tiered layout (make_layout(..., 'tiered'))")
-        threads = numba.config.NUMBA_NUM_THREADS
+        self.threads = numba.get_num_threads() if threads is None else int(threads)
+        self.layout = layout
         self.n_hot = n_hot
         self.hot_end = ends
-        self.V_work = aligned_copy(np.zeros((threads, n_hot, d), np.float32))
-        self.V_base = aligned_copy(np.zeros((threads, n_hot, d), np.float32))
-        self.b_work = np.zeros((threads, n_hot), np.float32)
-        self.b_base = np.zeros((threads, n_hot), np.float32)
-        self.lock = np.zeros(2, np.int64)
+        shape = (self.threads, n_hot, d)
+        self.V_work = aligned_copy(np.zeros(shape, np.float32))
+        self.V_base = aligned_copy(np.zeros(shape, np.float32))
+        self.b_work = np.zeros(shape[:2], np.float32)
+        self.b_base = np.zeros(shape[:2], np.float32)
+        self.lock = np.zeros(MERGES + 1, np.int64)
 
     @property
     def merges(self) -> int:
-        return int(self.lock[1])
+        return int(self.lock[MERGES])
 
     def epoch(self, layout, m, eta, lam, lamb, prefetch_stride) -> None:
         """One C-SGD round over ``layout`` (the one these copies were made for) on the internal model ``m`` (item
         rows in the layout's order), in place, with numba's current thread count."""
-        if m.V.shape[1] != self.V_work.shape[2] or len(self.hot_end) != len(layout.seg) - 1:
-            raise ParameterError(f"these HotCopies were made for d = {self.V_work.shape[2]} and "
-                                 f"{len(self.hot_end)} segments, not the model's d = {m.V.shape[1]} and the "
-                                 f"layout's {len(layout.seg) - 1}: make HotCopies(layout, d) for this layout and model")
+        if layout is not self.layout or m.V.shape[1] != self.V_work.shape[2] or numba.get_num_threads() > self.threads:
+            raise ParameterError(f"these HotCopies were made for another layout, d = {self.V_work.shape[2]} or "
+                                 f"{self.threads} threads (now: d = {m.V.shape[1]}, {numba.get_num_threads()} "
+                                 f"threads): make HotCopies(layout, d) for this layout, model and thread count")
         _private_hot_epoch(layout.users, layout.items, layout.values, layout.seg, self.hot_end, m.U, m.V, m.bu, m.bi,
                            self.V_work, self.V_base, self.b_work, self.b_base, self.lock, np.float32(m.b0),
                            np.float32(eta), np.float32(lam), np.float32(lamb), np.int64(prefetch_stride))
