@@ -33,10 +33,10 @@ from dpmf_lib.data.loaders import load_format, write_vecs
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
 from dpmf_lib.params import load_params, params_dir, read_yaml
-from fetch_toys import serve, zip_bytes
+from tests.fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")
-from conftest import SHARED_DATA as SHARED, needs_ml100k
+from tests.conftest import SHARED_DATA as SHARED, needs_ml100k
 
 # ---------------------------------------------------------------------------------------------------------------------
 # loaders: one writer per registry format, turning rows of (user, item, rating) tokens into that format's text

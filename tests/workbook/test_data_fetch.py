@@ -13,10 +13,10 @@ from data_fetch.__main__ import main
 from data_fetch.manifest import MANIFEST_NAME, read_manifest
 from data_fetch.registry import FileSpec
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
-from fetch_toys import serve, zip_bytes
+from tests.fetch_toys import serve, zip_bytes
 
 fetch_mod = importlib.import_module("data_fetch.fetch")  # the module (the package re-exports the function `fetch`)
-from conftest import SHARED_DATA as SHARED, needs_ml100k
+from tests.conftest import SHARED_DATA as SHARED, needs_ml100k
 
 
 # `dest` and `mirror` fixtures: tests/conftest.py
@@ -208,7 +208,7 @@ def test_the_tests_read_the_mirror_the_caller_names(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from tests.conftest import REPO
 
     def seen(env):
         code = "import sys; sys.path.insert(0, 'tests'); import conftest; print(conftest.SHARED_DATA)"

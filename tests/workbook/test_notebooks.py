@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
+from tests.ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.claims import load_claims
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select

@@ -1,3 +1,6 @@
+"""The runner (dpmf_lib.reproduce): run hashes and staleness, failed and killed runs, --only / --set, override runs,
+the kernels it starts. The report it writes is checked in test_report.py."""
+
 import dataclasses
 import json
 
@@ -7,7 +10,6 @@ import pytest
 from dpmf_lib import reproduce
 from dpmf_lib.dependencies import dataset_state, module_closure
 from dpmf_lib.paths import notebooks_dir
-from dpmf_lib.report import collect, read_expected, verdict_changes, write_expected, write_report
 from dpmf_lib.registry import load_registry
 
 
@@ -22,22 +24,6 @@ def tiny_notebook(tmp_path, monkeypatch, name: str, *cells: str):
     nbformat.write(nb, nbdir / f"{name}.ipynb")
     monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
     return nbdir
-
-
-def test_report_has_a_row_per_registry_entry_and_claim(figures_tmp):
-    md, html = write_report()
-    _, entries = load_registry()
-    text = md.read_text()
-    for e in entries:
-        assert f"| {e.name} |" in text
-    _, rows, claims = collect()
-    by_name = {e.name: e for e in entries}
-    for r in rows:  # nothing has run in this empty directory
-        e = by_name[r["name"]]
-        expected = "not run" if e.implemented else ("not yet" if e.quantitative else "not applicable (diagram/summary)")
-        assert r["status"] == expected, r
-    assert all(c["verdict"] == "not yet measured" for c in claims)  # nothing has run in this empty directory
-    assert "<table>" in html.read_text()
 
 
 def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkeypatch):
@@ -117,31 +103,6 @@ def test_standin_result_goes_stale_when_the_real_data_appears(figures_tmp):
     assert reproduce.staleness(e, digest) is None
 
 
-def test_failed_or_stale_runs_do_not_reach_the_report(figures_tmp):
-    _, entries = load_registry()
-    e = next(x for x in entries if x.name == "balu_table3_1")
-    out = figures_tmp / e.name
-    out.mkdir()
-    m = {"claim": "balu-3.5-ml100k-cavg", "value": 106.04, "dataset": "ml-100k", "real": True, "profile": "ci",
-         "values": [106.04], "guards": {}}
-    (out / "measurements.json").write_text(json.dumps([m]))
-    (out / "provenance.json").write_text("{}")
-    (out / f"{e.name}.csv").write_text("dataset\n")
-    digest = reproduce.run_hash(e, "ci")
-
-    def cavg():
-        return next(c for c in collect()[2] if c["id"] == "balu-3.5-ml100k-cavg")
-
-    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "profile": "ci"}))
-    assert cavg()["verdict"] == "reproduced"
-    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "failed", "profile": "ci"}))
-    assert cavg()["verdict"] == "not yet measured"
-    (out / "run.json").write_text(json.dumps({"hash": "older code", "status": "ok", "profile": "ci"}))
-    assert cavg()["verdict"] == "not yet measured"
-    row = next(r for r in collect()[1] if r["name"] == e.name)
-    assert row["status"] == "stale" and "changed" in row["why"]
-
-
 def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatch):
     tiny_notebook(tmp_path, monkeypatch, "was_good", "raise RuntimeError('now broken')")
     old = figures_tmp / "was_good"
@@ -192,26 +153,6 @@ def test_hand_run_with_overrides_cannot_replace_canonical_outputs(figures_tmp, t
 
 def _entry(name):
     return next(x for x in load_registry()[1] if x.name == name)
-
-
-def test_verdict_regression_guard(tmp_path):
-    path = tmp_path / "expected.yaml"
-    write_expected({"a": "reproduced", "b": "inconclusive"}, path)
-    expected = read_expected(path)
-    assert verdict_changes({"a": "reproduced", "b": "inconclusive"}, expected) == []
-    changes = verdict_changes({"a": "differs", "b": "inconclusive", "c": "reproduced"}, expected)
-    assert changes == ["a: reproduced → differs", "c: new claim, verdict 'reproduced' not in the expected file"]
-    path.write_text("verdicts:\n  a: [reproduced, inconclusive]\n")
-    assert verdict_changes({"a": "inconclusive"}, read_expected(path)) == []
-
-
-def test_committed_expected_verdicts_name_every_claim():
-    """params/expected_verdicts.yaml must be updated with claims.yaml: a claim added or removed without it fails."""
-    from dpmf_lib.claims import VERDICTS, load_claims
-
-    expected = read_expected()
-    assert set(expected) == {c.id for c in load_claims()}
-    assert all(set(v) <= set(VERDICTS) for v in expected.values())
 
 
 def test_unknown_only_pattern_fails_cleanly(capsys):

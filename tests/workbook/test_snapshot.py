@@ -9,7 +9,7 @@ import pytest
 
 from dpmf_lib import reproduce, snapshot
 from dpmf_lib.registry import load_registry
-from tests.test_reproduce_report import tiny_notebook
+from tests.workbook.test_runner import tiny_notebook
 
 
 def _entry(name):

@@ -1,4 +1,7 @@
-"""Chapter-3 experiments at the smoke profile: data split, Table 3.1, Figure 3.1, attack grid and its cache."""
+"""Chapter-3 experiments at the smoke profile: data split, Table 3.1, Figure 3.1, attack grid and its cache; the ε = 0
+exact-marginal guard (Figures 3.2-3.5) fails on partial information."""
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -79,3 +82,65 @@ def test_results_of_an_eps_do_not_depend_on_the_eps_list(monkeypatch):
     a = both[both.eps == 0][cols].reset_index(drop=True)
     b = alone[cols].reset_index(drop=True)
     assert a.equals(b)
+
+
+# ---- the ε = 0 exact-marginal guard must not pass on partial information (review) ----
+
+def _summary_at0(err_prior, err_flat):
+    rows = [("mcmc_prior", 0.20, err_prior), ("mcmc_flat", 0.21, err_flat), ("single", 0.18, np.nan),
+            ("popularity", 0.22, np.nan)]
+    return pd.DataFrame([{"dataset": "ml-100k", "mechanism": "blip", "eps": 0.0, "attack": a, "cos_mean": c,
+                          "map10": c, "split_rhat_q90": 1.01, "exact_err_mean": e} for a, c, e in rows])
+
+
+def _eps0_guard(summary):
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    got = []
+    ch3._add_eps0(lambda claim, value, extra="", rhat=None, exact_err=None: got.append((value, exact_err)),
+                  summary, "cos_mean", "balu-3.5-blip-eps0-max-cos", lambda attacks, eps=None: 1.01)
+    (value, guard), = got
+    assert value == pytest.approx(0.21)
+    return guard
+
+
+def test_eps0_exact_marginal_guard_is_nan_when_one_mcmc_attack_lacks_it():
+    """pandas' max skips NaN: with one MCMC attack's exact-marginal error missing the old guard took the other's
+    value and passed on half the information. A missing value must fail the guard (NaN)."""
+    assert math.isnan(_eps0_guard(_summary_at0(0.01, np.nan)))
+    assert math.isnan(_eps0_guard(_summary_at0(np.nan, 0.01)))
+    assert math.isnan(_eps0_guard(_summary_at0(np.nan, np.nan)))
+    assert _eps0_guard(_summary_at0(0.01, 0.02)) == pytest.approx(0.02)  # both present: the worst
+
+
+def test_eps0_guard_reaches_the_measurement_and_fails_the_claim_guard():
+    from dpmf_lib.claims import load_claims
+    from dpmf_lib.data.ratings import DataSource
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    p = load_params("balu_fig3_2", "smoke")
+    ms = ch3.attack_measurements(_summary_at0(0.01, np.nan), "blip", DataSource("ml-100k", True, "x"), p,
+                                 metric="cos")
+    m = next(m for m in ms if m.claim == "balu-3.5-blip-eps0-max-cos")
+    g = (m.guards or {})["exact_marginal_err"]
+    assert math.isnan(g)
+    claim = next(c for c in load_claims() if c.id == m.claim)
+    guard = next(g for g in claim.guards if g.name == "exact_marginal_err")
+    assert not guard.holds(g)  # NaN fails the claim's guard
+    assert guard.holds(0.01)  # the value the old code let through
+
+
+def test_exact_marginal_error_mean_over_users_is_nan_when_a_user_lacks_it():
+    """The same at user level: the ε = 0 guard's mean over users must not skip a user whose chain gave no exact-marginal
+    error (pandas' mean skips NaN), or the guard passes on the users that happened to have one."""
+    from dpmf_lib.experiments import _balu_ch3 as ch3
+
+    base = {"dataset": "ml-100k", "mechanism": "blip", "eps": 0.0, "attack": "mcmc_prior", "cos": 0.2, "ap10": 0.1,
+            "c_hat": 10, "c_true": 12, "split_rhat": 1.01, "sweeps": 800, "exact_spearman": 0.9,
+            "seconds_all_attacks": 1.0}
+    df = pd.DataFrame([{**base, "user": 1, "exact_err": 0.01}, {**base, "user": 2, "exact_err": np.nan}])
+    summary = ch3.summarize(df)
+    assert math.isnan(summary["exact_err_mean"].iloc[0])
+    assert summary["exact_spearman_mean"].iloc[0] == pytest.approx(0.9)  # the neighbouring column is still there
+    df.loc[1, "exact_err"] = 0.03
+    assert ch3.summarize(df)["exact_err_mean"].iloc[0] == pytest.approx(0.02)

@@ -11,7 +11,7 @@ import pytest
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.params import load_params
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]  # tests/experiments/balu/ -> the repository
 FIGS = {"balu_fig3_2": "blip", "balu_fig3_3": "jlt", "balu_fig3_4": "blip", "balu_fig3_5": "jlt"}
 
 

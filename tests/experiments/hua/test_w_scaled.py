@@ -8,7 +8,7 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.experiments import hua_common as hc
 from dpmf_lib.objpert import mf
 from dpmf_lib.objpert import noise as nz
-from tests.test_objpert_core import small_ratings
+from tests.lib.objpert.test_core import small_ratings
 
 EPS, SEED = 0.3, 11
 

@@ -11,7 +11,7 @@ from dpmf_lib.mf import GaussianTable, init_model, sample_sgld, tiered_layout
 from dpmf_lib.mf.noise import stream_seed
 from dpmf_lib.mf.reference import sgld_epoch_lazy_reference
 from dpmf_lib.mf.sgld import _sgld_epoch_lazy
-from mf_toys import random_ratings
+from tests.mf_toys import random_ratings
 
 f = np.float32
 

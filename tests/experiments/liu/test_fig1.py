@@ -1,3 +1,5 @@
+"""Liu Figure 1: items per rating count, popularity tiers, cache fit, and the stand-in's floor shown on the figure."""
+
 import numpy as np
 
 from dpmf_lib.experiments.liu_fig1 import cache_fit, count_distribution, tier_shares, top_share
@@ -30,14 +32,6 @@ def test_log_binning_keeps_every_item():
     b = log_binned(count_distribution(counts), bins_per_decade=1)
     assert b.n_items.sum() == len(counts)
     assert b.n_items.tolist() == [5, 3, 1, 1]  # [1,10), [10,100), [100,1000), [1000,...)
-
-
-def test_titles_name_the_data_and_flag_stand_ins():
-    from dpmf_lib.plotting import standin_title
-
-    t = standin_title("Fig", ["ml-100k", "netflix [synthetic stand-in]"])
-    assert "data: ml-100k, netflix [synthetic stand-in]" in t and "not the real data" in t
-    assert standin_title("Fig", ["ml-100k"]) == "Fig\ndata: ml-100k"
 
 
 def _fig1_frame():

@@ -27,7 +27,7 @@ def test_fig3_runs_have_enough_user_blocks_per_thread_on_ml100k(monkeypatch):
     monkeypatch.setattr(liu_fig3, "sample_sgld", fake("sgld"))
     monkeypatch.setattr(liu_fig3, "ensure_warm", lambda: None)
     p = load_params("liu_fig3", "smoke", {"datasets": ["ml-100k"], "max_ratings": None, "max_threads": 2,
-                                          "section5_datasets": None})  # Section 5: tests/test_liu_ml100k_claims.py
+                                          "section5_datasets": None})  # Section 5: test_ml100k_claims.py
     assert p["sweep_dims"] == p["dims"]  # smoke: every d gets the thread sweep
     df = liu_fig3.run(p)
     max_t = min(2, numba.config.NUMBA_NUM_THREADS)

@@ -1,6 +1,7 @@
 """Liu Figures 2-6 and Table 2 before their `paper` runs (#14): the initial factor scale 0.1·sqrt(16/d) reaches both
 solvers (unchanged at d = 16), a diverged run raises naming solver and d, Figure 3's data are whole users with
-compacted ids and Yahoo's 0-5 rescaling and step sizes, the claims' dataset is the one Figure 3 runs, ML-100K runs at
+compacted ids and Yahoo's 0-5 rescaling and step sizes, a non-finite global bias reads "diverged" like the other
+non-finite factors, the claims' dataset is the one Figure 3 runs, ML-100K runs at
 `paper` beside the Netflix stand-in, and Table 2 submits its largest simulation first."""
 
 from __future__ import annotations
@@ -252,3 +253,10 @@ def test_table2_submits_the_largest_work_first_and_keeps_the_row_order(monkeypat
     work = {d: int(df[df.d == d].n_ratings.iloc[0]) * d for d in (16, 256, 2048)}
     assert started == ["compiled", *sorted(work, key=lambda d: -work[d])] and started[1] == 2048
     assert list(dict.fromkeys(df.d)) == [16, 256, 2048]
+
+
+def test_a_non_finite_global_bias_reads_diverged():
+    model = init_model(3, 3, 2, b0=float("nan"))
+    with pytest.raises(ParameterError, match="diverged") as e:
+        lm.require_finite(model, solver="sgld", d=2, dataset="ml-100k", hint="eta0*N=0.02")
+    assert "b0" in str(e.value) and "eta0*N=0.02" in str(e.value)

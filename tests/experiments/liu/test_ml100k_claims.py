@@ -1,7 +1,8 @@
 """Liu Figures 2-6 on real ML-100K (#14): each run emits the claim of the data it loaded (the paper's Netflix claim
 on the stand-in, our ``-ml-100k`` counterpart on ML-100K), the claims' further seeds re-run ML-100K only and keep
 the stand-in's one seed, Figure 4 records a diverged chain instead of stopping, and Figure 3 measures Section 5's
-Netflix rate on its own Netflix run after Figure 3's models."""
+Netflix rate on its own Netflix run after Figure 3's models; the ML-100K SGLD-slower counterpart has its parent's
+margin."""
 
 from __future__ import annotations
 
@@ -206,3 +207,9 @@ def test_fig3_section5_is_its_own_netflix_run_after_figure3(monkeypatch):
     assert not liu_fig3.run({**p, "section5_datasets": None}).section5.any()
     with pytest.raises(ParameterError, match="section5_datasets"):
         liu_fig3.run({**p, "section5_datasets": ["netflx"]})
+
+
+def test_sgld_slower_ml100k_has_its_parents_margin():
+    CLAIMS = {c.id: c for c in load_claims()}
+    base, ours = CLAIMS["liu-6.3-sgld-slower-than-sgd"], CLAIMS["liu-6.3-sgld-slower-than-sgd-ml-100k"]
+    assert ours.margin == base.margin and ours.direction == base.direction

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
+from tests.ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.experiments import _liu_cachegrind_driver as driver

@@ -1,3 +1,5 @@
+"""dpmf_lib.bench.machine: the machine probes (kernels, cache sizes, bandwidth, FMA rate and its thread scaling)."""
+
 import json
 
 import numpy as np
@@ -97,3 +99,23 @@ def test_the_ping_pong_gives_up_on_its_total_budget_not_per_wait():
         assert _ping_pong(np.zeros(2, dtype=np.int64), 1_000, 10**9) == 0
     finally:
         numba.set_num_threads(old)
+
+
+def test_machine_fma_scaling_is_read_from_the_same_parallel_loop():
+    from dpmf_lib.bench.machine import _fma_loop, _fma_loop_threads, fma_scaling
+
+    a, b = np.float32(0.5), np.float32(1.0)
+    # each copy runs the single-thread loop: the sum over copies is copies x one loop's value
+    assert abs(_fma_loop_threads(40, a, b, 3) - 3 * _fma_loop(40, a, b)) < 1e-2
+    assert fma_scaling({"fma_GFLOPs_by_threads": {1: 50.0, 2: 90.0}}) == 1.8
+    assert fma_scaling({"fma_GFLOPs": 50.0}) is None
+
+
+def test_fma_gflops_threads_restores_the_thread_count():
+    import numba
+
+    from dpmf_lib.bench.machine import fma_gflops_threads
+
+    before = numba.get_num_threads()
+    assert fma_gflops_threads(1, n=1000, repeats=1) > 0
+    assert numba.get_num_threads() == before

@@ -1,4 +1,5 @@
-"""`python -m dpmf_lib.bench` prints a readable table and compares with an earlier run (#17)."""
+"""`python -m dpmf_lib.bench` prints a readable table and compares with an earlier run (#17); a ratio's
+``met`` is a JSON boolean."""
 
 import json
 
@@ -33,3 +34,15 @@ def test_compare_refuses_another_suites_file(tmp_path, capsys):
     old.write_text(json.dumps({**_doc(1, "t0"), "suite": "lsh"}))
     assert main(["mf", "--compare", str(old)]) == 2
     assert "not 'mf'" in capsys.readouterr().err
+
+
+def test_ratio_met_is_a_json_boolean_for_numpy_values():
+    import json
+
+    import numpy as np
+
+    from dpmf_lib.bench import ratio
+
+    r = ratio("x", np.float64(1.6), "<= 1")
+    assert r["met"] is False and json.loads(json.dumps(r, default=str))["met"] is False
+    assert ratio("y", np.float32(3.5), ">= 3")["met"] is True

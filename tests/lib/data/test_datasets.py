@@ -9,7 +9,7 @@ from dpmf_lib.data import dataset_available, load_ratings
 from dpmf_lib.data.datasets import load_ml100k_item_info, load_real, load_vectors
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
 
-from conftest import SHARED_DATA as SHARED, needs_ml100k
+from tests.conftest import SHARED_DATA as SHARED, needs_ml100k
 U_DATA_SHA256 = "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490"
 
 

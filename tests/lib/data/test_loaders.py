@@ -7,7 +7,7 @@ from dpmf_lib.data.loaders import (load_binary_profiles, load_csv_header, load_d
                                    load_netflix, load_tab, read_vecs, write_vecs)
 from dpmf_lib.errors import DataFormatError
 
-from conftest import ML100K_U_DATA as U_DATA, needs_ml100k
+from tests.conftest import ML100K_U_DATA as U_DATA, needs_ml100k
 SCALE = (1.0, 5.0)
 
 

@@ -10,7 +10,7 @@ from dpmf_lib.data.splits import (_trim_keep_mask, _trim_keep_mask_reference, co
                                   filter_min_count, ml100k_folds, random_split, sample_items, trim_per_user)
 from dpmf_lib.errors import ParameterError
 
-from conftest import ML100K_U_DATA as U_DATA, needs_ml100k
+from tests.conftest import ML100K_U_DATA as U_DATA, needs_ml100k
 
 
 def toy(n_users=30, n_items=40, seed=0, density=0.3):

@@ -13,7 +13,7 @@ from dpmf_lib.data.standin import (GENERATOR_VERSION, alias_table, cache_path, f
                                    zipf_mandelbrot_mass)
 from dpmf_lib.errors import ParameterError
 
-from conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA
 
 ML100K_MIRROR = SHARED_DATA / "ml-100k" / "u.data"
 

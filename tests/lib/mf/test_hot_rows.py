@@ -13,7 +13,7 @@ from dpmf_lib.mf.csgd import _internal_model, _external_model, num_threads
 from dpmf_lib.mf.hot_rows import HotCopies, _acquire, _unlock, hot_range_ends
 from dpmf_lib.mf.model import learning_rate
 from dpmf_lib.mf.reference import train_sgd_reference
-from mf_toys import random_ratings
+from tests.mf_toys import random_ratings
 
 two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 KW = dict(eta0=0.05, gamma=0.5, lam=0.02)

@@ -10,7 +10,7 @@ import pytest
 
 from dpmf_lib.mf import init_model, sample_sgld, tiered_layout, train_sgd
 from dpmf_lib.mf.csgd import aligned_copy
-from mf_toys import random_ratings
+from tests.mf_toys import random_ratings
 
 x86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
 

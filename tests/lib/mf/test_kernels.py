@@ -9,7 +9,8 @@ import pytest
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
-from mf_toys import host_vector_register, lazy_counters, random_ratings, sgld_segment_arguments, whole_row_lengths_in
+from tests.mf_toys import (host_vector_register, lazy_counters, random_ratings, sgld_segment_arguments,
+                           whole_row_lengths_in)
 
 KW = dict(epochs=3, eta0=0.05, gamma=0.5, lam=0.02)
 

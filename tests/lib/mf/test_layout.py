@@ -8,7 +8,7 @@ import pytest
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.counter_rng import counter_mix_np
 from dpmf_lib.mf.layout import _seed_state, tiered_layout, tiered_layout_reference
-from mf_toys import random_ratings
+from tests.mf_toys import random_ratings
 
 FIELDS = ("users", "items", "values", "order", "seg", "item_perm", "item_rank")
 

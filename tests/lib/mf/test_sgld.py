@@ -9,7 +9,7 @@ from dpmf_lib.mf import GaussianTable, MFModel, init_model, sample_sgld, tiered_
 from dpmf_lib.mf.noise import stream_seed
 from dpmf_lib.mf.reference import conjugate_posterior, sgld_epoch_lazy_reference
 from dpmf_lib.mf.sgld import _sgld_epoch_lazy
-from mf_toys import conjugate_toy, random_ratings, sgld_segment_arguments, whole_row_lengths_in
+from tests.mf_toys import conjugate_toy, random_ratings, sgld_segment_arguments, whole_row_lengths_in
 
 
 @pytest.mark.parametrize("iso", [False, True])
@@ -238,7 +238,7 @@ def test_noise_ahead_counters_cover_each_round_exactly():
     """#19 noise ahead: each rated vector is owed its first-touch steps before the round and, at every touch, the steps
     to its next touch (or to the round's end): together exactly the round's N steps; checked by hand as well."""
     from dpmf_lib.mf.layout import noise_ahead_counters
-    from mf_toys import lazy_counters
+    from tests.mf_toys import lazy_counters
 
     r = random_ratings(n_users=40, n_items=30, n_ratings=400, seed=6)
     lay = tiered_layout(r, block_users=7, tiers=(5, 10))

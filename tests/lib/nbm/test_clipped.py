@@ -13,8 +13,8 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.model import init_similarity, noisy_item_means
 from dpmf_lib.nbm.rng import seeded
-import nbm_toys
-from nbm_toys import rows_of
+from tests import nbm_toys
+from tests.nbm_toys import rows_of
 
 
 def toy(seed=1, nu=12, ni=10, density=0.6):

@@ -15,7 +15,7 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.kernels import (dpsgd_step_kernel, laplace_fill_kernel, normal_fill_kernel, sgld_step_kernel,
                                   sgld_update_kernel)
-from nbm_toys import rows_of, toy
+from tests.nbm_toys import rows_of, toy
 
 KEY = np.uint64(0x1234_5678_9ABC_DEF1)
 
@@ -148,7 +148,7 @@ def test_trainers_fused_and_numpy_paths_agree_in_distribution():
 
 def test_sgld_fused_and_numpy_paths_agree_in_distribution():
     """Zero data term (λ = 0, a flat rating set): S_T − S_0 = Σ_t sqrt(ϱη_t) z_t under both paths."""
-    from test_nbm_accounting import flat_ratings
+    from tests.lib.nbm.test_accounting import flat_ratings
 
     r = flat_ratings(n_items=60)
     kw = dict(epsilon=None, T=3, L=20, eta1=1e-2, rho=0.5, xi=0.3, lam=0.0)

@@ -7,7 +7,7 @@ from dpmf_lib import nbm
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.kernels import mf_epoch_kernel, sgld_update_kernel
-from nbm_toys import rows_of, signed_similarity, toy
+from tests.nbm_toys import rows_of, signed_similarity, toy
 
 
 @pytest.mark.parametrize("Nk,C", [(100, 0.0), (4, 0.0), (100, 1.0), (5, 50.0)])

@@ -13,8 +13,8 @@ from dpmf_lib.nbm import runs
 from dpmf_lib.nbm.model import init_similarity
 from dpmf_lib.nbm.rng import as_generator
 
-from test_nbm_accounting import flat_ratings
-from test_nbm_kernels import toy
+from tests.lib.nbm.test_accounting import flat_ratings
+from tests.lib.nbm.test_kernels import toy
 
 
 def test_same_seed_same_bytes():

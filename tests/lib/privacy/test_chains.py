@@ -1,10 +1,15 @@
-"""Liu Figure 7's chains (issue #14): the convergence diagnostic, independent redraws, the exact Gibbs block."""
+"""Liu Figure 7's chains (issue #14): the convergence diagnostic, independent redraws, the exact Gibbs block;
+the chains do not hold every chain's kept V draws after the diagnostics have read them."""
+
+import gc
+import weakref
 
 import numpy as np
 import pytest
 
+import dpmf_lib.mf as mf
 from dpmf_lib.privacy import posterior_sampling as ps
-from mf_toys import dense_toy
+from tests.mf_toys import dense_toy
 
 
 def test_split_rhat_catches_a_non_mixed_chain_and_passes_a_mixed_one():
@@ -221,3 +226,25 @@ def test_gibbs_blocks_sample_the_sgld_paths_target(monkeypatch):
         want = pre.rating_weights[np.argsort(rows, kind="stable")]
         np.testing.assert_array_equal(wts, want.astype(np.float64))
     assert np.isnan(rel.step_nN)
+
+
+def test_a_chain_drops_its_kept_v_draws_once_the_trace_has_read_them(monkeypatch):
+    """At paper scale rounds/thin copies of V per chain add up: when chain k+1 starts, chain k's kept V draws must be
+    gone (only its final model, history and layout are read afterwards)."""
+    real = mf.sample_sgld
+    refs, alive_at_start = [], []
+
+    def spy(*a, **kw):
+        gc.collect()
+        alive_at_start.append(sum(r() is not None for r in refs))
+        res = real(*a, **kw)
+        refs.extend(weakref.ref(v) for v in res.samples_V)
+        return res
+
+    monkeypatch.setattr(mf, "sample_sgld", spy)
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    rel = ps.sample_private(pre, 0.01, Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, thin=1,
+                            n_chains=3, eta_n_max=1.0, n_threads=1, seed=2, max_resamples=0)
+    assert len(refs) == 3 * 6  # the draws were kept (the trace needs them) ...
+    assert len(rel.trace) == 3 * 6 and rel.trace.v_norm2.notna().all()
+    assert alive_at_start == [0] * 6  # ... and none outlived its chain (2 sample_sgld calls per chain)

@@ -1,4 +1,5 @@
-"""Liu et al. Algorithm 1 / Theorem 2 (dpmf_lib.privacy): weights, B, trimming, ridge, range check, noise vs ε."""
+"""Liu et al. Algorithm 1 / Theorem 2 (dpmf_lib.privacy): weights, B, trimming, ridge, range check, noise vs ε;
+a release states how its redraws were made and which sampler ran."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import MFModel
 from dpmf_lib.privacy import posterior_sampling as ps
+from tests.mf_toys import dense_toy
 
 
 def make_ratings(users, items, values, n_users, n_items, scale=(1.0, 5.0)):
@@ -228,3 +230,39 @@ def test_accounting_personalized_eps_and_realized_loglik():
     assert acc.bound_ok.all()
     s = ps.privacy_summary(pre, 8.0, acc)
     assert s["epsilon_rating"] == 8.0 / 3 and s["eps_i_over_eps_max"] == 0.5
+
+
+# ---- the release states how its redraws were made and which sampler ran (issue #14 review) ----
+
+def _release_args():
+    z = np.zeros((3, 2), np.float32)
+    return (z, np.zeros(3, np.float32), 3.0, 1.0, 10.0, 0.05, np.ones(2, np.float32), np.ones(2, np.float32), 1.0,
+            2.0, True, 0)
+
+
+def test_a_release_must_say_how_its_redraws_were_made():
+    # the dataclass once defaulted to "continue" while sample_private defaults to "fresh": a release built without the
+    # field misreported its redraws. Now it is a required keyword, checked against REDRAWS.
+    with pytest.raises(TypeError, match="redraw"):
+        ps.PrivateRelease(*_release_args(), sampler="sgld")
+    with pytest.raises(ParameterError, match="redraw"):
+        ps.PrivateRelease(*_release_args(), redraw="again", sampler="sgld")
+    for r in ps.REDRAWS:
+        assert ps.PrivateRelease(*_release_args(), redraw=r, sampler="sgld").redraw == r
+
+
+def test_a_release_must_say_which_sampler_ran():
+    with pytest.raises(TypeError, match="sampler"):
+        ps.PrivateRelease(*_release_args(), redraw="fresh")
+    with pytest.raises(ParameterError, match="sampler"):
+        ps.PrivateRelease(*_release_args(), redraw="fresh", sampler="hmc")
+    for s in ps.SAMPLERS:
+        assert ps.PrivateRelease(*_release_args(), redraw="fresh", sampler=s).sampler == s
+
+
+def test_sample_private_reports_the_redraw_that_ran():
+    pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0, n_threads=1, seed=1,
+              max_resamples=1)
+    assert ps.sample_private(pre, 0.01, **kw).redraw == "fresh"  # the function's default
+    assert ps.sample_private(pre, 0.01, **kw, redraw="continue").redraw == "continue"

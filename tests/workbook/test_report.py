@@ -1,4 +1,6 @@
-"""The report page (figures/index.html, REPORT.md) built from a small fake figures tree, checked in a real browser.
+"""The report (dpmf_lib.report): rows and claims collected from a figures tree (failed or stale runs left out), the
+expected-verdicts guard, and the page (figures/index.html, REPORT.md) built from a small fake figures tree, checked in a
+real browser.
 
 Chromium (Debian's ``chromium``) loads the page headless: the DOM it builds must have every link resolve to a file
 that exists and every ``#anchor`` to an element; the thumbnails must load (naturalWidth > 0); a screenshot is taken.
@@ -18,6 +20,7 @@ import pytest
 from dpmf_lib import report, reproduce
 from dpmf_lib.claims import VERDICTS, load_claims
 from dpmf_lib.registry import load_registry
+from dpmf_lib.report import collect, read_expected, verdict_changes, write_expected, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the browser check needs Debian's "
@@ -213,3 +216,66 @@ def test_a_share_of_cells_prints_its_interval_and_an_old_notebook_table_is_flagg
     (out / "run.json").write_text(json.dumps({"status": "ok",
                                               "verdict_rules": judging_digest(["balu-3.5-blip-joint-beats-single"])}))
     assert _older_rules(out) == ""
+
+
+# ---- the report's rows and claims on an empty or hand-made figures tree; the expected-verdicts guard ----
+
+def test_report_has_a_row_per_registry_entry_and_claim(figures_tmp):
+    md, html = write_report()
+    _, entries = load_registry()
+    text = md.read_text()
+    for e in entries:
+        assert f"| {e.name} |" in text
+    _, rows, claims = collect()
+    by_name = {e.name: e for e in entries}
+    for r in rows:  # nothing has run in this empty directory
+        e = by_name[r["name"]]
+        expected = "not run" if e.implemented else ("not yet" if e.quantitative else "not applicable (diagram/summary)")
+        assert r["status"] == expected, r
+    assert all(c["verdict"] == "not yet measured" for c in claims)  # nothing has run in this empty directory
+    assert "<table>" in html.read_text()
+
+
+def test_failed_or_stale_runs_do_not_reach_the_report(figures_tmp):
+    _, entries = load_registry()
+    e = next(x for x in entries if x.name == "balu_table3_1")
+    out = figures_tmp / e.name
+    out.mkdir()
+    m = {"claim": "balu-3.5-ml100k-cavg", "value": 106.04, "dataset": "ml-100k", "real": True, "profile": "ci",
+         "values": [106.04], "guards": {}}
+    (out / "measurements.json").write_text(json.dumps([m]))
+    (out / "provenance.json").write_text("{}")
+    (out / f"{e.name}.csv").write_text("dataset\n")
+    digest = reproduce.run_hash(e, "ci")
+
+    def cavg():
+        return next(c for c in collect()[2] if c["id"] == "balu-3.5-ml100k-cavg")
+
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "profile": "ci"}))
+    assert cavg()["verdict"] == "reproduced"
+    (out / "run.json").write_text(json.dumps({"hash": digest, "status": "failed", "profile": "ci"}))
+    assert cavg()["verdict"] == "not yet measured"
+    (out / "run.json").write_text(json.dumps({"hash": "older code", "status": "ok", "profile": "ci"}))
+    assert cavg()["verdict"] == "not yet measured"
+    row = next(r for r in collect()[1] if r["name"] == e.name)
+    assert row["status"] == "stale" and "changed" in row["why"]
+
+
+def test_verdict_regression_guard(tmp_path):
+    path = tmp_path / "expected.yaml"
+    write_expected({"a": "reproduced", "b": "inconclusive"}, path)
+    expected = read_expected(path)
+    assert verdict_changes({"a": "reproduced", "b": "inconclusive"}, expected) == []
+    changes = verdict_changes({"a": "differs", "b": "inconclusive", "c": "reproduced"}, expected)
+    assert changes == ["a: reproduced → differs", "c: new claim, verdict 'reproduced' not in the expected file"]
+    path.write_text("verdicts:\n  a: [reproduced, inconclusive]\n")
+    assert verdict_changes({"a": "inconclusive"}, read_expected(path)) == []
+
+
+def test_committed_expected_verdicts_name_every_claim():
+    """params/expected_verdicts.yaml must be updated with claims.yaml: a claim added or removed without it fails."""
+    from dpmf_lib.claims import VERDICTS, load_claims
+
+    expected = read_expected()
+    assert set(expected) == {c.id for c in load_claims()}
+    assert all(set(v) <= set(VERDICTS) for v in expected.values())
