@@ -9,6 +9,7 @@ notebooks.
     python -m dpmf_lib.snapshot --take [--only P]  # keep paper runs already in figures/
     python -m dpmf_lib.snapshot --compact          # re-encode the kept figures (rows taken before compacting)
     python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
+    python -m dpmf_lib.snapshot --rehash           # move rows hashed by the old byte scheme (no re-run)
 
 A snapshot row is **current** when its run hash equals the working tree's ``paper`` run hash for that notebook
 (profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.reproduce.run_hash`) and every dataset
@@ -186,7 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="shell pattern(s) of notebook names, comma-separated")
     ap.add_argument("--compact", action="store_true",
                     help="re-encode the snapshot's figures as palette PNGs (what --take does to each row it keeps)")
+    ap.add_argument("--rehash", action="store_true",
+                    help="move rows (and figures/'s runs) hashed by the old byte scheme to the behaviour scheme, where "
+                         "today's code is the code they ran (dpmf_lib.runner.rehash); nothing is re-run")
     args = ap.parse_args(argv)
+    if args.rehash:
+        from .runner.rehash import rehash
+
+        for outcome, names in sorted(rehash([snapshot_dir(), figures_dir()]).items()):
+            print(f"{outcome:8s} {len(names):3d}: {', '.join(names)}")
     if args.compact:
         done = [f for f in sorted(snapshot_dir().glob("*/*.png")) if compact_figure(f)]
         print(f"{len(done)} figure(s) re-encoded as palette PNGs in {snapshot_dir()}")

@@ -8,6 +8,7 @@ import pytest
 
 from ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.claims import load_claims
+from dpmf_lib.dependencies import notebook_code
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select
 from dpmf_lib.reproduce import execute
@@ -168,13 +169,13 @@ def test_refreshing_the_look_for_note_keeps_its_own_words_and_every_code_cell(tm
     lines[at] = current.replace("we measure", "we measured, under an old rule,")
     cell.source = "\n".join(lines + ["", "A closing word of the notebook's own."])
     nbformat.write(nb, tmp_path / "liu_fig5.ipynb")
-    code_before = reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb")
+    code_before = json.dumps(notebook_code(tmp_path / "liu_fig5.ipynb"))
     assert scaffold.refresh_look_for("liu_fig5") is True
     after = next(c.source for c in nbformat.read(tmp_path / "liu_fig5.ipynb", as_version=4).cells
                  if c.cell_type == "markdown" and c.source.startswith(scaffold.LOOK_FOR_HEAD))
     assert current in after.splitlines() and "under an old rule" not in after
     assert after.endswith("A closing word of the notebook's own.")
-    assert reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb") == code_before
+    assert json.dumps(notebook_code(tmp_path / "liu_fig5.ipynb")) == code_before
     assert scaffold.refresh_look_for("liu_fig5") is False  # idempotent
 
 
