@@ -60,6 +60,19 @@ def run_modules(entry: Entry) -> tuple[str, ...]:
     return tuple(sorted({experiment_module(entry), "dpmf_lib.outputs", *notebook_imports(entry.notebook)}))
 
 
+def run_hash_parts(entry: Entry, profile: str) -> dict[str, str]:
+    """The parts :func:`run_hash` covers, in its order: ``params`` (the profile and the resolved parameters),
+    ``code`` (:func:`dpmf_lib.dependencies.code_digest` of :func:`run_modules`), ``claims`` (the seed rules of the
+    notebook's own claims) and ``notebook`` (its code cells without comments)."""
+    from .dependencies import notebook_code
+
+    params = load_params(entry.name, profile)
+    return {"params": profile + json.dumps(params, sort_keys=True, default=str),
+            "code": code_digest(*run_modules(entry)),
+            "claims": repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name]),
+            "notebook": json.dumps(notebook_code(entry.notebook), sort_keys=True)}
+
+
 def run_hash(entry: Entry, profile: str) -> str:
     """Hash of what a run of ``entry`` at ``profile`` does, data aside (see the module docstring): the profile, the
     resolved parameters, the notebook's code cells without comments, and the code of every module the run executes as
@@ -69,15 +82,10 @@ def run_hash(entry: Entry, profile: str) -> str:
     verdict); the fields that only judge (reference, tolerance, margin, guards' bounds, the quote) do not, as the
     report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`). The params file counts only through the
     resolved parameters: its comments, ``# measured`` lines and other profiles' blocks change nothing here."""
-    from .dependencies import notebook_code
-
-    params = load_params(entry.name, profile)
-    own_claims = repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name])
-    h = hashlib.sha256()
-    for part in (HASH_SCHEME, profile, json.dumps(params, sort_keys=True, default=str),
-                 code_digest(*run_modules(entry)), own_claims,
-                 json.dumps(notebook_code(entry.notebook), sort_keys=True)):
-        h.update(part.encode())
+    parts = run_hash_parts(entry, profile)
+    h = hashlib.sha256(HASH_SCHEME.encode())
+    for key in ("params", "code", "claims", "notebook"):
+        h.update(parts[key].encode())
     return h.hexdigest()
 
 
