@@ -4,7 +4,7 @@ Public API (all seeded; ε ≤ 0 / NaN raise :class:`~dpmf_lib.errors.ParameterE
 - :func:`prepare` → :class:`NBMData` (user CSR, centred ratings, item means);
 - :func:`predict`, :func:`rmse`; :func:`knn_rmse` (non-private PCC / COS baselines);
 - :func:`train_pnbm` — SGD (4)-(5), noise-free (``epsilon=None``) or DPSGD-PNBM (Algorithm 1, reconstructed);
-- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours, issue #13);
+- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours: a DP-valid variant);
 - :func:`sample_pnbm` — SGLD (11), non-private (``epsilon=None``) or DPPS-PNBM (Algorithm 2, reconstructed);
 - :func:`train_dpsgd_mf` — DPSGD-MF baseline (Berlioz et al. 2015, the paper's [4]).
 
@@ -417,7 +417,7 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
     for all chains (kernels.sgld_step_batch_kernel). Memory: 2 float32 M×M matrices per chain.
 
     With ``test`` and ``eval_every``, ``history`` gets (t, test RMSE) and ``info["movement"]`` (t, ‖S_t − S⁰‖_F /
-    ‖S⁰‖_F): how far the chain moved from its data-independent start (issue #16: DPPS chains that do not move);
+    ‖S⁰‖_F): how far the chain moved from its data-independent start (at the paper's steps DPPS chains barely move);
     ``info["moved"]`` is that ratio for the released sample, always."""
     _check_impl(impl)
     if not chains:
