@@ -21,8 +21,8 @@ on how many other references an instruction mix makes.
 Cachegrind's (same write-allocate LRU two-level model: D1 and LL, the last standing for L3). The driver
 (:mod:`._liu_cachegrind_driver`) calls ``os.getppid()`` right before and after each row's passes, so each row is
 counted in a dump of its own; a null segment (two markers back to back) measures the markers' own cost, which is
-subtracted. This replaces the earlier subtraction of a separate baseline process (interpreter start, imports,
-compile): one process per d instead of two per row, and no run-to-run noise of the interpreter's references.
+subtracted. Why markers rather than a separate baseline process (interpreter start, imports, compile): one process
+per d instead of two per row, and no run-to-run noise of the interpreter's references.
 miss rate = D1 misses / data refs and LL misses / data refs, as Cachegrind defines "D1 miss rate" and "LLd miss rate".
 
 **Simulated caches: the paper's 32 KB L1d / 6 MB L3** (``l1``/``ll``; null: this machine's from /sys). Why: the

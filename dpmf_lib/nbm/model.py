@@ -39,9 +39,9 @@ derivative is taken through r̂ as if unclipped. Model (2) without the C bound (
 Temperature ϱ (our choice, stated because it decides which ε holds): ϱ multiplies the step size of drift AND noise
 alike, i.e. step 3 runs with η_t' = ϱ η_t: S ← S - (ϱη_t/2) κ (...) + N(0, ϱ η_t). That is the paper's literal "multiply
 the step size by ϱ" and keeps its grids ϱ ∈ {0.001, 0.006, 0.09} runnable; the target stays the (ε/(4B))-scaled
-posterior, so the sample is ε-DP (as far as the posterior argument goes). The earlier reading — ϱ on the noise
-variance only, Liu et al.'s temperature — targets the (ε/ϱ)-posterior (167 × the stated ε at ϱ = 0.006) and is no
-longer available. Consequence for the grids: at a fixed η₁ the chain moves ϱ times less far per step than before.
+posterior, so the sample is ε-DP (as far as the posterior argument goes). The other reading — ϱ on the noise
+variance only, Liu et al.'s temperature — would target the (ε/ϱ)-posterior (167 × the stated ε at ϱ = 0.006), so it is
+not offered. Consequence for the grids: at a fixed η₁ the chain moves ϱ times less far per step.
 
 Every result carries the stated ``epsilon``, ``epsilon_effective`` (see :class:`PNBMResult`), the seed policy
 (``seed_used``, ``seed_was_fixed``; ``seed=None`` — the default — draws fresh OS entropy, an int reproduces and makes

@@ -96,9 +96,9 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
 
     Mapping of the paper's DPPS-MF grid (section 5.1) onto that implementation (our choice): step size η → η0 (so
     ``eta_n`` = η·𝓛, then adapted to ε and capped by ``sample_private``); decay ξ → its ``gamma``; ϱ → its
-    ``step_scale`` (the step of drift and noise alike, as for DPPS-PNBM). ϱ used to be passed as the temperature
-    ``zeta``, which scales only the noise and made the chain target the (ε/ϱ)-posterior (up to 10⁴ × the stated ε);
-    ``sample_private`` now refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
+    ``step_scale`` (the step of drift and noise alike, as for DPPS-PNBM), not the temperature ``zeta``, which
+    scales only the noise and would make the chain target the (ε/ϱ)-posterior (up to 10⁴ × the stated ε);
+    ``sample_private`` refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
     α_R = λ_r = 2, which makes ε = 4B the non-private posterior); d → d. κ = 1 and the weight cap ρ_w = 1 are Liu et
     al.'s; τ = 200 as in this paper. ``epsilon=None`` → ε = 4B (the non-private posterior).
 

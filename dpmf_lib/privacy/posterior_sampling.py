@@ -24,7 +24,7 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
    The chain starts from a data-independent random initialisation (N(0, 0.1²) factors, zero biases).
 5. Lines 5–6: while some prediction r̂_ij over all pairs (every user with a training rating × every item, observed or
    not) lies outside [r_min − κ, r_max + κ], draw a new sample. A new draw (``redraw="fresh"``, default) = the final state of
-   the next independent chain (own seed, own data-independent start); ``redraw="continue"`` keeps the older
+   the next independent chain (own seed, own data-independent start); ``redraw="continue"`` is a
    Markov-chain stand-in (the same chain continued for ``resample_rounds`` rounds at its last step). The loop stops after ``max_resamples`` redraws; the release then
    carries ``constraint_satisfied=False`` and the count of violating pairs: the worst-case guarantee of Theorem 1 does
    not formally hold for such a sample (we report this rather than silently clipping).
@@ -505,12 +505,12 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
 
     Chains. ``burn_in`` > 0: every chain runs ``burn_in`` rounds at the decaying step η_t = h / t^γ from
     its data-independent start, then ``rounds`` rounds at the constant step h (γ = 0), keeping a draw every ``thin``
-    rounds for the diagnostics; ``burn_in`` = 0 is the older single decaying run of ``rounds`` rounds (γ throughout).
+    rounds for the diagnostics; ``burn_in`` = 0 is a single decaying run of ``rounds`` rounds (γ throughout).
     ``n_chains`` independent chains (seeds :func:`chain_seed`, independent initialisations) are run; their split-R̂
     and ESS (of the mean squared item factor and, with ``test``, of the sample's test RMSE — diagnostics, not
     released) are in ``rhat`` / ``ess`` / ``trace``. ``redraw`` (lines 5–6's "draw a new sample"): ``"fresh"``
     (default) — redraw k is the final state of chain k (running a further independent chain when k ≥ ``n_chains``),
-    so redraws are independent samples; ``"continue"`` — the older Markov-chain stand-in: the released chain continued
+    so redraws are independent samples; ``"continue"`` — a Markov-chain stand-in: the released chain continued
     for ``resample_rounds`` more rounds at its last step (correlated with the draw it replaces).
 
     ``sampler="gibbs"`` (ours): every chain is exact block Gibbs on the same target (:func:`gibbs_chain`):
