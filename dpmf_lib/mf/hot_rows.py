@@ -107,9 +107,9 @@ def check_private_hot_layout(layout) -> None:
 
 @njit(cache=True)
 def hot_range_ends(items, seg, n_hot):
-    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range), or -1 for the first segment in
-    which an item ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at
-    ``n_hot``)."""
+    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range). If in some segment ``s`` an item
+    ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at ``n_hot``), it
+    stops there and returns with ``out[0] = -1 - s`` (the rest of ``out`` is then undefined)."""
     n = seg.shape[0] - 1
     out = np.empty(n, np.int64)
     for s in range(n):
