@@ -12,8 +12,8 @@ Both files are rendered from the Jinja2 templates ``dpmf_lib/templates/report.{h
 an anchor (``#liu_fig7``, ``#<claim id>``); a figure row links its executed notebook rendered to HTML, the .ipynb,
 CSV, SVG, PNG, provenance and run record, and its claims. The executed notebooks are rendered with nbconvert **at
 report time** into ``figures/_html/<name>.html`` (only when the .ipynb is newer than its rendering), so the runner and
-``figures/<name>/`` stay as they were. Extra per-claim columns (e.g. the committed snapshot's "paper verdict (snapshot)") plug in with
-:func:`register_claim_column`.
+``figures/<name>/`` stay as they were. Extra per-claim columns (e.g. the committed snapshot's "paper verdict
+(snapshot)") plug in with :func:`register_claim_column`.
 
     python -m dpmf_lib.report                      # rebuild REPORT.md and index.html from figures/
     python -m dpmf_lib.report --check-verdicts     # compare the verdicts with params/expected_verdicts.yaml (exit 1)

@@ -76,7 +76,7 @@ def specs(ds: str, p: dict) -> list[GridSpec]:
     """Every grid search of the figure on ``ds``, in the order of the CSV's rows."""
     hk = p["fold_halving_keep"]
     fx = pnbm_fixed(p)
-    cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours: the DP-valid clipped variant
+    cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours: DP-valid clipped variant
     mfx = {"e_max": p["mf_e_max"]}
     out = knn_specs(ds, p) + [
         GridSpec("dpsgd-pnbm", p["epsilons"], pnbm_grid(p), fx, hk),

@@ -4,8 +4,9 @@ DPPS-PNBM: SGLD (eq. 11) on the log-posterior scaled by κ = min(1, ε/(4B)), B 
 sample (the last state). DPPS-MF is Liu et al.'s posterior-sampling MF from :mod:`dpmf_lib.privacy` (never a second
 implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rmse`). The non-private SGLD sample
 (κ = 1, same grid) and the chains' common data-independent start S⁰ (its predictor, no training: column
-``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰, so the SGLD line lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the
-minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
+``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰, so the SGLD line
+lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the minibatch size L are not in the
+paper (our choice, in params/pnbm_fig2.yaml).
 
 Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
 (:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the

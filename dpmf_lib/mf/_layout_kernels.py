@@ -184,7 +184,8 @@ def _shuffle_runs_into(u, a, L, base, pos, ident, state, rt, ri, val, seen, rpos
     into its round-robin slots: the run's ``i``-th rating in tier ``t`` swaps with the uniform slot ``j ≤ i``
     (``rpos[t * stride + i]`` is the slot of round ``i``; ``seen[t]`` counts the tier's ratings so far, zeroed
     here). A function of its own with unsigned indices: inside the block loop this loop spilled most of its
-    registers and spent more instructions on negative-index wraparound than on the shuffle. ≤ 3 tiers without ``order`` go to :func:`_shuffle_runs_few_tiers`."""
+    registers and spent more instructions on negative-index wraparound than on the shuffle. ≤ 3 tiers without
+    ``order`` go to :func:`_shuffle_runs_few_tiers`."""
     if seen.shape[0] <= 3 and not with_order:
         _shuffle_runs_few_tiers(u, a, L, base, pos, ident, state, rt, ri, val, rpos, stride, o_users, o_items,
                                 o_values)

@@ -8,7 +8,8 @@ Inside a (block, tier) group the order is either user-major (``interleave=1``: u
 (``interleave=8``), round-robin within batches of 8 consecutive users (a random rating of each, then another, ...) —
 one reading of the paper's "within each block, we process a batch of users simultaneously". Why: in user-major
 order consecutive updates hit the same u_i and each waits for the previous one's stores, which made C-SGD slower than
-a random order at small d (the ``mf`` benchmark reports both as ``csgd`` and ``csgd_usermajor``). A block is the unit of parallel work (``prange``), item vectors are shared Hogwild-style.
+a random order at small d (the ``mf`` benchmark reports both as ``csgd`` and ``csgd_usermajor``). A block is the unit
+of parallel work (``prange``), item vectors are shared Hogwild-style.
 Reconstruction choice (the paper does not fix the loop nest): tiers are the middle loop inside each user block rather
 than a global outer loop, so a thread keeps its users in cache across tiers and needs no barrier between tiers.
 
@@ -151,8 +152,9 @@ def draw_index_np(seed: int, positions: np.ndarray, m: np.ndarray) -> np.ndarray
     """The layout's shuffle draw for the rating at input position ``positions[q]``: an index in ``0..m[q]-1`` (int64),
     ``floor(x · m / 2⁶⁴)`` with ``x`` the splitmix64 output of ``(seed, position)`` (``m < 2³²``). Counter-based, so
     any subset of positions can be drawn independently (in parallel, in any order) — what the fast layout needs; a
-    ``default_rng(seed).permutation(n)`` alone costs ~3 epochs of SGD at 20M ratings and is inherently serial. Each index has probability within ``m / 2⁶⁴`` of ``1 / m``. Computed in 32-bit limbs so the
-    product never leaves uint64: the same arithmetic as the numba kernel's ``_draw_index``."""
+    ``default_rng(seed).permutation(n)`` alone costs ~3 epochs of SGD at 20M ratings and is inherently serial. Each
+    index has probability within ``m / 2⁶⁴`` of ``1 / m``. Computed in 32-bit limbs so the product never leaves uint64:
+    the same arithmetic as the numba kernel's ``_draw_index``."""
     x = counter_mix_np(_seed_state(seed), np.asarray(positions, dtype=np.int64).astype(np.uint64))
     mm = np.asarray(m, dtype=np.int64).astype(np.uint64)
     lo32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)

@@ -9,17 +9,17 @@ and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of 
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
 Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
-closed under addition, so this equals eager noise in distribution). **Noise ahead**: the
-draw is added at the end of the vector's *previous* touch instead of at the start of this one — its gradient step
-and the noise owed until its next touch (or the round's end) go into the same store — and the steps up to each
-vector's first touch are added before the round (``_row_noise``). Nothing reads a vector between two of its touches
-(with one thread; under Hogwild as before), so every gradient sees the same law of state and every vector still gets
-exactly N steps' worth of variance per round; the round's end state, which the Λ Gibbs step and the test evaluation
-read, is the same too. Why: the step's first pass then only reads the rows (adding the pending noise there wrote
-both rows, which the step re-read and re-wrote). The counters come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating
-have the prior as conditional posterior and interact with nothing: they are integrated out during the run (held at the
-prior mean 0, so test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then
-exact for the rated rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
+closed under addition, so this equals eager noise in distribution). **Noise ahead**: the draw is added at the end of the
+vector's *previous* touch instead of at the start of this one — its gradient step and the noise owed until its next
+touch (or the round's end) go into the same store — and the steps up to each vector's first touch are added before the
+round (``_row_noise``). Nothing reads a vector between two of its touches (with one thread; under Hogwild as before), so
+every gradient sees the same law of state and every vector still gets exactly N steps' worth of variance per round; the
+round's end state, which the Λ Gibbs step and the test evaluation read, is the same too. Why: the step's first pass then
+only reads the rows (adding the pending noise there wrote both rows, which the step re-read and re-wrote). The counters
+come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating have the prior
+as conditional posterior and interact with nothing: they are integrated out during the run (held at the prior mean 0, so
+test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then exact for the rated
+rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
 
 Noise source: ``noise="table"`` reads contiguous segments of a :class:`~dpmf_lib.mf.noise.GaussianTable` from random
 offsets; ``noise="normal"`` draws fresh Box–Muller normals. ``mode="exact"`` = fresh normals + eager noise (every vector
@@ -156,7 +156,8 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
     in the assembly), which cost more than the arithmetic at d = 128.
 
     ``iso`` (Λ_u and Λ_v multiples of the identity, e.g. ``fixed_lambda=(1.0, 1.0)``): the gradient step with scalar
-    prior coefficients (equal to the general step up to float32 rounding, tested against the reference). Returns the stream state."""
+    prior coefficients (equal to the general step up to float32 rounding, tested against the reference). Returns the
+    stream state."""
     d = U.shape[1]
     ou_n = np.int64(0)
     ov_n = np.int64(0)
@@ -431,8 +432,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     ``freeze_items``: keep V and the item biases fixed (sample U, b_u given V; e.g. conjugate checks, two-stage use).
     ``test_rmse_avg`` averages test predictions over the samples after ``burn_in`` rounds (posterior predictive mean).
     ``clip_prediction=(lo, hi)``: the likelihood uses the clipped prediction, −(sλ_r/2) Σ w (r − clip(r̂, lo, hi))²
-    (ours, for a DP-valid variant: bounds every rating's term without a rejection loop); a rating whose prediction lies outside
-    [lo, hi] contributes no likelihood drift. ``None``: the unclipped model.
+    (ours, for a DP-valid variant: bounds every rating's term without a rejection loop); a rating whose prediction
+    lies outside [lo, hi] contributes no likelihood drift. ``None``: the unclipped model.
     """
     import pandas as pd
 

@@ -4,7 +4,7 @@ Public API (all seeded; ε ≤ 0 / NaN raise :class:`~dpmf_lib.errors.ParameterE
 - :func:`prepare` → :class:`NBMData` (user CSR, centred ratings, item means);
 - :func:`predict`, :func:`rmse`; :func:`knn_rmse` (non-private PCC / COS baselines);
 - :func:`train_pnbm` — SGD (4)-(5), noise-free (``epsilon=None``) or DPSGD-PNBM (Algorithm 1, reconstructed);
-- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours: a DP-valid variant);
+- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours, DP-valid);
 - :func:`sample_pnbm` — SGLD (11), non-private (``epsilon=None``) or DPPS-PNBM (Algorithm 2, reconstructed);
 - :func:`train_dpsgd_mf` — DPSGD-MF baseline (Berlioz et al. 2015, the paper's [4]).
 

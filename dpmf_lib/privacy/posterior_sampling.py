@@ -496,7 +496,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     hence ε, is unchanged). ``seed=None`` (default): fresh OS entropy; an int seed reproduces (and lets anyone who
     knows it replay) the noise — the splitmix64 streams and, in ``mode="fast"``, the Gaussian lookup table.
 
-    ``clip_loss=True`` (ours, a DP-valid variant; not the paper's algorithm): the likelihood uses the clipped prediction,
+    ``clip_loss=True`` (ours, DP-valid; not the paper's algorithm): the likelihood uses the clipped prediction,
     F = Σ w_i (r_ij − clip(r̂_ij, r_min − κ, r_max + κ))² + prior. Every term is then ≤ w_i (Δ + κ)² for any (U, V),
     so each user's part of F is ≤ B_i ≤ B by construction and Theorem 1 applies to the exact sample of this target
     without the range rule of lines 5–6: the rejection loop is not run (``n_resamples`` = 0; the out-of-range count is
