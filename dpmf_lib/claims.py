@@ -35,7 +35,7 @@ VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, INDICATIVE, SHOWN, STANDIN_ONLY, 
 
 class _ByProfile(dict):
     """A table by profile in which a named paper-grade profile (``paper-<name>``: the paper's exact grid where
-    ``paper`` had to be cut to fit its budget, issue #20) counts as ``paper``; any other unknown profile as smoke."""
+    ``paper`` had to be cut to fit its budget) counts as ``paper``; any other unknown profile as smoke."""
 
     def _key(self, profile):
         return "paper" if str(profile).startswith("paper-") else profile

@@ -96,12 +96,112 @@ def module_closure(module: str) -> tuple[Path, ...]:
     return tuple(sorted(set(seen.values())))
 
 
-def code_digest(module: str) -> str:
+def _canonical(node) -> str:
+    """A text form of an AST node that is the same on every Python this workbook supports: the node's type and its
+    fields by name, leaving out positions, ``ctx`` and fields that are None or empty (newer Pythons add fields, e.g.
+    ``type_params``, that old code leaves empty)."""
+    if isinstance(node, ast.AST):
+        parts = []
+        for name in node._fields:
+            if name == "ctx":
+                continue
+            value = getattr(node, name, None)
+            if value is None or value == []:
+                continue
+            parts.append(f"{name}={_canonical(value)}")
+        return f"{type(node).__name__}({','.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_canonical(v) for v in node) + "]"
+    return f"{type(node).__name__}:{node!r}"
+
+
+def _drop_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                node.body = node.body[1:]
+    return tree
+
+
+@lru_cache(maxsize=None)
+def source_digest(source: str, filename: str = "<source>") -> str:
+    """Digest of what Python code does: its AST without docstrings (comments are not in the AST), so editing prose
+    changes no digest and changing code changes it. :func:`_canonical` keeps it stable across Python versions."""
+    return hashlib.sha256(_canonical(_drop_docstrings(ast.parse(source, filename))).encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """:func:`source_digest` of a ``.py`` file, sha256 of the bytes of any other file."""
+    if path.suffix == ".py":
+        return source_digest(path.read_text(encoding="utf-8"), str(path))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def modules_closure(modules) -> tuple[Path, ...]:
+    """The union of :func:`module_closure` over ``modules`` (sorted)."""
+    return tuple(sorted({p for m in modules for p in module_closure(m)}))
+
+
+def code_digest(*modules: str) -> str:
+    """Digest of the behaviour of ``modules`` and everything local they import: each file of their closure by its
+    repository path and :func:`file_digest`. The one code digest of the workbook: the runner's run hash and the
+    result cache's keys (:func:`dpmf_lib.cache.cached_call` with ``code_of``) both use it."""
     h = hashlib.sha256()
-    for p in module_closure(module):
+    for p in modules_closure(modules):
         h.update(p.relative_to(REPO_ROOT).as_posix().encode())
-        h.update(p.read_bytes())
+        h.update(file_digest(p).encode())
     return h.hexdigest()
+
+
+def cell_code(source: str) -> str:
+    """What a notebook code cell runs, for hashing: its AST without docstrings (:func:`source_digest`'s form), or —
+    for a cell Python cannot parse (an IPython magic) — its tokens without comments and blank lines."""
+    import io
+    import tokenize
+
+    try:
+        return _canonical(_drop_docstrings(ast.parse(source)))
+    except SyntaxError:
+        pass
+    try:
+        toks = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type not in (tokenize.COMMENT, tokenize.NL)]
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    return repr(toks)
+
+
+def notebook_code(path: Path) -> list[dict]:
+    """The code cells of notebook ``path`` as they run: :func:`cell_code` and the cell's tags (the ``parameters``
+    tag decides where papermill injects). Markdown and comments are left out: editing them changes no result."""
+    import json
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [{"code": cell_code("".join(c.get("source", ""))), "tags": c.get("metadata", {}).get("tags", [])}
+            for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+
+
+def notebook_imports(path: Path) -> tuple[str, ...]:
+    """The local modules (:data:`LOCAL_PACKAGES`) the code cells of notebook ``path`` import, found statically."""
+    import json
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = set()
+    for c in nb.get("cells", []):
+        if c.get("cell_type") != "code":
+            continue
+        try:
+            names = _imported_names("".join(c.get("source", "")), str(path), "")
+        except SyntaxError:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] in LOCAL_PACKAGES:
+                found.update(".".join(parts[:k]) for k in range(1, len(parts) + 1)
+                             if _module_path(".".join(parts[:k])) is not None)
+    return tuple(sorted(found))
 
 
 _claims_read: tuple | None = None

@@ -12,8 +12,8 @@ Both files are rendered from the Jinja2 templates ``dpmf_lib/templates/report.{h
 an anchor (``#liu_fig7``, ``#<claim id>``); a figure row links its executed notebook rendered to HTML, the .ipynb,
 CSV, SVG, PNG, provenance and run record, and its claims. The executed notebooks are rendered with nbconvert **at
 report time** into ``figures/_html/<name>.html`` (only when the .ipynb is newer than its rendering), so the runner and
-``figures/<name>/`` stay as they were. Extra per-claim columns (issue #20's "paper verdict (snapshot)") plug in with
-:func:`register_claim_column`.
+``figures/<name>/`` stay as they were. Extra per-claim columns (e.g. the committed snapshot's "paper verdict
+(snapshot)") plug in with :func:`register_claim_column`.
 
     python -m dpmf_lib.report                      # rebuild REPORT.md and index.html from figures/
     python -m dpmf_lib.report --check-verdicts     # compare the verdicts with params/expected_verdicts.yaml (exit 1)
@@ -186,7 +186,7 @@ HTML_SUBDIR = "_html"
 
 # Per-claim extra columns. A provider is ``fn(claim_row: dict) -> str | None`` registered under a column header; the
 # template shows one column per provider after "verdict (this run)" (a value that is a verdict gets its verdict style).
-# This is the hook for issue #20's committed paper snapshots:
+# This is the hook for the committed paper snapshots:
 #     register_claim_column("paper verdict (snapshot)", lambda c: snapshot_verdicts().get(c["id"]))
 _CLAIM_COLUMNS: dict[str, Callable[[dict], str | None]] = {}
 

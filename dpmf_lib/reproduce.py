@@ -52,21 +52,45 @@ def experiment_module(entry: Entry) -> str:
     return m.group(1) if m else f"dpmf_lib.experiments.{entry.name}"
 
 
+def run_modules(entry: Entry) -> tuple[str, ...]:
+    """The local modules a run of ``entry`` executes: its experiment module, :mod:`dpmf_lib.outputs` (the notebook
+    frame) and whatever else the notebook's code cells import."""
+    from .dependencies import notebook_imports
+
+    return tuple(sorted({experiment_module(entry), "dpmf_lib.outputs", *notebook_imports(entry.notebook)}))
+
+
+def run_hash_parts(entry: Entry, profile: str) -> dict[str, str]:
+    """The parts :func:`run_hash` covers, in its order: ``params`` (the profile and the resolved parameters),
+    ``code`` (:func:`dpmf_lib.dependencies.code_digest` of :func:`run_modules`), ``claims`` (the seed rules of the
+    notebook's own claims) and ``notebook`` (its code cells without comments)."""
+    from .dependencies import notebook_code
+
+    params = load_params(entry.name, profile)
+    return {"params": profile + json.dumps(params, sort_keys=True, default=str),
+            "code": code_digest(*run_modules(entry)),
+            "claims": repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name]),
+            "notebook": json.dumps(notebook_code(entry.notebook), sort_keys=True)}
+
+
 def run_hash(entry: Entry, profile: str) -> str:
-    """Hash of what a run of ``entry`` at ``profile`` depends on, data aside (see the module docstring). The
+    """Hash of what a run of ``entry`` at ``profile`` does, data aside (see the module docstring): the profile, the
+    resolved parameters, the notebook's code cells without comments, and the code of every module the run executes as
+    :func:`dpmf_lib.dependencies.code_digest` sees it (ASTs without docstrings: editing prose stales nothing). The
     notebook's own rows of claims.yaml count with the fields that decide how many seeds
     :meth:`NotebookRun.replicate` runs (id, dataset, min_profile, deterministic, min_seeds, whether shown without a
     verdict); the fields that only judge (reference, tolerance, margin, guards' bounds, the quote) do not, as the
-    report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`)."""
-    params = load_params(entry.name, profile)
-    own_claims = repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name])
-    h = hashlib.sha256()
-    for part in (profile, json.dumps(params, sort_keys=True, default=str), code_digest(experiment_module(entry)),
-                 code_digest("dpmf_lib.outputs"), own_claims):
-        h.update(part.encode())
-    h.update(notebook_code_for_hash(entry.notebook))
-    h.update(params_bytes_for_hash(entry.params_file))
+    report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`). The params file counts only through the
+    resolved parameters: its comments, ``# measured`` lines and other profiles' blocks change nothing here."""
+    parts = run_hash_parts(entry, profile)
+    h = hashlib.sha256(HASH_SCHEME.encode())
+    for key in ("params", "code", "claims", "notebook"):
+        h.update(parts[key].encode())
     return h.hexdigest()
+
+
+#: names the way :func:`run_hash` is formed; ``python -m dpmf_lib.snapshot --rehash`` moves rows hashed the old way
+HASH_SCHEME = "behaviour-v1"
 
 
 def seed_rule(claim) -> tuple:
@@ -75,24 +99,7 @@ def seed_rule(claim) -> tuple:
             bool(claim.shown_not_judged))
 
 
-def notebook_code_for_hash(path: Path) -> bytes:
-    """What of a notebook a run executes: its code cells (source and tags, the ``parameters`` tag included). Markdown
-    — the intro, the "what to look for" note that quotes the claims' rules — does not change a result, so editing it
-    does not make a run stale."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = [{"source": "".join(c.get("source", "")), "tags": c.get("metadata", {}).get("tags", [])}
-             for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-    return json.dumps(cells, sort_keys=True).encode()
-
-
 MEASURED_PREFIX = "# measured "
-
-
-def params_bytes_for_hash(path: Path) -> bytes:
-    """A params file's bytes without its ``# measured <profile>: …`` header lines: recording how long a profile took
-    (``--record-budget``) must not make the run it describes stale."""
-    lines = path.read_bytes().splitlines(keepends=True)
-    return b"".join(line for line in lines if not line.startswith(MEASURED_PREFIX.encode()))
 
 
 def cache_entries(entry: Entry, since: float | None = None) -> int:

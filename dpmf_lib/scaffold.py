@@ -4,19 +4,22 @@
     python -m dpmf_lib.scaffold --regenerate NAME [NAME ...] | --regenerate --all
     python -m dpmf_lib.scaffold --refresh-look-for NAME [NAME ...] | --refresh-look-for --all
 
-The notebook it writes: the intro markdown (what the paper shows, the choices made, which data are stand-ins); a code
+The notebook it writes: the intro markdown (a short opening: what the figure shows, the paper's claim, what "here"
+means — the longer reconstruction notes go in a closing ``## Details`` cell, after the result); a code
 cell tagged ``parameters`` with ``profile`` and one ``name = None`` line per top-level parameter of
 ``params/<NAME>.yaml`` (so ``papermill -p seed 1`` sets a real variable and ``papermill --help-notebook`` lists every
 parameter), plus ``overrides = {}``; then the cells that load the parameters (``NotebookRun(..., namespace=globals())``
 merges the names that are not None and refuses a name papermill injected that is not a parameter), call
 ``<module>.run`` and show a tidy summary of its table, plot in the shared style, measure the claims over seeds, save
 (into ``figures/<NAME>/`` when the runner runs it, else ``figures/_runs/``), and end with a "what to look for" note and
-the result against the paper (``nb.results()``: quote, paper value, ours ± interval, data, verdict).
+the result against the paper (``nb.results()``: quote, paper value, ours ± interval, data, verdict), and then the
+notebook's ``## Details`` cell where it has one.
 
 ``--regenerate`` rebuilds the standard cells of existing notebooks — after a parameter is added to or removed from
 ``params/<NAME>.yaml``, or when this template changes — keeping each notebook's intro, its "what to look for" note,
-its own display and save calls, and every cell of its own where it was; the claims list inside the note is
-rewritten from ``params/claims.yaml``. ``--refresh-look-for`` rewrites that list only (markdown: no run goes stale).
+its closing details, its own display and save calls, and every cell of its own where it was; the claims list inside
+the note is rewritten from ``params/claims.yaml``. ``--refresh-look-for`` rewrites that list only (markdown: no run
+goes stale).
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ DEFAULT_SAVE = "nb.save(df, fig)"
 RESULT_CELL = "nb.results()  # the paper's claims measured here: quote, paper value, ours ± 95 % interval, data, verdict"
 
 LOOK_FOR_HEAD = "## What to look for"
+DETAILS_HEAD = "## Details"
+
+#: The kernel ``make`` installs (``ipykernel install --name python3 --display-name ...``): a notebook naming another
+#: display name is marked modified as soon as JupyterLab opens it.
+KERNELSPEC = {"display_name": "Python 3 (dpmf workbook)", "language": "python", "name": "python3"}
 
 #: Displays of the run cell that dump raw rows; regeneration replaces them with the tidy summary.
 RAW_DISPLAYS = (re.compile(r"^df(\.drop\([^)]*\))?\.head\(\d*\)$"), re.compile(r"^df$"))
@@ -206,13 +214,14 @@ def _clip(text: str, n: int) -> str:
 
 def build(name: str, intro: str, module: str | None = None, *, display: str | None = None,
           save_call: str | None = None, look_for_md: str | None = None, claims_cell: str | None = None,
-          extra: dict[str, list] | None = None) -> nbformat.NotebookNode:
+          extra: dict[str, list] | None = None, details_md: str | None = None) -> nbformat.NotebookNode:
     """The notebook ``name``. ``display``: the run cell's last line (default: the tidy summary); ``save_call``: the
     save expression (default ``nb.save(df, fig)``); ``claims_cell``: the claims cell's source where the notebook
     replicates its claims its own way (default: ``nb.replicate(experiment.run, df)``, the standard cell; e.g. the
     pnbm figures' ``experiment.rerun_selected(df).replicate(nb)``); ``look_for_md``: the note before the result (default
-    :func:`look_for`); ``extra``: cells of the notebook's own, placed after the standard cell they followed
-    (keys ``intro``, ``parameters``, ``setup``, ``run``, ``plot``, ``claims``, ``save``)."""
+    :func:`look_for`); ``details_md``: the closing ``## Details`` cell, after the result (none by default);
+    ``extra``: cells of the notebook's own, placed after the standard cell they followed (keys ``intro``,
+    ``parameters``, ``setup``, ``run``, ``plot``, ``claims``, ``save``)."""
     module = module or f"dpmf_lib.experiments.{name}"
     extra = extra or {}
     params_cell = new_code_cell(parameters_cell(name))
@@ -232,8 +241,10 @@ def build(name: str, intro: str, module: str | None = None, *, display: str | No
         cells.extend(extra.get(slot, []))
     cells.append(new_markdown_cell((look_for_md or look_for(name)).strip()))
     cells.append(new_code_cell(RESULT_CELL))
+    if details_md:
+        cells.append(new_markdown_cell(details_md.strip()))
     nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
     for i, c in enumerate(nb.cells):  # stable ids keep diffs quiet when a notebook is regenerated
         c["id"] = f"{name}-{i}"
@@ -245,7 +256,7 @@ def build(name: str, intro: str, module: str | None = None, *, display: str | No
 def _slot(cell) -> str | None:
     src = cell.source.strip()
     if cell.cell_type == "markdown":
-        return "look_for" if src.startswith(LOOK_FOR_HEAD) else None
+        return "look_for" if src.startswith(LOOK_FOR_HEAD) else "details" if src.startswith(DETAILS_HEAD) else None
     if "parameters" in cell.metadata.get("tags", []):
         return "parameters"
     if "NotebookRun(" in src and "import" in src:
@@ -265,10 +276,10 @@ def _slot(cell) -> str | None:
 
 def parts_of(nb: nbformat.NotebookNode) -> dict:
     """What :func:`build` needs to rebuild an existing notebook: its intro, module, display and save calls, its
-    "what to look for" note and the cells of its own (by the standard cell they follow)."""
+    "what to look for" note, its closing details and the cells of its own (by the standard cell they follow)."""
     intro = nb.cells[0].source
     module = None
-    display = save_call = look_for_md = claims_cell = None
+    display = save_call = look_for_md = claims_cell = details_md = None
     extra: dict[str, list] = {}
     last = "intro"
     for cell in nb.cells[1:]:
@@ -289,6 +300,9 @@ def parts_of(nb: nbformat.NotebookNode) -> dict:
         elif slot == "look_for":
             look_for_md = src
             continue
+        elif slot == "details":
+            details_md = src
+            continue
         elif slot is None:
             c = nbformat.from_dict(dict(cell))
             if c.cell_type == "code":
@@ -298,7 +312,7 @@ def parts_of(nb: nbformat.NotebookNode) -> dict:
         if slot != "result":
             last = slot
     return {"intro": intro, "module": module, "display": display, "save_call": save_call,
-            "look_for_md": look_for_md, "claims_cell": claims_cell, "extra": extra}
+            "look_for_md": look_for_md, "claims_cell": claims_cell, "extra": extra, "details_md": details_md}
 
 
 def regenerate(name: str) -> Path:
@@ -308,7 +322,7 @@ def regenerate(name: str) -> Path:
     p = parts_of(old)
     look = p["look_for_md"] and with_current_claims(p["look_for_md"], name)
     nb = build(name, p["intro"], p["module"], display=p["display"], save_call=p["save_call"],
-               look_for_md=look, claims_cell=p["claims_cell"], extra=p["extra"])
+               look_for_md=look, claims_cell=p["claims_cell"], extra=p["extra"], details_md=p["details_md"])
     nbformat.write(nb, path)
     return path
 

@@ -9,11 +9,16 @@ notebooks.
     python -m dpmf_lib.snapshot --take [--only P]  # keep paper runs already in figures/
     python -m dpmf_lib.snapshot --compact          # re-encode the kept figures (rows taken before compacting)
     python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
+    python -m dpmf_lib.snapshot --rehash           # move rows hashed by the old byte scheme (no re-run)
+    python -m dpmf_lib.snapshot --canary-record    # record each current row's canary (dpmf_lib.runner.canary)
+    python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
 
 A snapshot row is **current** when its run hash equals the working tree's ``paper`` run hash for that notebook
 (profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.reproduce.run_hash`) and every dataset
 it read is in the state it read. A stale row stays in the snapshot so its numbers can still be seen, but the report
-marks it stale with the reason, and its measurements are never judged as if current.
+marks it stale with the reason, and its measurements are never judged as if current. A row stale only by a code
+change whose canary run is byte-identical is current again, labelled ``current (revalidated at <commit>)``
+(:mod:`dpmf_lib.runner.canary`).
 """
 
 from __future__ import annotations
@@ -122,27 +127,52 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
 
 
 def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
-    """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry."""
+    """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry. A row revalidated
+    by its canary for this run hash (:mod:`dpmf_lib.runner.canary`) is current; :func:`revalidated_at` tells it
+    apart, and every listing shows it as ``current (revalidated at <commit>)``."""
     from .reproduce import run_hash, staleness
 
     out = snapshot_dir() / entry.name
     if not (out / "run.json").exists():
         return "missing", None
-    why = staleness(entry, digest or run_hash(entry, "paper"), out_dir=out)
+    digest = digest or run_hash(entry, "paper")
+    why = staleness(entry, digest, out_dir=out)
+    if why and revalidated_at(entry, digest):
+        own = (_read_json(out / "run.json") or {}).get("hash")
+        why = staleness(entry, own, out_dir=out)  # data and seed rules still count
     return ("stale", why) if why else ("current", None)
 
 
+def revalidated_at(entry, digest: str | None = None) -> str | None:
+    """The commit at which the row's canary revalidated it for the tree's run hash (``digest``), else None."""
+    from .reproduce import run_hash
+    from .runner.canary import revalidated_at as _at
+
+    return _at(entry, snapshot_dir() / entry.name, digest or run_hash(entry, "paper"))
+
+
+def state_label(row: dict) -> str:
+    """``current``, ``current (revalidated at <commit>)``, ``stale`` or ``missing``."""
+    if row["state"] == "current" and row.get("revalidated"):
+        return f"current (revalidated at {row['revalidated']})"
+    return row["state"]
+
+
 def rows() -> list[dict]:
-    """One row per implemented notebook: its snapshot state, why stale, the measured time and peak memory."""
+    """One row per implemented notebook: its snapshot state, why stale, whether current only by canary
+    revalidation (the commit), the measured time and peak memory."""
     from .registry import load_registry
+    from .reproduce import run_hash
 
     out = []
     for e in load_registry()[1]:
         if not e.implemented:
             continue
-        state, why = row_state(e)
+        digest = run_hash(e, "paper")
+        state, why = row_state(e, digest)
         run = _read_json(snapshot_dir() / e.name / "run.json") or {}
-        out.append({"name": e.name, "paper": e.paper, "state": state, "why": why,
+        revalidated = revalidated_at(e, digest) if state == "current" and run.get("hash") != digest else None
+        out.append({"name": e.name, "paper": e.paper, "state": state, "why": why, "revalidated": revalidated,
                     "runtime_s": run.get("runtime_s"), "peak_rss_mib": run.get("peak_rss_mib"),
                     "cpu": run.get("cpu")})
     return out
@@ -186,7 +216,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="shell pattern(s) of notebook names, comma-separated")
     ap.add_argument("--compact", action="store_true",
                     help="re-encode the snapshot's figures as palette PNGs (what --take does to each row it keeps)")
+    ap.add_argument("--rehash", action="store_true",
+                    help="move rows (and figures/'s runs) hashed by the old byte scheme to the behaviour scheme, where "
+                         "today's code is the code they ran (dpmf_lib.runner.rehash); nothing is re-run")
+    ap.add_argument("--canary-record", action="store_true",
+                    help="run the canary profile of current rows that have no canary for their code, and keep its "
+                         "fingerprint beside the row (dpmf_lib.runner.canary)")
+    ap.add_argument("--revalidate", action="store_true",
+                    help="re-run the canaries of rows stale only by a code change; a byte-identical canary table "
+                         "marks the row current (revalidated at <commit>)")
     args = ap.parse_args(argv)
+    if args.canary_record or args.revalidate:
+        from .runner import canary
+
+        chosen = [e for e in select(load_registry()[1], args.only) if e.implemented]
+        if args.canary_record:
+            canary.each(chosen, "record", snapshot_dir())
+        if args.revalidate:
+            canary.each(chosen, "revalidate", snapshot_dir())
+    if args.rehash:
+        from .runner.rehash import rehash
+
+        for outcome, names in sorted(rehash([snapshot_dir(), figures_dir()]).items()):
+            print(f"{outcome:8s} {len(names):3d}: {', '.join(names)}")
     if args.compact:
         done = [f for f in sorted(snapshot_dir().glob("*/*.png")) if compact_figure(f)]
         print(f"{len(done)} figure(s) re-encoded as palette PNGs in {snapshot_dir()}")
@@ -212,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             other = (f"  (taken on another CPU or numpy build: {r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')}"
                      f" SIMD {r['cpu'].get('numpy_simd')})")
-        print(f"{r['name']:32s} {r['state']:8s} {t}  {r['why'] or ''}{other}")
+        print(f"{r['name']:32s} {state_label(r):8s} {t}  {r['why'] or ''}{other}")
     return 0
 
 

@@ -258,7 +258,7 @@ def jlt_log_posterior(profile, Xc, y, sigma, log_rho, c_max):
 
 
 def blip_gibbs_numpy(bits, nbits, sgn, lam, log_rho, slots, slot_draws, uniforms, burn_in):
-    """Vectorised numpy baseline of :func:`blip_gibbs_kernel` (the benchmark's like-for-like comparison, issue #19):
+    """Vectorised numpy baseline of :func:`blip_gibbs_kernel` (the benchmark's like-for-like comparison):
     the same chain from the same inputs, with the per-transition work done by whole-array numpy operations instead
     of the kernel's incremental bookkeeping — bit counts ``cnt`` updated with ``np.add.at`` over the item's bits, and
     every candidate's gain ``d_j = Σ_{l ∈ X_j, cnt(l) = 0} sgn(l)`` recomputed by one gather over the (candidates × K)

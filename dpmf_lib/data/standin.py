@@ -31,9 +31,8 @@ Shape (targets, all from :mod:`data_fetch.registry`):
   dimension. ``c_min`` is the dataset's published floor (MovieLens: every user has ≥ 20 ratings; Netflix movies ≥ 3),
   else 1; it floors the full-size curve (the item *weights*), but sampled item counts are not clipped to it.
   Consequences worth knowing: a pure Zipf law pinned at the max with the right mean is far flatter than real data
-  (before the median was used, every Netflix stand-in movie had ≥ ~3,200 ratings and every user ≥ ~130, median
-  4,300 and 170, against a real median of 561 and 96; its top-500-movie share was 13%). Through the median the
-  Netflix curve's tail is much steeper and its head heavier. Measured on the full-size seed-0 stand-in: movies
+  (Netflix movie / user medians 4,318 / 170 against a real 561 / 96); through the median the Netflix curve's tail is
+  much steeper and its head heavier. Measured on the full-size seed-0 stand-in: movies
   min 130, median 563, max 232,868; users min 55, median 96, max 17,653 (pure Zipf: movies 3,020 / 4,318 / 232,705,
   users 131 / 170 / 17,653). There is still a floor of ~130 ratings per movie and ~55 per user where the real data
   goes down to 3 and 1: three facts cannot give the real tail of rarely rated movies and light users. The
@@ -55,9 +54,8 @@ the Efraimidis–Spirakis exponential-key method over the remaining items, which
 Items left with no rating (only at tiny scales) each take one rating from an item with more than one, so every item is
 rated. A numba kernel runs over blocks of 4,096 users in parallel; every block reseeds its generator from the seed, so
 the bytes do not depend on the thread count. Rows are stored user by user (a user's items in draw order); shuffle if an
-algorithm needs random order. Full Netflix shape: ≈ 30 s of CPU, ≈ 25 s of it in the sampling kernel (the pure Zipf
-law of version 2 took ≈ 10 s under the same load: heavy users now meet a much heavier head), ≈ 3 GB peak memory;
-cached after the first run.
+algorithm needs random order. Full Netflix shape: ≈ 30 s of CPU, ≈ 25 s of it in the sampling kernel, ≈ 3 GB peak
+memory; cached after the first run.
 
 Ratings (explicit data): ``r = μ + b_u + b_i + p_u·q_i + ε``, rounded to the dataset's step and clipped to its scale,
 with b_u ~ N(0, 0.40²), b_i ~ N(0, 0.45²), p_u·q_i from rank-8 Gaussian factors with std 0.45, ε ~ N(0, 0.80²) — in

@@ -109,8 +109,8 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
 
 RHAT_MAX = 1.05  # the usual split-R-hat threshold
 RHAT_GUARD = "chain_rhat_over_share"  # params/claims.yaml: at most 0.10, pooled over the ε values a claim reads
-# the claims that read several ε: also at most 0.25 in the worst single ε cell. Why 0.25 (chosen 2026-11-28, before
-# the re-run): it catches a cell the pool hides (ε = 59: 0.69) without failing on the replicate seeds' small samples
+# the claims that read several ε: also at most 0.25 in the worst single ε cell. Why 0.25 (chosen before the paper
+# re-run): it catches a cell the pool hides (ε = 59: 0.69) without failing on the replicate seeds' small samples
 # (12 JLT / 24 BLIP users): a cell at 5.7 % (the worst seed-0 paper cell) exceeds 0.25 with probability 0.004 at 12
 # users, 0.0003 at 24; over the 8-9 cells and the 4 replicate seeds (the guard must hold in every seed), at the
 # seed-0 paper rates of each cell, <= 0.017 (JLT) / 0.0005 (BLIP); were every cell at 5.7 %: 0.11 / 0.009
@@ -331,7 +331,7 @@ def replicate_params(params: dict) -> dict:
     """The parameters of a replicate run of the claims (``nb.replicate``'s seeds ``seed + 1 …``): ``params`` with
     ``n_attacked`` replaced by ``replicate_n_attacked`` (null or absent: unchanged).
 
-    Why (#15/#20): at `paper` one seed of Figure 3.2 attacks all 343 test users (~35 min on 2 cores) and Figure 3.3
+    Why: at `paper` one seed of Figure 3.2 attacks all 343 test users (~35 min on 2 cores) and Figure 3.3
     35 users (~25 min); five seeds would take hours. The figure's seed keeps its full setting; the further seeds
     attack a seeded subsample ([seed, 4], see :mod:`._balu_ch3_rows`) of the test users. Only ``n_attacked`` changes,
     so a replicate task's cache key is the ordinary key of that setting (``replicate_n_attacked`` itself is not in

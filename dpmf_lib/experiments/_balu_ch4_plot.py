@@ -1,4 +1,4 @@
-"""Shared drawing of the chapter-4 line figures (issue #15, item 4): a bias-only reference line, error bars over
+"""Shared drawing of the chapter-4 line figures: a bias-only reference line, error bars over
 splits, degenerate points marked, and a footnote on the search's fidelity."""
 
 from __future__ import annotations

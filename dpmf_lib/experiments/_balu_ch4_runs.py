@@ -6,7 +6,7 @@ per 20-epoch run, a few hundred MB for the whole chapter at ``paper``).
 What coincides at ``paper`` (params/balu_fig4_*.yaml, balu_table4_*.yaml):
 
 - Figure 4.8 plots the KLD of *the same runs* as Figure 4.7 (identical profiles): every run of 4.8 is served from
-  4.7's entries (before this module 4.8 retrained all of them, ~the cost of 4.7), the claims' fresh-seed re-fits too.
+  4.7's entries (retraining them would cost about as much as 4.7), the claims' fresh-seed re-fits too.
 - Figure 4.6 (count sketch k = 4, λ grid 1e-4 … 1) and Figure 4.1 (k ∈ {1, 4}, λ grid 1e-3 … 0.3) sweep the same
   (d, γ) cells on the same ML-100K splits with the same η grid, epochs and seeds: 4.1's stage-1 evaluations of a k = 4
   cell are 24 of 4.6's 36, and when 4.6's stage-1 winner lies inside 4.1's λ range (it is then 4.1's winner too: the

@@ -19,8 +19,7 @@ signatures this process compiled instead of loading them from numba's on-disk ca
 ``... FILE.npz D EPOCHS compile-only`` (run *outside* valgrind, with the environment the valgrind run will have)
 stops after the tiny call: it fills numba's cache for the CPU name and features the valgrind run's numba will use
 (:func:`dpmf_lib.experiments.liu_table2.valgrind_cpu`), so the simulated process loads the kernel instead of
-compiling it under valgrind (#19 follow-up, twenty-first session: on a fresh clone that compile took most of
-``liu_table2``'s ~20 min at ``ci`` on a Zen 3 host).
+compiling it under valgrind (on a fresh clone that compile would take most of ``liu_table2``'s ``ci`` run).
 """
 
 import os

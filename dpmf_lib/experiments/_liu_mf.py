@@ -18,7 +18,7 @@ over the epochs (0.920, 0.918, 0.928); with the scaled init it fell (0.866 → 0
 **Finite factors.** Every C-SGD / SGLD run of Figures 2–6 checks that U, V and the biases are finite after its last
 round (:func:`require_finite`) and raises naming the solver, d and data; the kernels' own check looks at one row only.
 
-**Claims on real ML-100K** (issue #14). The paper states its Figure 2/4/5/6 claims on Netflix, which cannot be had
+**Claims on real ML-100K**. The paper states its Figure 2/4/5/6 claims on Netflix, which cannot be had
 here (a labelled stand-in runs instead, never judged). A run on real ML-100K measures our ML-100K counterpart of each
 (``<claim id>-ml-100k``, judged at ``paper`` over 5 seeds): :func:`claim_for` picks the id for the data a run loaded.
 The further seeds re-run the ML-100K part only (:func:`ml100k_params`, :class:`ML100KSeeds`): the Netflix stand-in's

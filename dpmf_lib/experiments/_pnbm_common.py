@@ -1,7 +1,7 @@
 """What the three PNBM figures (``pnbm_fig1..3``) share: their grids as :class:`GridSpec` lists, the full grid run
 (:func:`full_run`; ``pnbm_fig2`` adds its chain traces to it), and the cheaper run that replicates their claims over seeds (:class:`SelectedRerun`).
 
-**The replicate run (issues #16, #20).** The claims of the PNBM figures are judged at the ``paper`` profile over 5
+**The replicate run.** The claims of the PNBM figures are judged at the ``paper`` profile over 5
 seeds (:meth:`dpmf_lib.outputs.NotebookRun.replicate`). Re-running the whole grid search at every further seed
 would cost ~4 × the figure (3–4 h per notebook) just to re-measure a handful of numbers. Instead, for seeds
 ``seed + 1 …`` only the configurations that the first seed's grid search *selected* are evaluated again — for the

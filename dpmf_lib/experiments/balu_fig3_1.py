@@ -60,7 +60,7 @@ C_RANGES = (2, 3, 4, 5, 10, 50)
 
 def max_by_c_range(df: pd.DataFrame) -> dict:
     """Max of the joint − single difference over c ≤ c_max (and the whole L grid), for c_max in C_RANGES and the
-    largest c of the grid: does the thesis's "up to 1.25 nats" depend on which c-range it plotted? (issue #15)"""
+    largest c of the grid: does the thesis's "up to 1.25 nats" depend on which c-range it plotted?"""
     out = {}
     for cm in [c for c in C_RANGES if c < df["c"].max()] + [int(df["c"].max())]:
         sub = df[df["c"] <= cm]

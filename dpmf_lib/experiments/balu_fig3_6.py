@@ -43,7 +43,7 @@ def utility(kind: str, params: dict, setup: ch3.Setup) -> pd.DataFrame:
     """k-NN recall from sanitized sketches of all test users, per ε.
 
     The noise of user u at ε is seeded by the ε's *value* ([seed, 2, eps_stream(ε), u], as the attacks): a row depends
-    on ε, never on its place in the ε list (#15; it was seeded by the list position). It is the same stream as the
+    on ε, never on its place in the ε list. It is the same stream as the
     attacks', so an attacked user's sketch here is the very release the privacy axis attacked."""
     true_sim = metrics.cosine_matrix(setup.test.indicator())
     rows = []

@@ -8,7 +8,7 @@ selection is degenerate (validation RMSE within 5e-4 of the bias-only model on s
 nothing, and the cell compares two baselines); guard ``live_cells``: at least 30 of them. At the ``paper`` grid on
 ML-100K a large share of the cells is degenerate (the figure states it), so a share-of-cells guard would always fail
 and the mean over all cells would be diluted by zeros. The live cells may cluster (the degenerate ones gather where d
-and γ are both large), so guard ``gamma_rows_live`` (#15 review of 728723a): the share of the γ values with at least
+and γ are both large), so guard ``gamma_rows_live``: the share of the γ values with at least
 one live cell must be ≥ 0.5. γ is the axis along which the sketch compresses, and so along which k matters; 30 live
 cells confined to a few low-γ rows would measure k only where the sketch hardly compresses.
 

@@ -3,7 +3,7 @@
 The thesis: "The optimal value is often lower than 10⁻² ... The λ value diminishes with d ... λ lowers with increase
 in γ and it is true even for a fixed d". Same sweep as Figure 4.1 restricted to k = 4 with a finer λ grid.
 
-Measured (#15 review of 728723a), over the *live* cells only: a cell whose selection is degenerate on the split its λ
+Measured over the *live* cells only: a cell whose selection is degenerate on the split its λ
 was chosen on (the first; validation RMSE within 5e-4 of the bias-only model — any larger λ ties there, so its λ is
 not a choice) is left out. Leaving cells out unbalances the (d, γ) grid: at ``paper`` on ML-100K the degenerate cells
 cluster where d and γ are both large, so among the live cells d and γ are negatively correlated and a correlation

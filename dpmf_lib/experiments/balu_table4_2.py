@@ -29,9 +29,8 @@ CLAIM_RMSE = "balu-4.2-table-{method}-{dataset}"
 CLAIM_FH_WORSE = "balu-4.2-fh-minus-cs-{dataset}"
 
 
-# relative cost per training rating of the three methods at d = 32 (measured on the EachMovie stand-in, #20: count
-# sketch 1.8, feature hashing 0.9, regular 0.22 us per rating and epoch), times 1 + users / 50,000 for the cache misses
-# of a larger model (count sketch: 2.13 us on EachMovie's 6,100 users, 5.05 on Netflix's 48,000 at paper). Only the
+# relative cost per training rating of the three methods at d = 32 (measured on the EachMovie stand-in, us per rating
+# and epoch), times 1 + users / 50,000 for the cache misses of a larger model. Only the
 # order in which the pool hands out the configurations (dearest first) depends on it, never a number.
 METHOD_COST = {"count_sketch": 1.8, "feature_hashing": 0.9, "regular": 0.22}
 

@@ -42,7 +42,7 @@ enough at d = 8, L = 16 to encode every vector; its ``us_per_vector`` is the Sci
 the kind of solver the thesis timed) on ``n_timing_lp`` vectors, and ``us_per_vector_facets`` the facet solver's.
 It encodes the first ``n_antisparse`` vectors (``n_encoded`` says how many). The paper's numbers are in the ``*_paper`` columns.
 
-The systematic MSE offset (ours below the thesis for every tight-frame method), investigated for issue #15 — the
+The systematic MSE offset (ours below the thesis for every tight-frame method), investigated — the
 table with the measurements is in the notebook's introduction. In short (20,000 vectors, 5 frames): ours over frames
 0.204 / 0.071 / 0.100 / 0.125 (LSH+frame / optimal / qoLSH / anti-sparse) ± 0.003–0.005 vs the thesis's 0.207 /
 0.075 / 0.107 / 0.142. The frame draw explains LSH+frame and optimal (< 1 sd); other tight-frame constructions (eq.

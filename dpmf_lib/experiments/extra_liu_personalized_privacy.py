@@ -17,14 +17,14 @@ including ``weights_from``: Section 6.6's m_i before trimming, the default, or a
 **Theorem 2's factor 2, both readings.** The statement gives ε_i = ε B_i / (2B) (and "ε = 4B ⇒ 2B_i"): Definition 2
 adds or removes one user, and its proof bounds the two factors of the posterior ratio by exp(ε B_i / (4B)) each.
 Theorem 1's ε is for Definition 1, which *replaces* a user (sensitivity 2B): on that scale the same user's loss is
-ε_i = ε B_i / B (a user at the bound, B_i = B, gets Theorem 1's ε, not ε/2). The factor decides the claim (issue
-#14: on ML-100K ≈ 1/57 with the first reading, ≈ 1/28 with the second), so the claim is measured in both readings
+ε_i = ε B_i / B (a user at the bound, B_i = B, gets Theorem 1's ε, not ε/2). The factor decides the claim (on
+ML-100K ≈ 1/57 with the first reading, ≈ 1/28 with the second), so the claim is measured in both readings
 (``setting``), and the CSV carries both (``*_alt`` columns = the ε B_i / B reading).
 
 **Sampler.** On ``gibbs.datasets`` (ML-100K) Algorithm 1 samples with exact block Gibbs (``liu_fig7``'s exact-Gibbs
 series: the same target, so Theorem 2 applies to its sample as to an exact SGLD sample); elsewhere the paper's SGLD.
 At paper the SGLD chains at ε = 250 on ML-100K mixed in 1 seed of 5 (split-R̂ 1.01, 1.24, 1.08, 1.61, 1.06; ESS 586,
-6, 22, 3, 34), so the claim's guards failed on the paper's sampler (2026-11-27); its value hardly moved (0.0185-0.0190
+6, 22, 3, 34), so the claim's guards failed on the paper's sampler; its value hardly moved (0.0185-0.0190
 in the stated reading). The CSV's ``sampler`` column says which ran.
 
 **Which claim.** The paper's is about Netflix (a stand-in here, never judged); a run on real ML-100K measures our
@@ -45,7 +45,7 @@ from ..privacy import posterior_sampling as ps
 from . import liu_fig7
 from ._liu_mf import ML100KSeeds, claim_for, ml100k_params
 
-#: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
+#: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K
 TYPICAL_CLAIMS = {"netflix": "liu-6.7-typical-user-eps-over-25", "ml-100k": "liu-6.7-typical-user-eps-over-25-ml-100k"}
 
 

@@ -1,4 +1,4 @@
-"""Beyond the papers (issue #13 part 4): the privacy–utility frontier — every rating predictor of the workbook on one
+"""Beyond the papers: the privacy–utility frontier — every rating predictor of the workbook on one
 ML-100K split, test RMSE against the ε that provably holds (the privacy ledger), in two common units.
 
 Mechanisms (each run by the workbook's own code, never re-implemented here; all on ML-100K fold ``fold``, i.e.

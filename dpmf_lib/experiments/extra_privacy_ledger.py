@@ -1,4 +1,4 @@
-"""Beyond the papers (issue #13): the privacy ledger — stated vs provable vs audited ε for every mechanism.
+"""Beyond the papers: the privacy ledger — stated vs provable vs audited ε for every mechanism.
 
 For each mechanism one row: the ε (and δ) the paper states; the ε that provably holds for this implementation
 (:mod:`dpmf_lib.privacy.ledger`, with every caveat accounted or "no finite ε" and the reason), cross-checked with
@@ -459,7 +459,7 @@ def run(params: dict) -> pd.DataFrame:
         add("liu", lg.liu_entry(eps, info["B"], int(p["liu_tau"]), constraint_satisfied=sat),
             _audit_row(res, inst + f", τ={p['liu_tau']}, d={p['liu_d']}, {p['liu_rounds']} rounds, fixed Λ; range "
                        f"rule met in {np.mean(info['satisfied']):.0%} of runs", time.perf_counter() - t0))
-    if want("liu-clipped"):  # ours (issue #13 part 3): the clipped-loss variant, audited like the paper's row
+    if want("liu-clipped"):  # ours: the clipped-loss variant, audited like the paper's row
         t0 = time.perf_counter()
         eps = float(p["liu_epsilon"])
         res, info, _ = audit_liu(sub, p, eps, ns, seed, conf, clip_loss=True)
@@ -492,7 +492,7 @@ def run(params: dict) -> pd.DataFrame:
         e.extra["l1_change_over_deltaF"] = ratio
         add("dpsgd-pnbm", e, _audit_row(res, inst + ", one iteration (K = 1, γ = 1), white-box noisy gradient",
                                         time.perf_counter() - t0, pair))
-    if want("dpsgd-pnbm-clipped"):  # ours (issue #13 part 3): the DP-valid variant beside the paper's row
+    if want("dpsgd-pnbm-clipped"):  # ours: the DP-valid variant beside the paper's row
         t0 = time.perf_counter()
         eps = float(p["pnbm_epsilon"])
         res, pair, ratio = audit_dpsgd_pnbm_clipped(sub, p, eps, n, seed, conf)

@@ -19,7 +19,7 @@ Choices: the tier shares are computed on all ratings (no train/test split, as th
 dataset). On a stand-in these numbers follow from the generator's power-law parameters (derived from the published
 shape, never from this claim) — the report shows them but judges the claim only on real data.
 
-The stand-in's left tail (#14 F8): its shape model is fitted to three published facts (max, median, total; see
+The stand-in's left tail: its shape model is fitted to three published facts (max, median, total; see
 :mod:`dpmf_lib.data.standin`), which cannot give the real tail of rarely rated movies — the full-size Netflix stand-in
 has no movie below ~130 ratings where the real data goes down to 3, so the "100 ratings or less" region of the
 paper's caption is empty on it. :func:`standin_floor_notes` measures the floor from the plotted data and the plot

@@ -27,7 +27,7 @@ One measurement per (dataset, d) (``setting``), so every d is judged. C-SGD's us
 common target can be C-SGD's own still-falling final RMSE and its time is just the length of its run; (2) libmf
 crosses the target between two fits (not at its first); (3) both times to the target are at least 1 s, so that a
 fit's fixed overhead (libmf's data conversion, ≈ 0.05-0.2 s on ML-100K) and a shared machine's jitter are ≲ 10 % of
-either. On ML-100K at the paper's settings (15 epochs, Netflix's step sizes) (1) and (3) fail: measured 2026-11-23 on
+either. On ML-100K at the paper's settings (15 epochs, Netflix's step sizes) (1) and (3) fail: measured on
 one thread, C-SGD still falls ≈ 0.0007 per epoch at epoch 15 (≈ 0.002 over epochs 12-15 at d = 512 and 2048) and
 reaches the target in 0.17 / 0.72 s at d = 512 / 2048 (0.06-1.3 s over both solvers and runs, idle and loaded). So
 the ML-100K counterpart is expected to read *inconclusive* with those reasons: ML-100K is too small to time this

@@ -7,7 +7,7 @@ solver runs at the dims in ``sweep_dims`` (Figure 3: 2048); the other ``dims`` r
 abstract's "1024 dimensional models at a rate of 8.5 million recommendations per second" (read as rating updates/s,
 the only throughput the paper reports).
 
-**Section 5's Netflix rate** (ours, #14). Section 5's "approximately 10 seconds" per pass over Netflix's 10⁸ ratings
+**Section 5's Netflix rate** (ours). Section 5's "approximately 10 seconds" per pass over Netflix's 10⁸ ratings
 at d = 2048 (10⁷ updates/s) is about Netflix, so it is measured on Netflix's shape, not on Figure 3's Yahoo! Music
 data: a small extra run (:func:`section5_rate`) of C-SGD at ``section5_d`` with all threads for ``section5_epochs``
 rounds on whole users of the Netflix stand-in (``section5_datasets``, at ``section5_standin_scale`` of the published
@@ -16,7 +16,7 @@ model is freed (Yahoo's peak is ≈ 16 GB), holds ≈ 2U + 3V (≈ 1 GB at paper
 ``liu-5-netflix-d2048-10s-per-epoch`` (only when ``section5_d`` is the quote's 2048). Its row in the CSV has
 ``section5`` set and is not on the thread plot; the figure's footnote gives its rate.
 
-**Data** (ours, issue #14): the dataset (Yahoo! Music's labelled stand-in unless fetched) reduced to *whole users* in
+**Data** (ours): the dataset (Yahoo! Music's labelled stand-in unless fetched) reduced to *whole users* in
 a seeded random order until ``max_ratings`` (:func:`._liu_mf.whole_user_subset`), the items none of them rated
 dropped and the ids compacted, so U and V are sized for the subset and not for the whole 1M × 625k id space (which at
 d = 2048 needed ≈ 28 GiB for C-SGD here). A random subset of *ratings* would leave ~5 ratings per user and destroy

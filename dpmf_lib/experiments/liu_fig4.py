@@ -139,7 +139,7 @@ def repeats_for(params: dict, dataset: str) -> int:
 
 #: the power guard's value when the smallest table's chain diverged (its RMSE +inf) and fresh draws did not: farther
 #: from fresh draws than any bound. Recorded as this finite number because a guard reads ±inf as "not measured"
-#: (:meth:`dpmf_lib.claims.Guard.holds`); with +inf the ζ = 1 settings read "guard failed" (issue #14 audit).
+#: (:meth:`dpmf_lib.claims.Guard.holds`); with +inf the ζ = 1 settings would read "guard failed".
 DIVERGED_POWER = 1e6
 
 

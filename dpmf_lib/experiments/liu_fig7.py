@@ -15,7 +15,7 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
 - Algorithm 1 (:mod:`dpmf_lib.privacy.posterior_sampling`) for every ε in ``epsilons`` plus ε = 4B and every ρ in
   ``rho``: test RMSE of the local model, of the full (unreleased) sample, and how often the prediction-range
   constraint of lines 5–6 binds;
-- beside it, labelled as ours (issue #13 part 3; not in the paper): "DPMF, clipped loss (ours)" —
+- beside it, labelled as ours (a DP-valid variant, not in the paper): "DPMF, clipped loss (ours)" —
   ``sample_private(clip_loss=True)``, the likelihood with the prediction clipped to [r_min − κ, r_max + κ], so the
   bound B holds by construction and Theorem 1 applies without the range loop (first ρ only; ``clipped_loss``);
 - Section 6.6's weights w_i = min(ρ, B / (m_i (Δ+κ)²)) leave open whether m_i is counted before or after trimming
@@ -23,7 +23,7 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
   reading (``trimmed``: heavy users keep weight 1) is drawn as a second series at the first ρ, labelled
   "DPMF, w_i from trimmed m_i (other reading)"; the claim is measured on the default only.
 
-Chains (issue #14). Every private point runs ``private.n_chains`` independent chains (own seeds and
+Chains. Every private point runs ``private.n_chains`` independent chains (own seeds and
 data-independent starts): ``private.burn_in`` rounds at the decaying step, then ``private.rounds`` rounds at a constant
 step (the step no longer shrinks to nothing at large ε), with the split-R̂ and ESS of the mean squared item factor and
 of the sample's test RMSE reported per point (``rhat``, ``ess``; hollow rings on the figure where R̂ > 1.05). A redraw
@@ -33,7 +33,7 @@ block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood
 and (v_j, b_j) drawn from its Gaussian conditional, no step size) is drawn as a reference line: where a converged
 chain lands (``gibbs``). A claim is judged only where the chains' split-R̂ ≤ 1.05 (guard ``chain_split_rhat``).
 
-A better-mixing sampler (issue #14, ours). At the paper's SGLD settings the chains mix slowly (ML-100K, ε = 4B: ESS
+A better-mixing sampler (ours). At the paper's SGLD settings the chains mix slowly (ML-100K, ε = 4B: ESS
 11–41 from 2 × 600 constant-step rounds in the paper runs; an exact scale move U·c, V/c did not help, so the slow
 direction is not the scale of V). Theorem 1 is about an exact sample of the target, so any exact sampler of it
 releases under the same ε. With ``gibbs.private_series`` the same exact block Gibbs is Algorithm 1's sampler for
@@ -76,13 +76,13 @@ from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
 from ..privacy import posterior_sampling as ps
 
-#: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
+#: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K
 RATING_DP_CLAIMS = {"netflix": "liu-6.7-rating-dp-small-accuracy-loss",
                     "ml-100k": "liu-6.7-rating-dp-small-accuracy-loss-ml-100k"}
-OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series (issue #13 part 3)
-ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i (issue #14)
-GIBBS = "exact block Gibbs, ε = 4B (reference)"  # the non-private target sampled exactly (issue #14)
-GIBBS_DP = "DPMF, exact Gibbs sampler (ours)"  # Algorithm 1 with exact block Gibbs as its sampler (issue #14)
+OURS = "DPMF, clipped loss (ours)"  # the DP-valid variant beside the paper's series
+ALT_WEIGHTS = "DPMF, w_i from trimmed m_i (other reading)"  # Section 6.6's other reading of m_i
+GIBBS = "exact block Gibbs, ε = 4B (reference)"  # the non-private target sampled exactly
+GIBBS_DP = "DPMF, exact Gibbs sampler (ours)"  # Algorithm 1 with exact block Gibbs as its sampler
 RHAT_MAX = 1.05  # a chain counts as converged when its split-R̂ is at most this (the claim guard's threshold)
 
 
@@ -217,7 +217,7 @@ def local_rmse(V, bi, b0, rel, train, test) -> float:
 
 
 def gibbs_rows(ds: str, pre, priors, train, test, params: dict, release=None) -> list[dict]:
-    """The exact block-Gibbs reference at ε = 4B (the non-private posterior of the private pipeline; issue #14).
+    """The exact block-Gibbs reference at ε = 4B (the non-private posterior of the private pipeline).
     ``release``: the Gibbs series' ε = 4B release, whose chains are the reference's (same seeds), reused."""
     gp = params["gibbs"]
     if ds not in gp["datasets"]:

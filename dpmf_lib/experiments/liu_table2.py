@@ -21,8 +21,8 @@ on how many other references an instruction mix makes.
 Cachegrind's (same write-allocate LRU two-level model: D1 and LL, the last standing for L3). The driver
 (:mod:`._liu_cachegrind_driver`) calls ``os.getppid()`` right before and after each row's passes, so each row is
 counted in a dump of its own; a null segment (two markers back to back) measures the markers' own cost, which is
-subtracted. This replaces the earlier subtraction of a separate baseline process (interpreter start, imports,
-compile): one process per d instead of two per row, and no run-to-run noise of the interpreter's references.
+subtracted. Why markers rather than a separate baseline process (interpreter start, imports, compile): one process
+per d instead of two per row, and no run-to-run noise of the interpreter's references.
 miss rate = D1 misses / data refs and LL misses / data refs, as Cachegrind defines "D1 miss rate" and "LLd miss rate".
 
 **Simulated caches: the paper's 32 KB L1d / 6 MB L3** (``l1``/``ll``; null: this machine's from /sys). Why: the
@@ -44,9 +44,9 @@ stand-in for GraphChi; the paper's GraphChi numbers are shown for reference only
 
 Cost: each process starts Python and numba under valgrind (~45 s of CPU). numba's on-disk cache is keyed by the
 CPU name and features numba detects, and under valgrind it detects valgrind's virtual CPU (``haswell`` with AVX2 on
-the Zen 3 and Zen 4 hosts here), so the kernel used to be compiled *under valgrind* whenever that cache entry was
-missing — on every fresh clone, i.e. every CI run: most of the ~20 min ``ci`` run on a Zen 3 host (twenty-first
-session). :func:`valgrind_cpu` now asks a valgrind process once what numba sees there, the driver compiles the
+the Zen 3 and Zen 4 hosts here), so the kernel would be compiled *under valgrind* whenever that cache entry is
+missing — on every fresh clone, i.e. every CI run, most of the ``ci`` run's time. :func:`valgrind_cpu` asks a valgrind
+process once what numba sees there, the driver compiles the
 kernel *outside* valgrind for exactly that CPU name and feature string (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``,
 ``compile-only``), and the valgrind processes run with the same two variables and load it. The machine code is the
 one valgrind's numba would have compiled (same LLVM target and features), so the counts are unchanged; the driver

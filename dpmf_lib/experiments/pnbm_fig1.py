@@ -1,5 +1,5 @@
 """PNBM paper, Figure 1: RMSE vs ε — DPSGD-PNBM, DPSGD-MF, non-private PCC and COS (ML-100K; ML-1M when fetched);
-beside them, labelled as ours, DPSGD-PNBM with per-user L1 clipping (issue #13 part 3).
+beside them, labelled as ours, DPSGD-PNBM with per-user L1 clipping (a DP-valid variant).
 
 Every (method, ε) point is the best configuration of the paper's grid (section 5.1) by RMSE averaged over the folds
 evaluated (5-fold CV at the paper profile). Beside the paper's ε, the CSV and the right panel give the standard
@@ -12,12 +12,12 @@ L1, Laplace noise calibrated to that clip, item means privatised with a ``clippe
 that provably holds at rating level (basic composition, no subsampling amplification), unlike the paper's series,
 whose ε is the paper's accounting. Grid: ``clipped_grid`` (null: the DPSGD-PNBM grid; ci: one configuration).
 
-Extra series (ours, a labelled deviation; issue #16 finding 7): "DPSGD-MF, larger η" and its noise-free reference
+Extra series (ours, a labelled deviation): "DPSGD-MF, larger η" and its noise-free reference
 "MF, larger η" — the same trainers on the MF grid with ``mf_lr_eta`` in place of the paper's η ∈ {6, 8}·10⁻⁴, at
 which MF does not move from its N(0, 0.1²) start (noise-free ≈ item means); at η = 0.01 it trains. The paper's
 series stay as they are; the deviation is drawn beside them, never in their place. ``mf_lr_eta: []`` turns it off.
 
-Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the claims' seeds
+Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
 (:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, noise-free MF, DPSGD-
 PNBM at ε = 1, DPSGD-MF at ε = 1 and 20), on the same folds, at the new seed, and :func:`measurements` computes the
@@ -76,7 +76,7 @@ def specs(ds: str, p: dict) -> list[GridSpec]:
     """Every grid search of the figure on ``ds``, in the order of the CSV's rows."""
     hk = p["fold_halving_keep"]
     fx = pnbm_fixed(p)
-    cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours (issue #13 part 3)
+    cfx = {**fx, "clip_l1": p["clipped_l1"], "mean_share": p["clipped_mean_share"]}  # ours: DP-valid clipped variant
     mfx = {"e_max": p["mf_e_max"]}
     out = knn_specs(ds, p) + [
         GridSpec("dpsgd-pnbm", p["epsilons"], pnbm_grid(p), fx, hk),
@@ -84,7 +84,7 @@ def specs(ds: str, p: dict) -> list[GridSpec]:
         GridSpec("dpsgd-pnbm-clipped", p["epsilons"], clipped_grid(p), cfx, hk),
         GridSpec("dpsgd-mf", p["epsilons"], mf_grid(p), mfx, hk),
         GridSpec("mf", [None], mf_grid(p), mfx, hk)]
-    if p["mf_lr_eta"]:  # ours (issue #16 finding 7): the MF baselines with a learning rate at which MF trains
+    if p["mf_lr_eta"]:  # ours: the MF baselines with a learning rate at which MF trains
         lr = {**mf_grid(p), "eta": p["mf_lr_eta"]}
         out += [GridSpec("dpsgd-mf-lr", p["epsilons"], lr, mfx, hk), GridSpec("mf-lr", [None], lr, mfx, hk)]
     return out

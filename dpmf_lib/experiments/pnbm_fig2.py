@@ -4,11 +4,11 @@ DPPS-PNBM: SGLD (eq. 11) on the log-posterior scaled by κ = min(1, ε/(4B)), B 
 sample (the last state). DPPS-MF is Liu et al.'s posterior-sampling MF from :mod:`dpmf_lib.privacy` (never a second
 implementation here; the grid mapping is in :func:`dpmf_lib.nbm.runs.dpps_mf_rmse`). The non-private SGLD sample
 (κ = 1, same grid) and the chains' common data-independent start S⁰ (its predictor, no training: column
-``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰ (issue #16
-finding 9), so the SGLD line lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the
-minibatch size L are not in the paper (our choice, in params/pnbm_fig2.yaml).
+``rmse_start``) are drawn as reference lines: at the paper's step sizes the chains barely leave S⁰, so the SGLD line
+lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T and the minibatch size L are not in the
+paper (our choice, in params/pnbm_fig2.yaml).
 
-Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the claims' seeds
+Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
 (:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, DPPS-PNBM and DPPS-MF
 at x = 0.1), on the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in
@@ -97,7 +97,7 @@ def run(params: dict) -> pd.DataFrame:
     datasets, notes = runs.available(p["datasets"])
     frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
-    # movement traces of the selected chains on the first fold (issue #16 finding 9): rows with method "trace"
+    # movement traces of the selected chains on the first fold: rows with method "trace"
     traces = [runs.chain_traces(agg, ds, p["folds"][0], dpps_fixed(p), p["seed"]) for ds in datasets]
     agg = finish(pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True), p, notes)
     return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))

@@ -5,7 +5,7 @@ level x = ε_user / τ. For every x on the axis we run DPSGD-PNBM at ε = x and 
 with its paper grid (section 5.1) and best-of-grid selection. Note: "average rating level" is the paper's framing; a
 user-level ε of x·τ is not an x-DP guarantee for a single rating in general (group privacy runs the other way).
 
-Claims over seeds (:func:`rerun_selected`, our choice; issues #16, #20): the claims' seeds
+Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
 (:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claim's inputs (:func:`claim_inputs`: DPSGD-PNBM and DPPS-PNBM at x =
 1), on the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in

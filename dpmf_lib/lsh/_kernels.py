@@ -97,7 +97,7 @@ def _pack_projections_serial(P, out):
 
 def pack_projections_kernel(P):
     """Project-and-sign straight from projections: (n, L) float32 ``X W`` → packed codes of ``sign(P)`` (sign(0)=+1,
-    also for −0.0: the test is ``P >= 0``). One thread (or few rows: the parallel launch costs more than the work, #19)
+    also for −0.0: the test is ``P >= 0``). One thread (or few rows: the parallel launch costs more than the work)
     → a serial pass; otherwise a chunk of rows per thread."""
     from numba import get_num_threads
 
@@ -263,10 +263,10 @@ def hamming_matrix_kernel(Q, D):
 
 
 # ----------------------------------------------------------------------------------- shared pieces of the k-NN kernels
-# One copy of each rule (#15/#19 review: the candidate-list set-up, compaction, counting-sort read-out and padding
-# were written out once per kernel): used by the threshold, simd, shards and small paths. All are tiny and
+# One copy of each rule (the candidate-list set-up, compaction, counting-sort read-out and padding), used by the
+# threshold, simd, shards and small paths. All are tiny and
 # ``inline="always"`` (numba inlines them into the caller's IR), so the compiled loops are the ones the kernels had
-# written out (outputs identical, bench ratios unchanged). The histogram path (:func:`_hamming_knn_hist`) keeps its
+# written out. The histogram path (:func:`_hamming_knn_hist`) keeps its
 # own loops: it is off the default path and a like-for-like timing of it could not be taken on a loaded machine.
 #
 # The selection rule of every path: the k smallest (distance, index) pairs. With t the k-th smallest distance (the
@@ -518,7 +518,7 @@ def _hamming_knn_small(Q, D, k, n_groups, block):
 
 @njit(cache=True, parallel=True)
 def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
-    """Any k, one pass (issue #19). Queries are split into ``n_groups`` groups (one per thread); each group walks the
+    """Any k, one pass. Queries are split into ``n_groups`` groups (one per thread); each group walks the
     database in blocks of ``block`` rows and scans each block for all its queries while it is in cache — 256-bit codes
     four queries at a time, so a row's words are loaded once for four distances. Per query a threshold ``thr`` (the
     smallest t with at least k candidates at distance ≤ t; n_bits + 1 until k are seen) rejects a row with one
@@ -577,7 +577,7 @@ def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
     return idx, dist
 
 
-# ------------------------------------------------------------------------------- SIMD block scan (#19, fourth session)
+# ----------------------------------------------------------------------------------------------------- SIMD block scan
 @njit(cache=True, inline="always")
 def _block_distances(q, T, nb, nw, buf):
     """Distances of query ``q`` to the ``nb`` rows of a transposed block ``T`` (nw, block) into ``buf``; returns their
@@ -695,8 +695,8 @@ def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     """The k smallest Hamming distances of every query, ties broken by the smaller database index.
 
     ``auto``: ``simd`` (:func:`_hamming_knn_simd`: per thread a group of queries, the database in transposed L1 blocks,
-    distances and block minimum vectorised, rows visited only when the block's minimum beats the query's threshold;
-    #19, fourth session) or, with fewer queries than threads, ``shards`` (the database split over the threads, then a
+    distances and block minimum vectorised, rows visited only when the block's minimum beats the query's threshold)
+    or, with fewer queries than threads, ``shards`` (the database split over the threads, then a
     merge: :func:`_hamming_knn_shards`). Older paths kept for the agreement tests and the bench: ``threshold`` (one
     scalar pass, queries four at a time: :func:`_hamming_knn_threshold`), ``small`` (a sorted list of the k best:
     :func:`_hamming_knn_small`), ``hist`` (distance histogram and counting select: :func:`_hamming_knn_hist`). All

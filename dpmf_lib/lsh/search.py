@@ -5,7 +5,7 @@ search.
 - :func:`hamming` — all Hamming distances by hardware popcount (numba); :func:`hamming_reference` unpacks and compares.
 - :func:`hamming_knn` — the k nearest codes of each query code (ties → smaller index): a one-pass scan of the database
   in transposed L1 blocks with a vectorised popcount and per-query rejection threshold, then a counting sort on
-  distance (``_kernels.hamming_knn_kernel``; #19); :func:`hamming_knn_reference` is a stable argsort.
+  distance (``_kernels.hamming_knn_kernel``); :func:`hamming_knn_reference` is a stable argsort.
 - :func:`asym_dot` (eq. 5.3, ``Σ_j (yᵀw_j) b_j``) and :func:`asym_cos` (eq. 5.13, the same divided by ``‖Wb‖``): dense
   references over all pairs; :func:`asym_scores` scores given candidates from packed codes (numba, byte lookup tables).
 - :class:`SketchIndex` + :func:`two_stage_search` — shortlist the ``shortlist`` (paper: 1,000) database vectors nearest

@@ -14,40 +14,14 @@ the plain :func:`dpmf_lib.mf.layout.tiered_layout_reference`, and the two are te
    sort); in user-major order (``interleave=1``) the run is sorted by internal item id instead.
    Input already sorted by user (what the loaders and splits give) skips step 1: the runs are read in place.
 
-#19 (second pass): the first version sorted a whole block's runs into block-sized buffers (16 bytes per rating
-written and read back) and looked every item's rank up three times; emitting per batch from an L1-sized buffer and
-mapping items once made ``_blocks`` ~1.9x faster (same process, same arrays), and counting kernels
-replaced ``np.bincount`` (which copied the 21M item ids to int64) and ``np.searchsorted`` (since the twenty-sixth
-session one pass, :func:`item_counts_user_ptr`). The arrays are unchanged
-(tests/test_mf_layout.py: equal to the reference and to the loop statement).
-
-#19 (seventh session, same arrays; the run sorts and the emit it describes were replaced in the eighteenth): the
-tier of a rating is a branch-free count of the bounds below its item (the early-exit loop mispredicted about once per
-rating) and is computed once in step (a) and stored (the run sorts looked it up again); the round-robin emit
-compacted its active-user list only after a round in which a run ended; and the
-``order`` output is optional (``with_order``): :func:`~dpmf_lib.mf.layout.tiered_layout` builds without it and
-computes it on first use. Same-process A/B on the 21.1M-rating set (1 thread, process CPU time, machine shared):
-``_blocks`` 0.56-0.62 s -> 0.44-0.47 s before dropping ``order``; per phase 0.11 -> 0.08 s (item ids and counts),
-0.26 -> 0.17 s (run sorts), the emit ~0.2 s.
-
-#19 (eighteenth session, other draws of the same law): the random order of a user's tier run was a sort by a 42-bit
-counter-based key per rating (a counting sort into buckets, an insertion sort, then a round-robin emit from a batch
-buffer): ~7 ns per rating for the sort and ~6 for the emit, more than a d = 16 SGD update. An inside-out Fisher-Yates
-gives the same law (every order of the run equally likely) with one draw per rating and no sort, and writes each
-rating straight into its round-robin slot. The per-rating loops are functions of their own with unsigned indices
-(``_map_run``, ``_shuffle_runs_into``; the assembly of the inlined loop showed ~25 stack reloads and a negative-index
-wraparound per array access), and one pass gave both the sortedness check and the run offsets.
-Same-process A/Bs on the 21.1M-rating set (1 thread, process CPU time, pre-touched outputs, a paper row on the other
-core): ``_blocks`` 0.383 s (sorted keys) -> 0.25 (shuffle) -> 0.195 (its own function) -> 0.178 (``_map_run``);
-``tiered_layout`` as a whole 0.47 -> 0.24 s (fresh outputs, alternating processes). The visiting orders differ from
-the sorted keys' (C-SGD and SGLD results moved like a change of seed).
-
-#19 (twenty-third session, same arrays): with ≤ 3 tiers (the papers' case) the per-tier counters of ``_map_run`` and
-of the shuffle live in registers (``_shuffle_runs_few_tiers``); counting in memory made each rating wait for the
-store of the one before it in the same tier. Same-process A/B on the 21.1M-rating set (1 thread, process CPU time,
-Zen 3): ``_blocks`` 0.26 -> 0.17 s; paired ``train_sgd`` setup 0.36 -> 0.26 s. Tried and not kept (no gain): a
-per-batch map into L1-sized buffers, the rating indices shuffled in a local buffer and written once, prefetching the
-next batch's output lines, the tier packed into the item id, a four-way split item histogram (then ``item_counts``).
+Design choices (speed, same arrays as the reference): per-batch emit from an L1-sized buffer with every item mapped
+once; counting kernels instead of ``np.bincount``/``np.searchsorted`` (one pass, :func:`item_counts_user_ptr`); the
+tier of a rating as a branch-free count of the bounds below its item, computed once; the ``order`` output optional
+(``with_order``); an inside-out Fisher-Yates with one counter-based draw per rating instead of sorting by random keys
+(the same law, every order of the run equally likely, and no sort); the per-rating loops as functions of their own
+with unsigned indices (inlined, they spilled registers and paid negative-index wraparound); with ≤ 3 tiers (the
+papers' case) the per-tier counters in registers (``_shuffle_runs_few_tiers``: in memory each rating waited for the
+store of the one before in its tier). Timings, and what was tried without gain, are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -113,8 +87,8 @@ def _p(pos, ident, x):
 
 @njit(cache=True, inline="always")
 def _tier_of(j, bounds):
-    # bounds are strictly increasing, so the tier is the number of bounds ≤ j: a branch-free count (#19, seventh
-    # session: the early-exit loop mispredicted about once per rating, tiers being mixed in every user's run). No
+    # bounds are strictly increasing, so the tier is the number of bounds ≤ j: a branch-free count (an early-exit
+    # loop mispredicts about once per rating, tiers being mixed in every user's run). No
     # `t < n and j >= bounds[t]` condition either: numba's parallel-loop optimiser hoisted bounds[0] out of it, an
     # out-of-bounds read (value unused) on the empty bounds of a single tier that NUMBA_BOUNDSCHECK=1 reports
     t = 0
@@ -130,8 +104,7 @@ def _map_run(a, e, base, it, rank, bounds, ri, rt, counts):
     nb = bounds.shape[0]
     if nb <= 2:
         # ≤ 3 tiers (the papers use 3): the counts live in registers. Incrementing counts[t] in memory made each
-        # rating wait for the store of the one before in the same tier (#19, twenty-third session: the map 0.11 ->
-        # 0.055 s on the 21.1M-rating set, with the shuffle's counters below)
+        # rating wait for the store of the one before in the same tier
         b0 = bounds[0] if nb > 0 else _NO_BOUND
         b1 = bounds[1] if nb > 1 else _NO_BOUND
         above0 = 0
@@ -185,8 +158,7 @@ def _shuffle_runs_few_tiers(u, a, L, base, pos, ident, state, rt, ri, val, rpos,
                             o_values):
     """:func:`_shuffle_runs_into` for ≤ 3 tiers without ``order``, the same writes: the per-tier counters in
     registers (in memory, each rating waited for the store of the one before in its tier), and one loop per source
-    of the draw's counter (sorted input: the position itself), so that no test of ``ident`` is left in the loop
-    (#19, twenty-third session: with :func:`_map_run`'s counters, ``_blocks`` 0.26 -> 0.17 s)."""
+    of the draw's counter (sorted input: the position itself), so that no test of ``ident`` is left in the loop."""
     U = np.uint64
     s0 = 0
     s1 = 0
@@ -211,9 +183,9 @@ def _shuffle_runs_into(u, a, L, base, pos, ident, state, rt, ri, val, seen, rpos
     """Inside-out Fisher-Yates of each of user ``u``'s tier runs (its ratings ``a .. a+L-1`` in input order) straight
     into its round-robin slots: the run's ``i``-th rating in tier ``t`` swaps with the uniform slot ``j ≤ i``
     (``rpos[t * stride + i]`` is the slot of round ``i``; ``seen[t]`` counts the tier's ratings so far, zeroed
-    here). A function of its own with unsigned indices (#19): inside the block loop this loop spilled most of its
-    registers and spent more instructions on negative-index wraparound than on the shuffle (``_blocks`` 0.25 -> 0.18
-    s with ``_map_run``, same arrays). ≤ 3 tiers without ``order`` go to :func:`_shuffle_runs_few_tiers`."""
+    here). A function of its own with unsigned indices: inside the block loop this loop spilled most of its
+    registers and spent more instructions on negative-index wraparound than on the shuffle. ≤ 3 tiers without
+    ``order`` go to :func:`_shuffle_runs_few_tiers`."""
     if seen.shape[0] <= 3 and not with_order:
         _shuffle_runs_few_tiers(u, a, L, base, pos, ident, state, rt, ri, val, rpos, stride, o_users, o_items,
                                 o_values)
@@ -356,13 +328,12 @@ def item_counts_user_ptr(users, items, n_users, n_items, n_chunks):
     included), the serial tail those after the last rating's user, so for sorted input every entry is written once.
     Unsorted, ``is_sorted`` is False and the offsets are void (the caller sorts): a chunk writes none after its first
     step down, so those entries stay -1 (writing them on every later step up cost O(n_users) stores per rating of a
-    random order). #19, twenty-sixth session: the item counts and the run offsets were two passes, 38 ms together at
-    21M ratings on one thread, 21 ms now; 29 -> 10 ms on two."""
+    random order). One pass for both because two passes cost nearly twice the time."""
     n = users.shape[0]
     cnt = np.zeros((n_chunks, n_items), dtype=np.int64)
     ptr = np.full(n_users + 1, -1, dtype=np.int64)
     chunk_sorted = np.ones(n_chunks, dtype=np.bool_)
-    U = np.uint64  # unsigned indices and the chunk's own row: 31 -> 21 ms at 21M ratings on one thread
+    U = np.uint64  # unsigned indices and the chunk's own row: no wraparound code, no 2-D indexing in the loop
     for c in prange(n_chunks):
         a = c * n // n_chunks
         b = (c + 1) * n // n_chunks

@@ -16,27 +16,13 @@ the whole-row kernel ``_sgd_range_rows``, for other d the loop kernel (the rest 
 float32 factor matrices (:func:`aligned_copy`). The two differ in the dot product's float32 summation order, so
 results at those d depend on the host's vector width (as the loop kernel's own reductions already did).
 
-Performance notes (#19, d = 128, 1 thread, this machine; the ``mf`` benchmark's records): the loop kernel's inner
-d-loops are float32 throughout and compile to AVX-512 FMAs (``vfmadd231ps zmm``: the dot product 4-way unrolled, the
-update 2-way). In cache (2M updates on 64 users x 256 items) the loop runs ~39M updates/s with prefetch, ~44M without: not bound by
-its loads (reading each row once, as one vector value, changed nothing) nor by its FP work (half of it changed +3%),
-but by the chain dot product -> error -> update -> the next rating's loads (~84 cycles per update; ~58 with the error
-taken off the chain). Hence, for d in ``ROW_LENGTHS`` (16, 32, 64, 128), the whole-row kernel ``_sgd_range_rows``
-(nineteenth session): rows as single vector values and the next rating's dot product read before this rating's
-stores. ``mf`` benchmark, same machine idle, two runs each, before -> after: C-SGD d = 16 73 -> 93M updates/s, naive
-SGD d = 16 68-70 -> 75-87, SGLD d = 16 42-43 -> 60; at d = 128 no change (C-SGD 37 -> 35-39M/s): there the
-bench's data (U out of L3, item tiers in L2/L3) is bound by the rows' cache traffic, not the chain.
-
-The numbers above are from a Zen 4 host with AVX-512. On a Zen 3 host with AVX2 only (twentieth session) the
-whole-row kernel paid at d = 16 and 32 and lost at d = 64 and 128 (C-SGD d = 128: 8.5-12 against the loop kernel's
-15-16M updates/s; a ``<128 x float>`` row is all sixteen AVX2 registers), so ``ROW_LENGTHS`` follows the host's
-vector register file (:func:`dpmf_lib.mf.rowvec.whole_row_lengths`, where the measurements are listed).
-
-Out of cache the item row misses; two changes (before the whole-row kernel) moved C-SGD from ~22 to ~33M updates/s
-(process CPU time, same run): factor matrices are copied to 64-byte-aligned memory (:func:`aligned_copy`; numpy's start 16 bytes into a line,
-so every row straddled one line more and every vector load crossed a line), and ``prefetch_row`` no longer reshapes
-(see :mod:`dpmf_lib.mf.prefetch`: the old one cost a reshape call and reference counting per rating, so prefetching
-had been a 40% loss). The default stride is now 8 (measured: 2 < 4 ≈ 8 ≈ 12 ≈ 16 at d = 128, neutral at d = 16).
+Performance notes (the numbers are in docs/performance.md): at d = 128 the loop kernel is bound neither by its loads
+nor by its FP work but by the chain dot product -> error -> update -> the next rating's loads; hence, for d in
+``ROW_LENGTHS``, the whole-row kernel ``_sgd_range_rows`` (rows as single vector values, the next rating's dot product
+read before this rating's stores). It pays only where a row fits the vector register file, so ``ROW_LENGTHS``
+follows the host (:func:`dpmf_lib.mf.rowvec.whole_row_lengths`). Out of cache the item row misses: factor matrices
+are copied to 64-byte-aligned memory (:func:`aligned_copy`) and ``prefetch_row`` avoids a per-rating reshape (see
+:mod:`dpmf_lib.mf.prefetch`); the default stride is 8, the best measured at d = 128 and neutral at d = 16.
 Prefetching has no effect on results.
 """
 
@@ -74,7 +60,7 @@ MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
 @njit(cache=True, fastmath=True)
 def _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, D):
     """``_sgd_range`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's dot
-    product read *before* this rating's update is stored (#19, nineteenth session).
+    product read *before* this rating's update is stored.
 
     Why: at d = 128 the loop kernel is bound neither by its loads nor by its FP work but by the chain dot -> error ->
     update -> the next rating's loads, which must wait for the stores they might alias (in cache: ~84 cycles per
@@ -196,7 +182,7 @@ CACHE_LINE = 64
 
 
 def aligned_copy(a: np.ndarray, align: int = CACHE_LINE) -> np.ndarray:
-    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary (#19). numpy's large allocations
+    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary. numpy's large allocations
     start 16 bytes past a page boundary here, so with d = 128 every 512-byte factor row straddled 9 cache lines and
     every 64-byte vector load crossed a line; aligned, a row is exactly 8 lines when d·4 is a multiple of 64."""
     buf = np.empty(a.nbytes + align, dtype=np.uint8)
@@ -240,7 +226,7 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
     ``hot_rows`` (C-SGD on more than one thread): "shared" — every thread writes the shared item rows (Hogwild, the
     paper's scheme and the default); "private" — each thread runs its block's top-tier ratings on its own copy of
     the top tier's rows and adds the block's change to the shared rows once, under a lock
-    (:mod:`dpmf_lib.mf.hot_rows`, #19: 2-thread scaling ~1.8 against Hogwild's ~1.5 at d = 128). With one thread both
+    (:mod:`dpmf_lib.mf.hot_rows`: better 2-thread scaling than Hogwild at d = 128). With one thread both
     run the same kernel and give the same model. ``extra["hot_items"]`` is the number of private rows per thread
     (0 when none were used), ``extra["merges"]`` the merges made.
 

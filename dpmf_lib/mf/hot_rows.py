@@ -1,13 +1,11 @@
-"""Multi-thread C-SGD with per-thread copies of the hot item rows ("private hot rows"), beside Hogwild (#19).
+"""Multi-thread C-SGD with per-thread copies of the hot item rows ("private hot rows"), beside Hogwild.
 
 :func:`train_sgd` runs C-SGD's user blocks in parallel Hogwild-style: every thread writes the shared item rows. The
-top tier's rows (the 500 most-rated items, ~54 % of the updates on the ``mf`` suite's Netflix-shaped set) are then
-written by both threads all the time, and each write pulls the row's cache lines from the other core. At d = 128 on
-this 2-vCPU VM that held 2-thread C-SGD to a median 1.48-1.58x its 1-thread speed, while the same kernel with
-every item row private to its thread (a diagnostic, not a valid training) scaled 1.75-2.0 (twenty-eighth session).
+top tier's rows (the most-rated items, about half the updates on a Netflix-shaped set) are then written by both
+threads all the time, and each write pulls the row's cache lines from the other core, which limits 2-thread scaling.
 
-The scheme here (twenty-ninth session; a reconstruction, the paper parallelises by Hogwild and says no more): for
-each user block, the thread that runs it
+The scheme here (a reconstruction: the paper parallelises by Hogwild and says no more): for each user block, the
+thread that runs it
 1. copies the hot rows (internal items ``0 .. n_hot-1`` and their biases) into its own buffer, twice: a working copy
    and the base it started from;
 2. runs the block's hot range (the tiered layout puts the top tier first in every block, so it is a prefix of the
@@ -21,12 +19,7 @@ rather than as they happen: asynchronous SGD with bounded staleness on the top t
 there is nothing to share and ``train_sgd(..., hot_rows="private")`` runs the Hogwild kernel (same model, byte for
 byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
 
-Measured (twenty-ninth session, the ``mf`` suite's quick set, d = 128, 5M ratings, repeats interleaved, host
-probe fit): in a scratch A/B of 12 repeats, 2 threads ran 68M updates/s against Hogwild's 60M (per repeat 1.03-1.22x,
-median 1.15, 12 of 12 above 1), i.e. 1.80x the 1-thread speed against 1.58x; the test RMSE after 10 rounds was
-within ±0.0004 of the 1-thread run's for both schemes over 3 seeds. Privatising the second tier as well (4,500
-rows, 2.3 MB per copy) scaled less (1.75). The ``mf`` benchmark reports both schemes, with the convergence check
-beside the speed.
+Measured speed-ups and the convergence check are in docs/performance.md (the ``mf`` benchmark reports both schemes).
 
 Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered order, at least two tiers). The
 default stays ``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
@@ -114,9 +107,9 @@ def check_private_hot_layout(layout) -> None:
 
 @njit(cache=True)
 def hot_range_ends(items, seg, n_hot):
-    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range), or -1 for the first segment in
-    which an item ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at
-    ``n_hot``)."""
+    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range). If in some segment ``s`` an item
+    ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at ``n_hot``), it
+    stops there and returns with ``out[0] = -1 - s`` (the rest of ``out`` is then undefined)."""
     n = seg.shape[0] - 1
     out = np.empty(n, np.int64)
     for s in range(n):

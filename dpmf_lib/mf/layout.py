@@ -6,20 +6,19 @@ cut into tiers (default: top 500, next 4,000, the rest). Users are cut into bloc
 first (so the popular item vectors stay hot and the block's user vectors stay in cache), then the next tier, and so on.
 Inside a (block, tier) group the order is either user-major (``interleave=1``: user, then item) or, by default
 (``interleave=8``), round-robin within batches of 8 consecutive users (a random rating of each, then another, ...) —
-one reading of the paper's "within each block, we process a batch of users simultaneously". Measured reason: in
-user-major order consecutive updates hit the same u_i and each waits for the previous one's stores, which made C-SGD
-slower than a random order at small d (the ``mf`` benchmark reports both as ``csgd`` and ``csgd_usermajor``). A block is the unit of parallel work (``prange``), item vectors are shared Hogwild-style.
+one reading of the paper's "within each block, we process a batch of users simultaneously". Why: in user-major
+order consecutive updates hit the same u_i and each waits for the previous one's stores, which made C-SGD slower than
+a random order at small d (the ``mf`` benchmark reports both as ``csgd`` and ``csgd_usermajor``). A block is the unit
+of parallel work (``prange``), item vectors are shared Hogwild-style.
 Reconstruction choice (the paper does not fix the loop nest): tiers are the middle loop inside each user block rather
 than a global outer loop, so a thread keeps its users in cache across tiers and needs no barrier between tiers.
 
-Building it (#19): ``tiered_layout`` uses O(n) counting sorts in numba (:mod:`dpmf_lib.mf._layout_kernels`, parallel
+Building it: ``tiered_layout`` uses O(n) counting sorts in numba (:mod:`dpmf_lib.mf._layout_kernels`, parallel
 over user blocks); ``tiered_layout_reference`` is the plain argsort definition, and the tests check the two equal array
 for array. The random order of a user's ratings inside a tier is an inside-out Fisher-Yates shuffle of the run (in
-input order) with one counter-based draw per rating (:func:`draw_index_np`: splitmix64 of (seed, input position));
-before #19 it came from ``default_rng(seed).permutation(n)``, which alone cost ~3 SGD epochs at 20M ratings, and
-until the eighteenth session from sorting the run by a counter-based random key per rating (~7 ns per rating of
-sorting, the layout's largest cost). Each change kept the distribution of orders (every order of a run equally
-likely) and changed the draws: C-SGD/SGLD results moved at the level of a different seed each time.
+input order) with one counter-based draw per rating (:func:`draw_index_np`: splitmix64 of (seed, input position)),
+because a global permutation or a sort by random keys cost as much as several SGD epochs. Every order of a run is
+equally likely.
 
 ``naive_layout``: one random permutation of all ratings (seeded), original item ids, cut into ``n_chunks`` contiguous
 chunks for ``prange`` (Hogwild on users and items).
@@ -27,15 +26,14 @@ chunks for ``prange`` (Hogwild on users and items).
 Both give ``seg``: segment ``s`` is ratings ``seg[s]:seg[s+1]``, processed sequentially; with one thread segments run in
 order, so the visiting order is exactly the stored order (what the reference implementation replays).
 
-For SGLD the layout gives the lazy-noise counters (Section 5.4). The kernel reads :func:`noise_ahead_counters`
-(#19, sixteenth session): ``ahead_u[k]`` / ``ahead_v[k]`` is the number of steps from the touch at position ``k``
+For SGLD the layout gives the lazy-noise counters (Section 5.4). The kernel reads :func:`noise_ahead_counters`:
+``ahead_u[k]`` / ``ahead_v[k]`` is the number of steps from the touch at position ``k``
 (exclusive) to the next touch of the same user / item vector in the sequential visiting order (inclusive), or to the
 round's end after its last touch, and ``first_u`` / ``first_v`` the steps up to and including each vector's first touch
 (added before the round). Because the visiting order is the same every round they are evaluated once; the kernel reads
 ``ahead`` from the rating stream, which keeps it exact and race-free under Hogwild. Every vector thus gets exactly N
 steps' worth of noise variance per round. The tests' oracle ``lazy_counters`` (``tests/mf_toys.py``) is the same
-information the other way round (``gap``: steps since the previous touch, ``flush``: steps left after the last; what
-the kernel read before #19's noise ahead).
+information the other way round (``gap``: steps since the previous touch, ``flush``: steps left after the last).
 """
 
 from __future__ import annotations
@@ -68,8 +66,8 @@ class Layout:
     @property
     def order(self) -> np.ndarray:
         """int64: position in the input Ratings of each stored rating. The fast tiered layout computes it on first use
-        (#19, seventh session: only SGLD's per-rating weights and the tests read it; not writing its 8 bytes per
-        rating made the layout build ~25% cheaper, page faults of a fresh array included)."""
+        (only SGLD's per-rating weights and the tests read it, and not writing its 8 bytes per rating makes the
+        layout build noticeably cheaper)."""
         o = self._order
         if callable(o):
             o = o()
@@ -154,9 +152,9 @@ def draw_index_np(seed: int, positions: np.ndarray, m: np.ndarray) -> np.ndarray
     """The layout's shuffle draw for the rating at input position ``positions[q]``: an index in ``0..m[q]-1`` (int64),
     ``floor(x · m / 2⁶⁴)`` with ``x`` the splitmix64 output of ``(seed, position)`` (``m < 2³²``). Counter-based, so
     any subset of positions can be drawn independently (in parallel, in any order) — what the fast layout needs; a
-    ``default_rng(seed).permutation(n)`` (the order before #19) alone cost ~3 epochs of SGD at 20M ratings and is
-    inherently serial. Each index has probability within ``m / 2⁶⁴`` of ``1 / m``. Computed in 32-bit limbs so the
-    product never leaves uint64: the same arithmetic as the numba kernel's ``_draw_index``."""
+    ``default_rng(seed).permutation(n)`` alone costs ~3 epochs of SGD at 20M ratings and is inherently serial. Each
+    index has probability within ``m / 2⁶⁴`` of ``1 / m``. Computed in 32-bit limbs so the product never leaves uint64:
+    the same arithmetic as the numba kernel's ``_draw_index``."""
     x = counter_mix_np(_seed_state(seed), np.asarray(positions, dtype=np.int64).astype(np.uint64))
     mm = np.asarray(m, dtype=np.int64).astype(np.uint64)
     lo32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
@@ -277,7 +275,7 @@ def naive_layout(r, *, seed: int = 0, n_chunks: int = 256) -> Layout:
 
 
 def noise_ahead_counters(users: np.ndarray, items: np.ndarray, n_users: int, n_items: int):
-    """The lazy-noise counters read the other way round (#19: "noise ahead", see :mod:`dpmf_lib.mf.sgld`).
+    """The lazy-noise counters read the other way round ("noise ahead", see :mod:`dpmf_lib.mf.sgld`).
 
     ``ahead_u[k]``: the steps from the touch of user ``users[k]`` at position ``k`` (exclusive) to its next touch
     (inclusive) — the next touch's ``gap_u`` — or to the end of the round (``n − 1 − k``) after its last touch;

@@ -56,7 +56,7 @@ def init_model(n_users: int, n_items: int, d: int, *, seed: int | np.random.Gene
     rng = np.random.default_rng(seed)
     s = 0.1 if scale is None else float(scale)
     U = rng.standard_normal((n_users, d), dtype=np.float32)
-    U *= np.float32(s)  # in place: the same float32 products without a second array (#19's setup time)
+    U *= np.float32(s)  # in place: the same float32 products without a second array (setup time)
     V = rng.standard_normal((n_items, d), dtype=np.float32)
     V *= np.float32(s)
     return MFModel(U, V, np.zeros(n_users, np.float32), np.zeros(n_items, np.float32), float(b0))

@@ -6,11 +6,9 @@ numba has no prefetch function, but ``numba.extending.intrinsic`` lets a jitted 
 generated assembly is checked in ``tests/test_mf_kernels.py`` (``prefetcht0`` must appear, and no NRT reference-count
 call or reshape in the C-SGD loop).
 
-#19: ``prefetch_row`` used to ``reshape`` the matrix to 1-D and prefetch through the flat view; in numba that reshape
-is a call (``numba_attempt_nocopy_reshape``, with an integer division) plus reference-count increments and decrements
-*per rating*, which made the prefetching kernels ~40% slower than without prefetch at d = 128 (``mf`` benchmark,
-``prefetch_speedup`` 0.58). The row address is now computed in the intrinsic from the array's data pointer and its row
-stride: nothing but the ``prefetcht0`` instructions and one multiply-add per line.
+The row address is computed in the intrinsic from the array's data pointer and its row stride: nothing but the
+``prefetcht0`` instructions and one multiply-add per line. Why not prefetch through a 1-D ``reshape``: in numba that
+reshape is a call plus reference-count increments and decrements *per rating*, which made prefetching a net loss.
 """
 
 from __future__ import annotations

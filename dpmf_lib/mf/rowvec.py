@@ -1,4 +1,4 @@
-"""Whole-row operations on float32 factor rows of a compile-time length ``D`` (numba ``@intrinsic``\\ s, #19).
+"""Whole-row operations on float32 factor rows of a compile-time length ``D`` (numba ``@intrinsic``\\ s).
 
 ``row_dot(A, i, B, j, D)`` returns <A[i, :D], B[j, :D]>; ``sgd_row_step``, ``sgld_row_step_iso`` and
 ``sgld_row_step_diag`` write the SGD update and the SGLD update (isotropic or diagonal Λ, with its noise) of both rows. Each row is read as one ``<D x float>`` LLVM value (16 float32 per AVX-512
@@ -18,11 +18,8 @@ workbook's run hashes do see the change (every imported module's source is in th
 
 Where they pay (:func:`whole_row_lengths`): while the two rows of an update fit in half of the vector register file.
 With AVX-512 (32 registers of 512 bits, the Zen 4 host on which they were built) that is d ≤ 128; with AVX2 (16 of
-256 bits) d ≤ 32. Measured on a Zen 3 host with AVX2 only (twentieth session, the ``mf`` benchmark's 5M-rating quick
-set, 1 thread, whole-row build against the loop-kernel build in alternating processes, M updates/s): C-SGD d = 16
-41-49 vs 36-54, d = 32 35-50 vs 29-45, d = 64 19-26 vs 32-36, d = 128 8.5-12 vs 15-16; SGLD d = 16 25-42 vs 16-24,
-d = 32 20-23 vs 14-16, d = 64 10.4-11.0 vs 11.3-11.4, d = 128 4.7-5.2 vs 8.3-9.4 (two ``<128 x float>`` rows are all
-sixteen AVX2 registers: the rows spill). Below AVX2 (unmeasured) no whole-row kernel is used.
+256 bits) d ≤ 32: beyond that the rows spill (two ``<128 x float>`` rows are all sixteen AVX2 registers), and the
+loop kernel is faster (measurements in docs/performance.md). Below AVX2 (unmeasured) no whole-row kernel is used.
 
 The SGLD steps read four or six row-long operands (rows, noise segments, a diagonal Λ); they are emitted in chunks
 that fit half the register file (:func:`step_chunk`), since at d = 128 whole rows spilled.
@@ -117,11 +114,9 @@ def step_chunk(n: int, vectors: int) -> int:
     the largest power of two ≤ ``n`` whose ``vectors`` chunks take at most half of the vector register file (the
     rule of :func:`whole_row_lengths`, per chunk). The SGLD steps read four rows (u, v and their two noise
     segments; six with a diagonal Λ): at d = 128 as whole rows that was all 32 AVX-512 registers before the
-    splatted scalars, and LLVM spilled ~16 vectors to the stack per update (assembly read, twenty-seventh session).
-    In chunks the same element-wise operations run on fewer live registers; the order of the chunks' loads and
-    stores is kept by LLVM (a store to a row may alias the next chunk's loads). Measured on the Zen 4 host (``mf``
-    quick set, d = 128, 1 thread, bench's paired SGLD / C-SGD in alternating processes): 17.0-17.8 -> 19.2-19.8M
-    updates/s, ratio 0.455-0.477 -> 0.535-0.56 (chunks of 64; 32 and 16 within noise of it)."""
+    splatted scalars, and LLVM spilled ~16 vectors to the stack per update. In chunks the same element-wise
+    operations run on fewer live registers (faster, see docs/performance.md); the order of the chunks' loads and
+    stores is kept by LLVM (a store to a row may alias the next chunk's loads)."""
     bits = vector_register_bits()
     registers = 32 if bits >= 512 else 16
     budget = bits * registers // 2 // 32  # float32 elements in half of the register file

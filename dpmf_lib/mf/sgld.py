@@ -9,20 +9,17 @@ and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of 
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
 Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
-closed under addition, so this equals eager noise in distribution). **Noise ahead** (#19, sixteenth session): the
-draw is added at the end of the vector's *previous* touch instead of at the start of this one — its gradient step
-and the noise owed until its next touch (or the round's end) go into the same store — and the steps up to each
-vector's first touch are added before the round (``_row_noise``). Nothing reads a vector between two of its touches
-(with one thread; under Hogwild as before), so every gradient sees the same law of state and every vector still gets
-exactly N steps' worth of variance per round; the round's end state, which the Λ Gibbs step and the test evaluation
-read, is the same too. What changes is the draws. Before, the pending noise was added in a first pass
-that wrote both rows and the step re-read and re-wrote them; now the first pass only reads (same-process A/B on the
-benchmark's data, 1 thread: 15.5 -> 19.4-20.6 M updates/s at d = 128, 37.5 -> 49 at d = 16; in the ``mf`` benchmark
-16.2 -> 18.3 at d = 128, SGLD / C-SGD 0.44 -> 0.50-0.51). Every SGLD result
-changed draws with it. The counters come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating
-have the prior as conditional posterior and interact with nothing: they are integrated out during the run (held at the
-prior mean 0, so test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then
-exact for the rated rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
+closed under addition, so this equals eager noise in distribution). **Noise ahead**: the draw is added at the end of the
+vector's *previous* touch instead of at the start of this one — its gradient step and the noise owed until its next
+touch (or the round's end) go into the same store — and the steps up to each vector's first touch are added before the
+round (``_row_noise``). Nothing reads a vector between two of its touches (with one thread; under Hogwild as before), so
+every gradient sees the same law of state and every vector still gets exactly N steps' worth of variance per round; the
+round's end state, which the Λ Gibbs step and the test evaluation read, is the same too. Why: the step's first pass then
+only reads the rows (adding the pending noise there wrote both rows, which the step re-read and re-wrote). The counters
+come from the layout (:func:`dpmf_lib.mf.layout.noise_ahead_counters`). Vectors with no training rating have the prior
+as conditional posterior and interact with nothing: they are integrated out during the run (held at the prior mean 0, so
+test predictions for them use the posterior mean, and left out of the Λ Gibbs step, which is then exact for the rated
+rows' marginal), and drawn from N(0, ζ Λ⁻¹) only in the returned sample and kept samples.
 
 Noise source: ``noise="table"`` reads contiguous segments of a :class:`~dpmf_lib.mf.noise.GaussianTable` from random
 offsets; ``noise="normal"`` draws fresh Box–Muller normals. ``mode="exact"`` = fresh normals + eager noise (every vector
@@ -38,34 +35,23 @@ U, V sampler coupled to an untempered hyper-prior step, not an exact sampler of 
 describes ζ only as a factor on the noise, Section 6.3) and say so on every figure run at ζ < 1 that reads Λ from
 the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 
-Speed (#19, d = 128, 1 thread, this machine; before the whole-row kernel below, which now runs at d in
-``csgd.ROW_LENGTHS``): the fused table step (:func:`_sgld_range_table`) compiles to packed
-AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratings ahead and the next update's table
-segments. With noise ahead it does C-SGD's row work (a read-only dot pass, one read-modify-write pass) plus two
-random table segments of d + 2 numbers and two more FMAs per element. Seventh session: with an isotropic Λ (every
-``fixed_lambda`` given as scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients
-(``iso``); its results differ from the general step's in float32 rounding only. Tried and not kept (same-process A/B,
-d = 128, before noise ahead): a read-only first pass with the noised rows recomputed in the second (−8%), no table
-prefetch, no square roots (both within noise). Nineteenth session: for d in ``csgd.ROW_LENGTHS`` the segment runs
-:func:`_sgld_range_table_rows` (rows as single vector values, the next rating's dot product read before this
-rating's stores; see :mod:`dpmf_lib.mf.csgd`): SGLD at d = 16 42-43 -> 60M updates/s in the ``mf`` benchmark, no
-change at d = 128 (18.5-19.7M/s). Twentieth session: ``ROW_LENGTHS`` follows the host's vector registers (d ≤ 32 with
-AVX2: on a Zen 3 host SGLD at d = 128 ran 4.7-5.2M updates/s whole-row, 8.3-9.4 loop; see :mod:`dpmf_lib.mf.rowvec`). Twenty-seventh
-session: the whole-row SGLD steps are emitted in register-sized chunks (:func:`dpmf_lib.mf.rowvec.step_chunk`; at
-d = 128 the four whole rows filled the AVX-512 register file and spilled): SGLD / C-SGD at d = 128 0.455-0.477 ->
-0.535-0.56 in alternating processes on the Zen 4 host; results change at float32 rounding (the operations per element
-are the same, their contraction into FMAs may differ).
+Speed: the fused table step (:func:`_sgld_range_table`) does C-SGD's row work (a read-only dot pass, one
+read-modify-write pass) plus two random table segments of d + 2 numbers and two more FMAs per element, prefetching the
+factor rows 8 ratings ahead and the next update's table segments. With an isotropic Λ (every ``fixed_lambda`` given as
+scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients (``iso``); its results differ
+from the general step's in float32 rounding only. For d in ``csgd.ROW_LENGTHS`` the segment runs
+:func:`_sgld_range_table_rows` (whole rows as vector values emitted in register-sized chunks, see
+:mod:`dpmf_lib.mf.csgd` and :mod:`dpmf_lib.mf.rowvec`). Throughput figures are in docs/performance.md.
 
-**Default table size** (:func:`default_table_size`, since #19; it was 2^20 at every d): the smallest power of two
+**Default table size** (:func:`default_table_size`): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
 about the paper's own threshold in segments (its Figure 4 finds results "essentially indistinguishable" from fresh
 normals "once we have more than 10,000 numbers", at d = 16: ≈ 590 segments). Overlapping segments are shifted copies
 of the same numbers (noise correlated across vectors), so the size has to grow with d: 2^16 at d ≤ 127 (256 KB,
 fits this machine's 1 MB L2 beside the factor rows), 2^17 at d = 128, 2^19 at d = 512, 2^21 at d = 2048 (where a
 fixed 2^16 would hold only 32 segments, and one update's u and v segments would overlap 6 % of the time). A smaller
-table is faster at large d (1.0-1.3x at d = 128: its random segments compete less with the out-of-L3 user rows), so
-the size is a trade; every fast-mode result drawn with the default changed bytes (other draws) when it was
-introduced. An explicit ``noise_table_size`` means what it says (``liu_fig4`` studies it).
+table is faster at large d (its random segments compete less with the out-of-L3 user rows), so the size is a trade.
+An explicit ``noise_table_size`` means what it says (``liu_fig4`` studies it).
 
 For Liu Algorithm 1 (DP posterior sampling, density ∝ exp(−ε/(4B) F)): pass ``likelihood_scale``, per-rating ``weights``
 w_i, and ``fixed_lambda``; the returned ``SGLDResult.samples_V`` holds the V samples to release.
@@ -155,7 +141,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 @njit(cache=True, fastmath=True)
 def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
                       pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
-    """Ratings ``start:stop`` of one segment with table noise fused into the step (#19): the loop kernel, for d not in
+    """Ratings ``start:stop`` of one segment with table noise fused into the step: the loop kernel, for d not in
     ``csgd.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
 
     Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
@@ -170,8 +156,8 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
     in the assembly), which cost more than the arithmetic at d = 128.
 
     ``iso`` (Λ_u and Λ_v multiples of the identity, e.g. ``fixed_lambda=(1.0, 1.0)``): the gradient step with scalar
-    prior coefficients (#19, seventh session: equal to the general step up to float32 rounding, tested against the
-    reference). Returns the stream state."""
+    prior coefficients (equal to the general step up to float32 rounding, tested against the reference). Returns the
+    stream state."""
     d = U.shape[1]
     ou_n = np.int64(0)
     ov_n = np.int64(0)
@@ -210,7 +196,7 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
             # Λ_u = λ_u I, Λ_v = λ_v I: u + h (g v − p_u λ_u u) as (u + (h g) v) − (h p_u λ_u) u, scalar coefficients
             # and no Λ rows to load (the same step up to float32 rounding), then the noise owed until the next touch.
             # Not as (1 − h p_u λ_u) u: that factor rounds to float32 next to 1, a systematic error of the prior term
-            # (1 % at h p_u λ_u = 1e-6; the prior vanishes below 3e-8) — review of the sixteenth session
+            # (1 % at h p_u λ_u = 1e-6; the prior vanishes below 3e-8)
             hg = h * g
             cu = h * pu * Lu[0]
             cv = h * pv * Lv[0]
@@ -236,7 +222,7 @@ def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start
                            pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso, D):
     """``_sgld_range_table`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's
     dot product read before this rating's step is stored, and read again after it when the two ratings share a user
-    or an item — as :func:`dpmf_lib.mf.csgd._sgd_range_rows` (nineteenth session; why it pays is said there). The same
+    or an item — as :func:`dpmf_lib.mf.csgd._sgd_range_rows` (why it pays is said there). The same
     draws in the same order as ``_sgld_range_table``; the dot product's summation order differs (float32 rounding).
     Returns the stream state."""
     literally(D)
@@ -446,8 +432,8 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     ``freeze_items``: keep V and the item biases fixed (sample U, b_u given V; e.g. conjugate checks, two-stage use).
     ``test_rmse_avg`` averages test predictions over the samples after ``burn_in`` rounds (posterior predictive mean).
     ``clip_prediction=(lo, hi)``: the likelihood uses the clipped prediction, −(sλ_r/2) Σ w (r − clip(r̂, lo, hi))²
-    (ours, issue #13: bounds every rating's term without a rejection loop); a rating whose prediction lies outside
-    [lo, hi] contributes no likelihood drift. ``None``: the unclipped model.
+    (ours, for a DP-valid variant: bounds every rating's term without a rejection loop); a rating whose prediction
+    lies outside [lo, hi] contributes no likelihood drift. ``None``: the unclipped model.
     """
     import pandas as pd
 

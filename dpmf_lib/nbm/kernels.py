@@ -166,7 +166,7 @@ def sgld_update_kernel(S, G, Hinv, present, gscale, lam, a, sd, Z):
             S[i, j] = np.float32(S[i, j] - a * g + sd * Z[i, j])
 
 
-# ---- DPSGD-PNBM with per-user L1 clipping (ours, issue #13 part 3); reference: reference.clipped_gradient ----
+# ---- DPSGD-PNBM with per-user L1 clipping (ours, DP-valid); reference: reference.clipped_gradient ----
 @njit(cache=True)
 def _user_row(S, i, uitems, ucent, rbar, a, b, Nk, C, e_max, f_max, r, sel, absbuf, row):
     """row[k - a] += e ∂r̂_ui/∂s_{i, uitems[k]} for one rating (u, i, r) of the user whose CSR span is [a, b)."""
@@ -233,7 +233,7 @@ def clipped_grad_kernel(S, uptr, uitems, ucent, rbar, bptr, bitems, bvals, Nk, C
                 scale = clip_l1 / tot if tot > clip_l1 else 1.0
 
 
-# ---- Fused noise + update kernels (issue #16 "Speed"): the noise is generated inside the kernel ----
+# ---- Fused noise + update kernels (for speed): the noise is generated inside the kernel ----
 # Counter-based generator: entry (i, j) of an M×M draw with 64-bit key k uses splitmix64's output for counter
 # c = i·M + j (Laplace) or 64·(i·⌈M/2⌉ + p) + attempt for the pair p of row i (Gaussian, polar method), i.e.
 # counter_rng.counter_mix(k, c) = mix64(k + (c + 1)·γ) with γ = 0x9E3779B97F4A7C15 — SplitMix64 jumped to position c,

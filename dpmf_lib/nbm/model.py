@@ -4,7 +4,7 @@ Public API (all seeded; ε ≤ 0 / NaN raise :class:`~dpmf_lib.errors.ParameterE
 - :func:`prepare` → :class:`NBMData` (user CSR, centred ratings, item means);
 - :func:`predict`, :func:`rmse`; :func:`knn_rmse` (non-private PCC / COS baselines);
 - :func:`train_pnbm` — SGD (4)-(5), noise-free (``epsilon=None``) or DPSGD-PNBM (Algorithm 1, reconstructed);
-- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours, issue #13);
+- :func:`train_pnbm_clipped` — DPSGD-PNBM with per-user L1 clipping and noise calibrated to it (ours, DP-valid);
 - :func:`sample_pnbm` — SGLD (11), non-private (``epsilon=None``) or DPPS-PNBM (Algorithm 2, reconstructed);
 - :func:`train_dpsgd_mf` — DPSGD-MF baseline (Berlioz et al. 2015, the paper's [4]).
 
@@ -39,9 +39,9 @@ derivative is taken through r̂ as if unclipped. Model (2) without the C bound (
 Temperature ϱ (our choice, stated because it decides which ε holds): ϱ multiplies the step size of drift AND noise
 alike, i.e. step 3 runs with η_t' = ϱ η_t: S ← S - (ϱη_t/2) κ (...) + N(0, ϱ η_t). That is the paper's literal "multiply
 the step size by ϱ" and keeps its grids ϱ ∈ {0.001, 0.006, 0.09} runnable; the target stays the (ε/(4B))-scaled
-posterior, so the sample is ε-DP (as far as the posterior argument goes). The earlier reading — ϱ on the noise
-variance only, Liu et al.'s temperature — targets the (ε/ϱ)-posterior (167 × the stated ε at ϱ = 0.006) and is no
-longer available. Consequence for the grids: at a fixed η₁ the chain moves ϱ times less far per step than before.
+posterior, so the sample is ε-DP (as far as the posterior argument goes). The other reading — ϱ on the noise
+variance only, Liu et al.'s temperature — would target the (ε/ϱ)-posterior (167 × the stated ε at ϱ = 0.006), so it is
+not offered. Consequence for the grids: at a fixed η₁ the chain moves ϱ times less far per step.
 
 Every result carries the stated ``epsilon``, ``epsilon_effective`` (see :class:`PNBMResult`), the seed policy
 (``seed_used``, ``seed_was_fixed``; ``seed=None`` — the default — draws fresh OS entropy, an int reproduces and makes
@@ -417,7 +417,7 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
     for all chains (kernels.sgld_step_batch_kernel). Memory: 2 float32 M×M matrices per chain.
 
     With ``test`` and ``eval_every``, ``history`` gets (t, test RMSE) and ``info["movement"]`` (t, ‖S_t − S⁰‖_F /
-    ‖S⁰‖_F): how far the chain moved from its data-independent start (issue #16: DPPS chains that do not move);
+    ‖S⁰‖_F): how far the chain moved from its data-independent start (at the paper's steps DPPS chains barely move);
     ``info["moved"]`` is that ratio for the released sample, always."""
     _check_impl(impl)
     if not chains:

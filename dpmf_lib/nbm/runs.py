@@ -96,14 +96,14 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
 
     Mapping of the paper's DPPS-MF grid (section 5.1) onto that implementation (our choice): step size η → η0 (so
     ``eta_n`` = η·𝓛, then adapted to ε and capped by ``sample_private``); decay ξ → its ``gamma``; ϱ → its
-    ``step_scale`` (the step of drift and noise alike, as for DPPS-PNBM). ϱ used to be passed as the temperature
-    ``zeta``, which scales only the noise and made the chain target the (ε/ϱ)-posterior (up to 10⁴ × the stated ε);
-    ``sample_private`` now refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
+    ``step_scale`` (the step of drift and noise alike, as for DPPS-PNBM), not the temperature ``zeta``, which
+    scales only the noise and would make the chain target the (ε/ϱ)-posterior (up to 10⁴ × the stated ε);
+    ``sample_private`` refuses ζ ≠ 1. λ → fixed prior precisions Λ_u = Λ_v = λ·λ_r (λ = α_S/α_R with
     α_R = λ_r = 2, which makes ε = 4B the non-private posterior); d → d. κ = 1 and the weight cap ρ_w = 1 are Liu et
     al.'s; τ = 200 as in this paper. ``epsilon=None`` → ε = 4B (the non-private posterior).
 
     ``memo`` (a dict owned by the caller, one per training set): ``sample_private`` adapts η to ε and caps it, so
-    several η of the paper's grid run the *same* step (issue #16 finding 10) and, with the same seed, give the same
+    several η of the paper's grid run the *same* step and, with the same seed, give the same
     bytes. With a memo, the step is computed first (``step_size``, as ``sample_private`` does) and a release already
     made for the same step and settings is returned instead of a rerun; a release is stored only after checking that
     the step that ran (its history's first η) is the predicted one, so a change inside ``sample_private`` turns the
@@ -189,7 +189,7 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
         res = dpps_mf_release(train, epsilon=epsilon, seed=s, memo=_DPPS_MF_MEMO.setdefault((dataset, int(fold)), {}),
                               **cfg)
         out["rmse"] = float(res.local_model(train).rmse(test, clip=True))
-        # the step that ran (issue #16 finding 10): sample_private adapts η to ε and caps it, so several grid η can
+        # the step that ran: sample_private adapts η to ε and caps it, so several grid η can
         # run the same step (and give the same bytes); η0 of the first SGLD round, after adaptation, cap and ϱ
         if res.history is not None and "eta" in res.history:
             out["eta0_run"] = float(res.history["eta"].iloc[0])
@@ -369,7 +369,7 @@ def chain_movement(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> flo
 
 
 def chain_traces(agg: pd.DataFrame, dataset: str, fold: int, fixed: dict, seed: int, n_points: int = 10) -> pd.DataFrame:
-    """Movement traces of the selected SGLD chains (issue #16 finding 9): for every selected ``dpps-pnbm`` /
+    """Movement traces of the selected SGLD chains (do they leave S⁰?): for every selected ``dpps-pnbm`` /
     ``sgld-pnbm`` row of ``dataset``, its chain on ``fold`` rerun (same seed, so the same chain) with ``n_points``
     evaluations: rows (method "trace", traced = the method, epsilon, config, t, moved = ‖S_t − S⁰‖_F / ‖S⁰‖_F, rmse).
     All chains of the fold run as one batch (common random numbers)."""

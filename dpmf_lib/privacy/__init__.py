@@ -20,11 +20,10 @@ Shared by every DP release path of the workbook (:mod:`dpmf_lib.privacy.common`)
 means non-private; NaN / inf raise) and :func:`resolve_seed` (``seed=None`` → fresh OS entropy, recorded as
 ``seed_used`` / ``seed_was_fixed``).
 
-Why the package does not import :mod:`~dpmf_lib.privacy.posterior_sampling` (#19, sixteenth session): a notebook's
-result goes stale when any module it imports changes (:mod:`dpmf_lib.dependencies`), and importing ``privacy.common``
-runs this ``__init__``. While it re-exported the posterior sampler, every notebook that only needs ``check_dp_epsilon``
-or ``resolve_seed`` (chapter 4, Hua, ...) had the SGLD and C-SGD kernels in its closure, so every kernel change staled
-35 of 47 paper rows, 22 of them with results that could not change.
+Why the package does not import :mod:`~dpmf_lib.privacy.posterior_sampling`: a notebook's result goes stale when any
+module it imports changes (:mod:`dpmf_lib.dependencies`), and importing ``privacy.common`` runs this ``__init__``;
+re-exporting the posterior sampler here would put the SGLD and C-SGD kernels in the closure of every notebook that only
+needs ``check_dp_epsilon`` or ``resolve_seed`` (chapter 4, Hua, ...), so every kernel change would stale them.
 """
 
 from .common import check_dp_epsilon, resolve_seed

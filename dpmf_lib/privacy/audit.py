@@ -1,4 +1,4 @@
-"""Distinguishing audits: an empirical *lower* bound on the ε of a mechanism (issue #13, part 1).
+"""Distinguishing audits: an empirical *lower* bound on the ε of a mechanism.
 
 An (ε, δ)-DP mechanism M and any test that guesses "D′" from one output of M obey, for neighbouring D, D′,
     FPR + e^ε · FNR ≥ 1 − δ   and   FNR + e^ε · FPR ≥ 1 − δ

@@ -1,4 +1,4 @@
-"""The privacy ledger (issue #13, part 1): for every mechanism, the ε the paper states, the ε that holds for this
+"""The privacy ledger: for every mechanism, the ε the paper states, the ε that holds for this
 implementation, and the reason — or "no finite ε" with the reason.
 
 One :class:`LedgerEntry` per mechanism and setting. ``epsilon_provable`` is the ε we can prove for the implementation
@@ -31,7 +31,7 @@ PURE_DELTA = 1e-6  # δ at which dp-accounting's PLD reports a pure-ε mechanism
 @dataclass
 class LedgerEntry:
     mechanism: str  # e.g. "Liu Algorithm 1"
-    source: str  # "paper" (the paper's mechanism as implemented) or "ours" (a DP-valid variant, issue #13 part 3)
+    source: str  # "paper" (the paper's mechanism as implemented) or "ours" (a DP-valid variant)
     unit: str  # neighbouring relation: "user (replace one user's ratings)", "rating (change one value)", ...
     epsilon_stated: float
     delta_stated: float

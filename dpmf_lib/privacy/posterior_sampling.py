@@ -24,7 +24,7 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
    The chain starts from a data-independent random initialisation (N(0, 0.1²) factors, zero biases).
 5. Lines 5–6: while some prediction r̂_ij over all pairs (every user with a training rating × every item, observed or
    not) lies outside [r_min − κ, r_max + κ], draw a new sample. A new draw (``redraw="fresh"``, default) = the final state of
-   the next independent chain (own seed, own data-independent start); ``redraw="continue"`` keeps the older
+   the next independent chain (own seed, own data-independent start); ``redraw="continue"`` is a
    Markov-chain stand-in (the same chain continued for ``resample_rounds`` rounds at its last step). The loop stops after ``max_resamples`` redraws; the release then
    carries ``constraint_satisfied=False`` and the count of violating pairs: the worst-case guarantee of Theorem 1 does
    not formally hold for such a sample (we report this rather than silently clipping).
@@ -33,7 +33,7 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
    the sampler as ridge: (λ_r Σ_j x_j x_jᵀ + diag(Λ_u, λ_b)) z_i = λ_r Σ_j x_j (r_ij − b_0 − b_j), x_j = (v_j, 1).
    This is the conditional posterior mean of (u_i, b_i) given V; eq. (5) is its bias-free form with a scalar λ.
 
-Sampler (ours, issue #14): ``sampler="sgld"`` (default) is the paper's fast SGLD; ``sampler="gibbs"`` samples the same
+Sampler (ours): ``sampler="sgld"`` (default) is the paper's fast SGLD; ``sampler="gibbs"`` samples the same
 target exp(−ε/(4B)·F) × prior by exact block Gibbs (every (u_i, b_i) from its Gaussian conditional given (V, b_j),
 then every (v_j, b_j) given (U, b_i); see :func:`gibbs_chain`). Theorem 1 is a statement about an exact sample of
 the target, so any sampler of it releases under the same ε; Gibbs has no step size and no discretisation bias and
@@ -198,8 +198,8 @@ def preprocess(train, *, tau: int, kappa: float, rho: float, seed=None, weights_
     m_i is counted before or after trimming to τ. ``"untrimmed"`` (default; the paper's m_i is "the number of ratings
     of each user" in Algorithm 1's input, before line 2 trims): a user with m_i > τ keeps τ ratings at weight τ/m_i,
     B_i = τ²c/m_i < B. ``"trimmed"``: m_i → min(τ, m_i), so every user with m_i ≥ τ gets w_i = 1 and B_i = B. Both
-    keep B_i ≤ B, so both are ε-DP; they differ in utility (on ML-100K the trimmed reading moved test RMSE by ~0.01,
-    issue #14) and in the personalized losses of heavy users."""
+    keep B_i ≤ B, so both are ε-DP; they differ in utility (on ML-100K the trimmed reading moved test RMSE by ~0.01)
+    and in the personalized losses of heavy users."""
     from ..data.splits import trim_per_user
 
     p = check_privacy_params(tau=tau, kappa=kappa, rho=rho)
@@ -434,7 +434,7 @@ class PrivateRelease:
     seed_was_fixed: bool = True
     privacy_caveats: tuple = ()
     loss_clipped: bool = False  # ours: the likelihood used clip(r̂, r_min − κ, r_max + κ) (no range loop needed)
-    # chains (issue #14): how many ran, which one's final state is released, how redraws were made, and the split-R̂ /
+    # chains: how many ran, which one's final state is released, how redraws were made, and the split-R̂ /
     # ESS of their per-draw diagnostics (``trace``); ``chain_models``: every chain's final sample (internal, not
     # released); ``step_nN``: the step η0·N that ran (constant after burn-in)
     n_chains: int = 1
@@ -496,21 +496,21 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     hence ε, is unchanged). ``seed=None`` (default): fresh OS entropy; an int seed reproduces (and lets anyone who
     knows it replay) the noise — the splitmix64 streams and, in ``mode="fast"``, the Gaussian lookup table.
 
-    ``clip_loss=True`` (ours, issue #13 part 3; not the paper's algorithm): the likelihood uses the clipped prediction,
+    ``clip_loss=True`` (ours, DP-valid; not the paper's algorithm): the likelihood uses the clipped prediction,
     F = Σ w_i (r_ij − clip(r̂_ij, r_min − κ, r_max + κ))² + prior. Every term is then ≤ w_i (Δ + κ)² for any (U, V),
     so each user's part of F is ≤ B_i ≤ B by construction and Theorem 1 applies to the exact sample of this target
     without the range rule of lines 5–6: the rejection loop is not run (``n_resamples`` = 0; the out-of-range count is
     still measured and reported) and ``epsilon_effective`` is ε. The target is a different (flat outside the range)
     likelihood; the finite-chain and data-dependent-Λ caveats stay.
 
-    Chains (issue #14). ``burn_in`` > 0: every chain runs ``burn_in`` rounds at the decaying step η_t = h / t^γ from
+    Chains. ``burn_in`` > 0: every chain runs ``burn_in`` rounds at the decaying step η_t = h / t^γ from
     its data-independent start, then ``rounds`` rounds at the constant step h (γ = 0), keeping a draw every ``thin``
-    rounds for the diagnostics; ``burn_in`` = 0 is the older single decaying run of ``rounds`` rounds (γ throughout).
+    rounds for the diagnostics; ``burn_in`` = 0 is a single decaying run of ``rounds`` rounds (γ throughout).
     ``n_chains`` independent chains (seeds :func:`chain_seed`, independent initialisations) are run; their split-R̂
     and ESS (of the mean squared item factor and, with ``test``, of the sample's test RMSE — diagnostics, not
     released) are in ``rhat`` / ``ess`` / ``trace``. ``redraw`` (lines 5–6's "draw a new sample"): ``"fresh"``
     (default) — redraw k is the final state of chain k (running a further independent chain when k ≥ ``n_chains``),
-    so redraws are independent samples; ``"continue"`` — the older Markov-chain stand-in: the released chain continued
+    so redraws are independent samples; ``"continue"`` — a Markov-chain stand-in: the released chain continued
     for ``resample_rounds`` more rounds at its last step (correlated with the draw it replaces).
 
     ``sampler="gibbs"`` (ours): every chain is exact block Gibbs on the same target (:func:`gibbs_chain`):

@@ -12,7 +12,7 @@ Search parameters (all in every ``params/balu_*4*.yaml``): ``search`` (false →
 ``eta``, ``lam``, ``eta_grid``, ``lam_grid``, ``refine`` (stage-2 step in decades, 0 = no stage 2),
 ``search_each_split``, ``epochs``, ``init_scale``.
 
-Every row also says how far to trust its cell (issue #15, item 4):
+Every row also says how far to trust its cell:
 
 - ``bias_only_val_rmse`` / ``bias_only_test_rmse``: the RMSE of the mean-corrected baseline μ + b_u + b_i alone
   (residual prediction 0) on that split; the figures draw it as a reference.

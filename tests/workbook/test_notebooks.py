@@ -8,6 +8,7 @@ import pytest
 
 from tests.ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.claims import load_claims
+from dpmf_lib.dependencies import notebook_code
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select
 from dpmf_lib.reproduce import execute
@@ -88,8 +89,11 @@ def test_notebook_merges_named_parameters_and_ends_with_its_result(path):
     nb = nbformat.read(path, as_version=4)
     setup = next(c.source for c in nb.cells if "NotebookRun(" in c.source)
     assert "namespace=globals()" in setup, f"{path.name}: NotebookRun must see the parameters cell's names"
-    assert nb.cells[-1].cell_type == "code" and nb.cells[-1].source.startswith("nb.results()")
-    assert nb.cells[-2].cell_type == "markdown" and nb.cells[-2].source.startswith("## What to look for")
+    cells = nb.cells
+    if cells[-1].cell_type == "markdown" and cells[-1].source.startswith("## Details"):
+        cells = cells[:-1]  # the closing notes on the reconstruction come after the result
+    assert cells[-1].cell_type == "code" and cells[-1].source.startswith("nb.results()")
+    assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## What to look for")
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert ".head(" not in code, f"{path.name}: show nb.summary(df), not a raw dump"
 
@@ -102,6 +106,7 @@ def test_regeneration_keeps_intro_own_cells_and_look_for_note_and_is_idempotent(
                         display="experiment.summary(df)", save_call="nb.save(df, fig, extra_tables={})")
     nb.cells[0].source = "# An edited intro"
     nb.cells[-2].source = "## What to look for\n\nMy own note."
+    nb.cells.append(nbformat.v4.new_markdown_cell("## Details\n\nHow it was reconstructed."))
     nb.cells[1].source = "profile = 'ci'\noverrides = {}"  # an old-style parameters cell
     nb.cells.insert(3, nbformat.v4.new_code_cell("df = experiment.run(nb.params)\ndf.head(20)"))  # an old raw dump
     del nb.cells[4]
@@ -111,10 +116,11 @@ def test_regeneration_keeps_intro_own_cells_and_look_for_note_and_is_idempotent(
     assert first == again
     new = nbformat.reads(first, as_version=4)
     src = [c.source for c in new.cells]
-    assert src[0] == "# An edited intro" and "mine = 1" in src and src[-2] == "## What to look for\n\nMy own note."
+    assert src[0] == "# An edited intro" and "mine = 1" in src and src[-3] == "## What to look for\n\nMy own note."
+    assert src[-1] == "## Details\n\nHow it was reconstructed." and src[-2].startswith("nb.results()")
     assert src.index("mine = 1") == src.index("df = experiment.run(nb.params)\nnb.summary(df)  # the whole table is "
                                                 "written as CSV by nb.save below") + 1
-    assert "out = nb.save(df, fig, extra_tables={})" in src[-3] and "xi: float = None" in src[1]
+    assert "out = nb.save(df, fig, extra_tables={})" in src[-4] and "xi: float = None" in src[1]
 
 
 
@@ -168,13 +174,13 @@ def test_refreshing_the_look_for_note_keeps_its_own_words_and_every_code_cell(tm
     lines[at] = current.replace("we measure", "we measured, under an old rule,")
     cell.source = "\n".join(lines + ["", "A closing word of the notebook's own."])
     nbformat.write(nb, tmp_path / "liu_fig5.ipynb")
-    code_before = reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb")
+    code_before = json.dumps(notebook_code(tmp_path / "liu_fig5.ipynb"))
     assert scaffold.refresh_look_for("liu_fig5") is True
     after = next(c.source for c in nbformat.read(tmp_path / "liu_fig5.ipynb", as_version=4).cells
                  if c.cell_type == "markdown" and c.source.startswith(scaffold.LOOK_FOR_HEAD))
     assert current in after.splitlines() and "under an old rule" not in after
     assert after.endswith("A closing word of the notebook's own.")
-    assert reproduce.notebook_code_for_hash(tmp_path / "liu_fig5.ipynb") == code_before
+    assert json.dumps(notebook_code(tmp_path / "liu_fig5.ipynb")) == code_before
     assert scaffold.refresh_look_for("liu_fig5") is False  # idempotent
 
 

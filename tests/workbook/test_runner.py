@@ -281,14 +281,16 @@ def test_a_bad_set_value_stops_the_runner_with_the_parameter_named(capsys, figur
     assert not list(figures_tmp.iterdir())
 
 
-def test_the_notebooks_markdown_is_not_a_run_input_its_code_is(tmp_path):
+def test_the_notebooks_markdown_and_comments_are_not_run_inputs_its_code_is(tmp_path):
+    from dpmf_lib.dependencies import notebook_code
+
     e = _entry("balu_table3_1")
     nb = json.loads(e.notebook.read_text(encoding="utf-8"))
     copy = tmp_path / e.notebook.name
 
     def digest_of(doc):
         copy.write_text(json.dumps(doc), encoding="utf-8")
-        return reproduce.notebook_code_for_hash(copy)
+        return json.dumps(notebook_code(copy))
 
     base = digest_of(nb)
     md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
@@ -296,8 +298,11 @@ def test_the_notebooks_markdown_is_not_a_run_input_its_code_is(tmp_path):
     assert digest_of(nb) == base
     code = next(c for c in nb["cells"] if c["cell_type"] == "code")
     code["source"] = list(code["source"]) + ["\n# an edit"]
+    assert digest_of(nb) == base
+    code["source"] = list(code["source"][:-1]) + ["\n_an_edit = 1"]
     assert digest_of(nb) != base
     code["source"] = code["source"][:-1]
+    assert digest_of(nb) == base
     code.setdefault("metadata", {})["tags"] = ["parameters", "x"]
     assert digest_of(nb) != base
 
