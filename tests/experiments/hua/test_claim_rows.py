@@ -56,7 +56,7 @@ def test_fig6_claim_reads_the_theorem1_row_even_when_a_w_scaled_row_comes_first(
 def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
     from dpmf_lib.experiments import hua_fig6
     from dpmf_lib.params import load_params
-    from tests.test_hua_w_scaled import fake_scenario_run
+    from tests.experiments.hua.test_w_scaled import fake_scenario_run
 
     monkeypatch.setattr(hc, "scenario_run", fake_scenario_run([]))
     params = {**load_params("hua_fig6", "paper"), "cache": False, "n_jobs": 1}  # the fake lives in this process
