@@ -14,7 +14,7 @@ notebooks.
     python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
 
 A snapshot row is **current** when its run hash equals the working tree's ``paper`` run hash for that notebook
-(profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.reproduce.run_hash`) and every dataset
+(profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.runner.hashing.run_hash`) and every dataset
 it read is in the state it read. A stale row stays in the snapshot so its numbers can still be seen, but the report
 marks it stale with the reason, and its measurements are never judged as if current. A row stale only by a code
 change whose canary run is byte-identical is current again, labelled ``current (revalidated at <commit>)``
@@ -94,6 +94,12 @@ def snapshot_dir() -> Path:
     return Path(os.environ.get("DPMF_SNAPSHOT_DIR", REPO_ROOT / "results" / "paper")).resolve()
 
 
+def snapshot_dir_text() -> str:
+    """The snapshot's folder as the runner prints it (relative to the repository where it lies inside)."""
+    d = snapshot_dir()
+    return str(d.relative_to(REPO_ROOT)) if d.is_relative_to(REPO_ROOT) else str(d)
+
+
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text())
@@ -120,7 +126,7 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
     _gzip_large_tables(staging)
     if (staging / f"{name}.png").exists():
         compact_figure(staging / f"{name}.png")
-    from .reproduce import swap_into_place
+    from .runner.execution import swap_into_place
 
     swap_into_place(staging, dest)
     return dest
@@ -130,7 +136,8 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
     """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry. A row revalidated
     by its canary for this run hash (:mod:`dpmf_lib.runner.canary`) is current; :func:`revalidated_at` tells it
     apart, and every listing shows it as ``current (revalidated at <commit>)``."""
-    from .reproduce import run_hash, staleness
+    from .runner.hashing import run_hash
+    from .runner.staleness import staleness
 
     out = snapshot_dir() / entry.name
     if not (out / "run.json").exists():
@@ -145,7 +152,7 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
 
 def revalidated_at(entry, digest: str | None = None) -> str | None:
     """The commit at which the row's canary revalidated it for the tree's run hash (``digest``), else None."""
-    from .reproduce import run_hash
+    from .runner.hashing import run_hash
     from .runner.canary import revalidated_at as _at
 
     return _at(entry, snapshot_dir() / entry.name, digest or run_hash(entry, "paper"))
@@ -162,7 +169,7 @@ def rows() -> list[dict]:
     """One row per implemented notebook: its snapshot state, why stale, whether current only by canary
     revalidation (the commit), the measured time and peak memory."""
     from .registry import load_registry
-    from .reproduce import run_hash
+    from .runner.hashing import run_hash
 
     out = []
     for e in load_registry()[1]:
@@ -250,13 +257,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kept {take(e.name)}")
                 taken += 1
         print(f"{taken} paper run(s) kept in {snapshot_dir()}")
-    from .reproduce import cpu_record
+    from .runner.execution import cpu_record
 
     here = cpu_record()
     for r in rows():
         t = "" if r["runtime_s"] is None else f"{r['runtime_s'] / 60:6.1f} min  {r['peak_rss_mib'] or 0:6.0f} MiB"
         # a row from another CPU (or from before the CPU was recorded) need not replay byte for byte here
-        # (reproduce.cpu_record); a stale or missing row is re-run anyway
+        # (runner.execution.cpu_record); a stale or missing row is re-run anyway
         if r["state"] != "current" or r["cpu"] == here:
             other = ""
         elif not r["cpu"]:
