@@ -214,6 +214,22 @@ def paper_verdicts() -> dict[str, dict]:
     return out
 
 
+def times_table() -> str:
+    """The measured `paper` time, peak memory and result-cache state of every row, from its ``run.json`` (the
+    record the runner writes), as a Markdown table with the total; what ``docs/performance.md`` shows."""
+    lines = ["| notebook | paper | state | minutes | peak MiB | cache entries at start |", "|---|---|---|---:|---:|---:|"]
+    total = 0.0
+    for r in rows():
+        run = _read_json(snapshot_dir() / r["name"] / "run.json") or {}
+        minutes = (run.get("runtime_s") or 0) / 60
+        total += minutes
+        warm = (run.get("result_cache") or {}).get("entries_at_start")
+        lines.append(f"| {r['name']} | {r['paper']} | {state_label(r)} | {minutes:.1f} | "
+                     f"{run.get('peak_rss_mib') or 0:.0f} | {warm if warm is not None else ''} |")
+    lines.append(f"| **total** | | | **{total:.0f}** ({total / 60:.1f} h) | | |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .registry import load_registry, select
 
@@ -232,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--revalidate", action="store_true",
                     help="re-run the canaries of rows stale only by a code change; a byte-identical canary table "
                          "marks the row current (revalidated at <commit>)")
+    ap.add_argument("--times", action="store_true",
+                    help="print the rows' measured paper times and peak memory (from run.json) as a Markdown table")
     args = ap.parse_args(argv)
+    if args.times:
+        print(times_table())
+        return 0
     if args.canary_record or args.revalidate:
         from .runner import canary
 
