@@ -20,7 +20,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test lab bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
+.PHONY: all figures test test-quick lab bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
 
 all: figures
 
@@ -60,6 +60,14 @@ paper-snapshot: data
 TEST_JOBS ?= auto
 test: data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+
+# The tests a change can break, in a few minutes: the test files whose static import closure holds a file changed since
+# the merge base with QUICK_BASE (committed, uncommitted or untracked), or a fast set when no change maps to a test
+# (tests/select_changed.py says which and why); tests marked slow are left out. `make test` stays the full check.
+QUICK_BASE ?= main
+test-quick: data
+	@files="$$($(PY) tests/select_changed.py --explain --base $(QUICK_BASE))" && \
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" $$files
 
 # Lab's root is the repository (notebooks/, the executed copies in figures/, params/ all reachable); it opens in notebooks/.
 lab: data

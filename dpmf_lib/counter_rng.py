@@ -15,8 +15,8 @@ the fused NBM noise (:mod:`dpmf_lib.nbm.kernels`), the SGLD streams (:mod:`dpmf_
 
 numba scalars (``@njit(inline="always")``, so the mix is inlined into the callers' loops): :func:`mix64`,
 :func:`counter_mix`, :func:`splitmix_next`. numpy references (vectorised, uint64 wrap-around): :func:`mix64_np`,
-:func:`counter_mix_np`, :func:`splitmix_np`. ``tests/test_counter_rng.py`` checks them against each other and against
-the published outputs for seeds 0 and 1234567.
+:func:`counter_mix_np`, :func:`splitmix_np`. ``tests/lib/test_counter_rng.py`` checks them against each other and
+against the published outputs for seeds 0 and 1234567.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def with_current_claims(note: str, name: str) -> str:
     which changes with the claims file: a list written once and kept told readers of Fig 5 that 'slower' meant 10 %
     more time long after the margin became 0. A notebook that gained its first claim gets the list in place of the
     "no quantitative claim" sentence; one that lost its last claim gets that sentence back. A note with neither (all
-    its author's) is returned as it is; ``tests/test_notebooks.py`` asks every committed note for the list."""
+    its author's) is returned as it is; ``tests/workbook/test_notebooks.py`` asks every committed note for the list."""
     fresh = [x for x in look_for(name).splitlines() if _GENERATED_BULLET.match(x)]
     lines = note.splitlines()
     intro_at = next((i for i, x in enumerate(lines) if x.strip() == CLAIMS_INTRO), None)

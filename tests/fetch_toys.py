@@ -1,4 +1,4 @@
-"""Toy archives and a fake HTTP response shared by tests/test_fetch.py and tests/test_bad_input_battery.py."""
+"""Toy archives and a fake HTTP response shared by tests/workbook/test_data_fetch.py and test_bad_input_battery.py."""
 
 import io
 import zipfile

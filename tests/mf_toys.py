@@ -1,4 +1,4 @@
-"""Small synthetic problems shared by the tests (tests/test_mf_*.py, the Liu chain and release tests)."""
+"""Small synthetic problems shared by the tests (tests/lib/mf/, tests/lib/privacy/, the Liu chain and release tests)."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Small synthetic problems shared by the tests/test_nbm_*.py files."""
+"""Small synthetic problems shared by the tests of dpmf_lib.nbm (tests/lib/nbm/)."""
 
 import numpy as np
 

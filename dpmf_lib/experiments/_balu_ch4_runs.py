@@ -22,7 +22,7 @@ threshold, epochs, init scale, η, λ, the run's seed, with_kld, track), the spl
 seed, standin_scale, max_ratings, fractions, min_freq, the split's seed) and a hash of the code the run depends on
 (:func:`code_files`: ``dpmf_lib/sketch``, the splitmix64 mix it hashes with, the data loaders, the seed helper and
 this module). A cached run is the pickled dict ``fit_eval`` returned, so a row served from the cache is bit-identical
-to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/test_balu_ch4_runs.py checks that the two agree with
+to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/experiments/balu/test_ch4_runs.py checks that the two agree with
 :func:`dpmf_lib.sketch.runs.run_configs`).
 
 :func:`run_configs` is :func:`dpmf_lib.sketch.runs.run_configs` with a trainer that routes each training call through
@@ -53,7 +53,7 @@ def code_files() -> list[Path]:
     """The files a training run's numbers depend on: ``dpmf_lib/sketch/*.py``, ``dpmf_lib/counter_rng.py`` (the
     splitmix64 mix of the sketch hash, :mod:`dpmf_lib.sketch.hashing`), the data loaders (``dpmf_lib/data``,
     ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution) and this module. Every local module these
-    import must be here unless it cannot change a number (tests/test_balu_ch4_runs.py checks it)."""
+    import must be here unless it cannot change a number (tests/experiments/balu/test_ch4_runs.py checks it)."""
     here = Path(__file__).resolve()
     pkg = here.parent.parent
     return (sorted((pkg / "sketch").glob("*.py")) + [pkg / "counter_rng.py"] + sorted((pkg / "data").glob("*.py"))
@@ -80,7 +80,7 @@ def data_key(r, params: dict) -> dict:
             "min_freq": int(params.get("min_freq", 10))}
 
 
-# training runs this process actually did (not served from the cache); tests/test_balu_ch4_runs.py reads it
+# training runs this process actually did (not served from the cache); tests/experiments/balu/test_ch4_runs.py reads it
 TRAINED = {"n": 0}
 
 

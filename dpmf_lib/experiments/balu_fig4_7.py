@@ -10,7 +10,7 @@ factorization without any differential privacy mechanism". KLD (4.15): Gaussians
 on the training and the test set. The thesis uses T = 100 epochs here and η_t = η/(1 + b·t/T); b is not given (we use 1).
 
 No finite ε holds for this "data-clipped privacy": clipping adds no noise — the same data and seed give a bit-identical
-release (tests/test_dp_release_properties.py checks it), so a neighbouring dataset that changes the release is
+release (tests/properties/test_dp_release.py checks it), so a neighbouring dataset that changes the release is
 distinguished with certainty. The parameter is therefore called a clipping threshold here (params ``clip_grid``, CSV
 column ``clip_threshold``, axis labels), not ε; the CSV's ``privacy_guarantee`` column says "none".
 

@@ -49,7 +49,7 @@ def claims_run(params: dict) -> pd.DataFrame:
     own settings), so the further seeds run only it, the baseline and the noise-free S3 run: panel (a) collapses onto
     the claim's run (ε and iterations set to the claim's; :func:`~dpmf_lib.experiments.hua_common.cdf_experiment`
     computes a run that both panels ask for once, whatever ``$DPMF_CACHE``) and panel (c), the W-scaled variant, is
-    off. At seed 0 the measurement equals :func:`run`'s (tests/test_hua_claim_rows.py).
+    off. At seed 0 the measurement equals :func:`run`'s (tests/experiments/hua/test_claim_rows.py).
     """
     e, T = params["claim_eps"], params["iterations_fixed"]
     return run({**params, "w_scaled_variant": False, "eps_values": [e], "eps_fixed": e, "iterations": [T]})

@@ -229,7 +229,7 @@ def tiered_layout(r, *, block_users: int = 1000, tiers=(500, 4000), interleave: 
     """The C-SGD layout (order defined by :func:`tiered_layout_reference`), built in O(n) with numba: a parallel
     counting sort of the ratings by user (stable), then per user block in parallel: each user's tier runs shuffled
     (or, user-major, sorted by internal item id) straight into their round-robin slots of the batches of
-    ``interleave`` users. Equal to the reference array for array (``tests/test_mf_layout.py``)."""
+    ``interleave`` users. Equal to the reference array for array (``tests/lib/mf/test_layout.py``)."""
     import numba
 
     from ._layout_kernels import build_tiered, item_counts_user_ptr

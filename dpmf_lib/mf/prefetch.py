@@ -3,8 +3,8 @@
 numba has no prefetch function, but ``numba.extending.intrinsic`` lets a jitted function emit any LLVM instruction.
 ``prefetch_row(A, i)`` issues one read-prefetch (locality 3 = keep in all cache levels) for every 64-byte line of row
 ``i`` of a 2-D array (any row stride). It is a hint only: no fault on any address, no effect on results. The
-generated assembly is checked in ``tests/test_mf_kernels.py`` (``prefetcht0`` must appear, and no NRT reference-count
-call or reshape in the C-SGD loop).
+generated assembly is checked in ``tests/lib/mf/test_kernels.py`` (``prefetcht0`` must appear, and no NRT
+reference-count call or reshape in the C-SGD loop).
 
 The row address is computed in the intrinsic from the array's data pointer and its row stride: nothing but the
 ``prefetcht0`` instructions and one multiply-add per line. Why not prefetch through a 1-D ``reshape``: in numba that

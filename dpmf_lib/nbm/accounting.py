@@ -118,7 +118,7 @@ def pair_inclusion_prob_paper(counts: np.ndarray, L: int) -> np.ndarray:
     """The expression printed in section 4.2: H_ij = 1 - (|I_i||I_j|/𝓛²)(1-|I_j|/𝓛)^{L-1}(1-|I_i|/𝓛)^{L-1}.
 
     Kept to compare with :func:`pair_inclusion_prob` and a Monte-Carlo estimate (it does not match either event's
-    probability; see tests/test_nbm_accounting.py and the pnbm_fig2 notebook)."""
+    probability; see tests/lib/nbm/test_accounting.py and the pnbm_fig2 notebook)."""
     counts = np.asarray(counts, dtype=np.float64)
     p = counts / counts.sum()
     return 1.0 - p[:, None] * p[None, :] * ((1.0 - p[None, :]) ** (L - 1)) * ((1.0 - p[:, None]) ** (L - 1))

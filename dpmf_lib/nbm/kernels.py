@@ -241,7 +241,7 @@ def clipped_grad_kernel(S, uptr, uitems, ucent, rbar, bptr, bitems, bvals, Nk, C
 # same for any number of threads (and any prange schedule). The key of every draw comes from the caller's seeded numpy
 # Generator (:func:`draw_key`).
 # References (the numpy path kept beside them): model._noisy_step (Laplace) and sgld_update_kernel + numpy's
-# standard_normal (Gaussian); tests/test_nbm_fused.py checks the laws (KS) and the update formulas exactly.
+# standard_normal (Gaussian); tests/lib/nbm/test_fused.py checks the laws (KS) and the update formulas exactly.
 _TWO_M52 = 2.0 ** -52
 _TWO_M53 = 2.0 ** -53
 

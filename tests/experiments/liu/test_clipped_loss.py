@@ -1,0 +1,157 @@
+"""Liu et al. with the prediction clipped inside the loss (ours, issue #13 part 3): the SGLD kernel against its
+reference, the flat likelihood outside the range, the per-user bound B_i without a rejection loop, and the release's ε."""
+
+import numba
+import numpy as np
+import pytest
+
+from dpmf_lib.privacy import posterior_sampling as ps
+from dpmf_lib.errors import ParameterError
+from dpmf_lib.mf import GaussianTable, init_model, sample_sgld, tiered_layout
+from dpmf_lib.mf.noise import stream_seed
+from dpmf_lib.mf.reference import sgld_epoch_lazy_reference
+from dpmf_lib.mf.sgld import _sgld_epoch_lazy
+from tests.mf_toys import random_ratings
+
+f = np.float32
+
+
+def _round(clip, lik_scale=1.0, kernel=True, d=6):
+    r = random_ratings(seed=1)
+    lay = tiered_layout(r, block_users=7, tiers=(5, 10))
+    gu, gv, _, _ = lay.noise_ahead_counters()
+    m = init_model(r.n_users, r.n_items, d, seed=3, b0=3.0, scale=0.5)
+    table = GaussianTable.create(997, seed=2)
+    ext = table.extended(d + 2)
+    N = r.n_ratings
+    cu, cv = np.bincount(lay.users, minlength=r.n_users), np.bincount(lay.items, minlength=r.n_items)
+    pwu = np.where(cu > 0, N / np.maximum(cu, 1), 0).astype(f)
+    pwv = np.where(cv > 0, N / np.maximum(cv, 1), 0).astype(f)
+    Lu, Lv = np.linspace(1, 2, d).astype(f), np.linspace(2, 3, d).astype(f)
+    eta, zeta, lik, lamb = f(0.02 / N), f(0.5), f(lik_scale * N), f(1.0)
+    base = stream_seed(11, 1)
+    A = [m.U.copy(), m.V.copy(), m.bu.copy(), m.bi.copy()]
+    if kernel:
+        old = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            on = clip is not None
+            lo, hi = clip if on else (0.0, 0.0)
+            _sgld_epoch_lazy(lay.users, lay.items, lay.values, np.zeros(1, f), False, gu, gv, lay.seg, *A, f(3.0), eta,
+                             zeta, lik, pwu, pwv, Lu, Lv, lamb, True, ext, table.size, base, 2, True, True, on, f(lo),
+                             f(hi))
+        finally:
+            numba.set_num_threads(old)
+    else:
+        sgld_epoch_lazy_reference(lay, gu, gv, *A, 3.0, eta, zeta, lik, pwu, pwv, Lu, Lv, lamb, ext, table.size, base,
+                                  clip=clip)
+    return A
+
+
+@pytest.mark.parametrize("d", [6, 16])  # the loop kernel and the whole-row kernel
+def test_clipped_kernel_matches_reference_and_bites(d):
+    clip = (2.6, 3.4)  # narrow: a fair share of the toy's predictions lie outside
+    A, B = _round(clip, d=d), _round(clip, kernel=False, d=d)
+    for a, b in zip(A, B):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    assert not np.allclose(A[0], _round(None, d=d)[0])  # the clip changed the chain
+
+
+def test_outside_the_range_only_the_prior_drives():
+    """All predictions outside [lo, hi]: the clipped loss is flat there, so the round equals one without likelihood."""
+    A, B = _round((50.0, 60.0)), _round(None, lik_scale=0.0)
+    for a, b in zip(A, B):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_clipped_user_loss_is_bounded_by_B_i_for_any_factors():
+    """The property Theorem 1 needs, for arbitrary (U, V): Σ_j w_i (r_ij − clip(r̂_ij))² ≤ B_i for every user, while
+    the unclipped loss of the same factors exceeds B (which is why the paper needs the range loop)."""
+    r = random_ratings(seed=4)
+    pre = ps.preprocess(r, tau=5, kappa=0.5, rho=1.0, seed=0)
+    tr = pre.train
+    lo, hi = pre.pred_range
+    rng = np.random.default_rng(0)
+    worst_unclipped = 0.0
+    for _ in range(50):
+        U, V = rng.normal(0, 2, (tr.n_users, 3)), rng.normal(0, 2, (tr.n_items, 3))
+        pred = (U[tr.users] * V[tr.items]).sum(1) + 3.0
+        w = pre.rating_weights.astype(np.float64)
+        lc = np.bincount(tr.users, weights=w * (tr.values - np.clip(pred, lo, hi)) ** 2, minlength=tr.n_users)
+        lu = np.bincount(tr.users, weights=w * (tr.values - pred) ** 2, minlength=tr.n_users)
+        assert np.all(lc <= pre.B_i * (1 + 1e-9))
+        worst_unclipped = max(worst_unclipped, float(lu.max()))
+    assert worst_unclipped > pre.B
+
+
+def test_clipped_loss_release_holds_epsilon_without_the_range_loop():
+    r = random_ratings(n_users=40, n_items=20, n_ratings=300, seed=5)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=3, eta_n_max=1.0, resample_rounds=1, n_threads=1,
+              seed=0, max_resamples=2)
+    pre = ps.preprocess(r, tau=5, kappa=1e-4, rho=1.0, seed=0)
+    paper = ps.sample_private(pre, 0.01, **kw)  # a broad sample: the range rule binds and the loop gives up
+    assert not paper.constraint_satisfied and paper.epsilon_effective is None
+    ours = ps.sample_private(pre, 0.01, clip_loss=True, **kw)
+    assert ours.loss_clipped and ours.n_resamples == 0 and ours.epsilon_effective == 0.01
+    assert len(ours.violations) == 1  # still measured once, reported, not looped on
+    assert any("ours" in c for c in ours.privacy_caveats)
+    assert not paper.loss_clipped
+
+
+@pytest.mark.parametrize("bad", [(1.0,), (3.0, 2.0), (float("nan"), 1.0), "x"])
+def test_bad_clip_prediction_raises(bad):
+    r = random_ratings(seed=2)
+    with pytest.raises(ParameterError):
+        sample_sgld(r, d=2, epochs=1, clip_prediction=bad, n_threads=1)
+
+
+def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
+    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.params import load_params
+
+    p = load_params("liu_fig7", "smoke")
+    df = liu_fig7.run(p)
+    ours = df[df.method == liu_fig7.OURS]
+    paper = df[df.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
+    assert np.allclose(ours.epsilon_effective, ours.epsilon) and (ours.n_resamples == 0).all()
+    liu_fig7.plot(df, p)
+    # the exact-Gibbs series (issue #14): every ε of the grid, its 4B chains are the reference line's, the claim reads it
+    gib = df[df.method == liu_fig7.GIBBS_DP]
+    assert sorted(gib.epsilon) == sorted(paper.epsilon) and (gib.sampler == "gibbs").all()
+    ref = df[df.method == liu_fig7.GIBBS].iloc[0]
+    g4b = gib[gib.epsilon == gib.epsilon.max()].iloc[0]
+    assert ref.rhat == g4b.rhat and ref.ess == g4b.ess
+    (m,) = df.attrs["measurements"]
+    tau = float(p["tau"]["ml-100k"])
+    assert "exact Gibbs chains" in m["note"]
+    assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
+    assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
+    # every point is a sweep task, a function of its arguments alone: re-running one reproduces its row
+    from dpmf_lib.experiments.liu_fig7 import load, nonprivate, point_tasks, run_point
+
+    _, train, test = load("ml-100k", p)
+    _, priors, _ = nonprivate(train, test, p)
+    tasks = point_tasks(p, lambda rho, wf: ref.B if wf == p["weights_from"] else 0.0)
+    (t,) = [t for t in tasks if t["series"] == "gibbs" and t["epsilon"] == tau]
+    again = run_point(t, "ml-100k", train, test, priors, p)["row"]
+    want = gib[gib.epsilon == tau].iloc[0]
+    assert again["test_rmse"] == want.test_rmse and again["ess"] == want.ess and again["rhat"] == want.rhat
+    # not circular (run() calls run_point too): the task is Algorithm 1 at the run's own seed
+    from dpmf_lib.privacy import posterior_sampling as pss
+
+    pre = pss.preprocess(train, tau=int(tau), kappa=p["kappa"], rho=p["rho"][0], seed=p["seed"],
+                        weights_from=p["weights_from"])
+    gp = p["gibbs"]
+    direct = pss.sample_private(pre, tau, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=p["d"],
+                               lambda_r=p["lambda_r"], lam_bias=priors["lam_bias"], sampler="gibbs",
+                               rounds=gp["sweeps"] - gp["burn_in"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                               max_resamples=p["private"]["max_resamples"], seed=p["seed"], test=test)
+    assert again["ess"] == direct.ess and again["test_rmse"] == direct.local_model(train).rmse(test)
+    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
+        "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
+    assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()
+    (m_off,) = off.attrs["measurements"]
+    sg = off[off.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "the paper's SGLD chains" in m_off["note"]
+    assert m_off["value"] == sg[sg.epsilon == tau].test_rmse.iloc[0] - sg[sg.epsilon == sg.epsilon.max()].test_rmse.iloc[0]
