@@ -48,11 +48,11 @@ figures: data
 	$(PY) -m dpmf_lib.reproduce --profile $(PROFILE) --jobs $(JOBS) $(if $(ONLY),--only '$(ONLY)')
 
 # The paper profile, each notebook within BUDGET minutes (stopped and recorded "over budget" beyond it); each
-# successful run is kept in results/paper/<name>/ (committed) and its measured time and peak memory are written
-# into its params file header. The runner skips what is current, so an interrupted run resumes where it stopped.
+# successful run is kept in results/paper/<name>/ (committed) with its measured time and peak memory in run.json.
+# The runner skips what is current, so an interrupted run resumes where it stopped.
 BUDGET ?= 60
 paper-snapshot: data
-	$(PY) -m dpmf_lib.reproduce --profile paper --jobs $(JOBS) --timeout $(BUDGET) --record-budget --snapshot \
+	$(PY) -m dpmf_lib.reproduce --profile paper --jobs $(JOBS) --timeout $(BUDGET) --snapshot \
 	  $(if $(ONLY),--only '$(ONLY)')
 
 # The suite runs in TEST_JOBS processes (pytest-xdist; auto = one per core, 0 = all in this process); each test file

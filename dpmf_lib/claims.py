@@ -7,7 +7,7 @@ seed (``values``). The runner saves them as ``figures/<name>/measurements.json``
 
 How a verdict is reached from them is :mod:`dpmf_lib.verdicts`. The split is deliberate: this module decides what a
 run computes and saves (which claims, how many seeds) and is an input of every run
-(:func:`dpmf_lib.reproduce.run_hash`); the judging rules only read saved measurements, are applied again whenever a
+(:func:`dpmf_lib.runner.hashing.run_hash`); the judging rules only read saved measurements, are applied again whenever a
 report is built, and so are not (:data:`dpmf_lib.dependencies.NOT_RUN_INPUTS`). A change of a rule re-judges every
 snapshot row without making one stale.
 """

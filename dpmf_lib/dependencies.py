@@ -22,7 +22,7 @@ LOCAL_PACKAGES = ("dpmf_lib", "data_fetch")
 #: applied anew at every report and claims table (:mod:`dpmf_lib.verdicts`). Left out of every closure, so a change of
 #: a judging rule re-judges the snapshot instead of making every row stale. A module may be listed only if nothing it
 #: returns is saved by a run (tested). The runner records a digest of its bytes in ``run.json`` (the run record, not
-#: a result: :func:`dpmf_lib.reproduce.judging_digest`) so the report can flag notebooks judged under older rules.
+#: a result: :func:`dpmf_lib.runner.hashing.judging_digest`) so the report can flag notebooks judged under older rules.
 NOT_RUN_INPUTS = frozenset({"dpmf_lib.verdicts"})
 
 

@@ -2,7 +2,7 @@
 
 Figure rows come from the registry (so unimplemented ones show "not yet"), joined with the runner's last canonical
 run in ``figures/<name>/``. A run's outputs are read only when its ``run.json`` says ``ok`` *and* it is current
-(same run hash, same data state: :func:`dpmf_lib.reproduce.staleness`); a failed or stale run is listed with the
+(same run hash, same data state: :func:`dpmf_lib.runner.staleness.staleness`); a failed or stale run is listed with the
 reason and none of its measurements reach a verdict. Claim rows judge every measurement of each claim
 (:func:`dpmf_lib.verdicts.judge`).
 
@@ -64,7 +64,8 @@ def _read_json(path: Path):
 
 
 def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
-    from .reproduce import run_hash, staleness
+    from .runner.hashing import run_hash
+    from .runner.staleness import staleness
     from .errors import WorkbookError
 
     fig_dir = fig_dir or figures_dir()
@@ -231,7 +232,7 @@ def _older_rules(out: Path) -> str:
     """A note for an executed notebook whose printed claims table may not match this page: the verdict rules or the
     judging fields of its claims changed since it ran (neither is a run input, so the run stays current; this page's
     verdicts are the current ones), or the run predates the record."""
-    from .reproduce import judging_digest
+    from .runner.hashing import judging_digest
 
     try:
         run = json.loads((out / "run.json").read_text())

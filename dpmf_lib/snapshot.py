@@ -14,7 +14,7 @@ notebooks.
     python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
 
 A snapshot row is **current** when its run hash equals the working tree's ``paper`` run hash for that notebook
-(profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.reproduce.run_hash`) and every dataset
+(profile, params, notebook, the code it imports, its claims: :func:`dpmf_lib.runner.hashing.run_hash`) and every dataset
 it read is in the state it read. A stale row stays in the snapshot so its numbers can still be seen, but the report
 marks it stale with the reason, and its measurements are never judged as if current. A row stale only by a code
 change whose canary run is byte-identical is current again, labelled ``current (revalidated at <commit>)``
@@ -94,6 +94,12 @@ def snapshot_dir() -> Path:
     return Path(os.environ.get("DPMF_SNAPSHOT_DIR", REPO_ROOT / "results" / "paper")).resolve()
 
 
+def snapshot_dir_text() -> str:
+    """The snapshot's folder as the runner prints it (relative to the repository where it lies inside)."""
+    d = snapshot_dir()
+    return str(d.relative_to(REPO_ROOT)) if d.is_relative_to(REPO_ROOT) else str(d)
+
+
 def _read_json(path: Path):
     try:
         return json.loads(path.read_text())
@@ -120,7 +126,7 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
     _gzip_large_tables(staging)
     if (staging / f"{name}.png").exists():
         compact_figure(staging / f"{name}.png")
-    from .reproduce import swap_into_place
+    from .runner.execution import swap_into_place
 
     swap_into_place(staging, dest)
     return dest
@@ -130,7 +136,8 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
     """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry. A row revalidated
     by its canary for this run hash (:mod:`dpmf_lib.runner.canary`) is current; :func:`revalidated_at` tells it
     apart, and every listing shows it as ``current (revalidated at <commit>)``."""
-    from .reproduce import run_hash, staleness
+    from .runner.hashing import run_hash
+    from .runner.staleness import staleness
 
     out = snapshot_dir() / entry.name
     if not (out / "run.json").exists():
@@ -145,7 +152,7 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
 
 def revalidated_at(entry, digest: str | None = None) -> str | None:
     """The commit at which the row's canary revalidated it for the tree's run hash (``digest``), else None."""
-    from .reproduce import run_hash
+    from .runner.hashing import run_hash
     from .runner.canary import revalidated_at as _at
 
     return _at(entry, snapshot_dir() / entry.name, digest or run_hash(entry, "paper"))
@@ -162,7 +169,7 @@ def rows() -> list[dict]:
     """One row per implemented notebook: its snapshot state, why stale, whether current only by canary
     revalidation (the commit), the measured time and peak memory."""
     from .registry import load_registry
-    from .reproduce import run_hash
+    from .runner.hashing import run_hash
 
     out = []
     for e in load_registry()[1]:
@@ -207,6 +214,22 @@ def paper_verdicts() -> dict[str, dict]:
     return out
 
 
+def times_table() -> str:
+    """The measured `paper` time, peak memory and result-cache state of every row, from its ``run.json`` (the
+    record the runner writes), as a Markdown table with the total; what ``docs/performance.md`` shows."""
+    lines = ["| notebook | paper | state | minutes | peak MiB | cache entries at start |", "|---|---|---|---:|---:|---:|"]
+    total = 0.0
+    for r in rows():
+        run = _read_json(snapshot_dir() / r["name"] / "run.json") or {}
+        minutes = (run.get("runtime_s") or 0) / 60
+        total += minutes
+        warm = (run.get("result_cache") or {}).get("entries_at_start")
+        lines.append(f"| {r['name']} | {r['paper']} | {state_label(r)} | {minutes:.1f} | "
+                     f"{run.get('peak_rss_mib') or 0:.0f} | {warm if warm is not None else ''} |")
+    lines.append(f"| **total** | | | **{total:.0f}** ({total / 60:.1f} h) | | |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .registry import load_registry, select
 
@@ -225,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--revalidate", action="store_true",
                     help="re-run the canaries of rows stale only by a code change; a byte-identical canary table "
                          "marks the row current (revalidated at <commit>)")
+    ap.add_argument("--times", action="store_true",
+                    help="print the rows' measured paper times and peak memory (from run.json) as a Markdown table")
     args = ap.parse_args(argv)
+    if args.times:
+        print(times_table())
+        return 0
     if args.canary_record or args.revalidate:
         from .runner import canary
 
@@ -250,13 +278,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kept {take(e.name)}")
                 taken += 1
         print(f"{taken} paper run(s) kept in {snapshot_dir()}")
-    from .reproduce import cpu_record
+    from .runner.execution import cpu_record
 
     here = cpu_record()
     for r in rows():
         t = "" if r["runtime_s"] is None else f"{r['runtime_s'] / 60:6.1f} min  {r['peak_rss_mib'] or 0:6.0f} MiB"
         # a row from another CPU (or from before the CPU was recorded) need not replay byte for byte here
-        # (reproduce.cpu_record); a stale or missing row is re-run anyway
+        # (runner.execution.cpu_record); a stale or missing row is re-run anyway
         if r["state"] != "current" or r["cpu"] == here:
             other = ""
         elif not r["cpu"]:

@@ -1,6 +1,6 @@
 """Canary revalidation: keep a `paper` snapshot row current across a refactor without re-running it.
 
-A row of ``results/paper`` is current while its run hash equals the tree's (:func:`dpmf_lib.reproduce.run_hash`).
+A row of ``results/paper`` is current while its run hash equals the tree's (:func:`dpmf_lib.runner.hashing.run_hash`).
 A change of code stales every row whose closure holds it — rightly, as the code might now compute something else; but
 a refactor computes the same, and re-taking the rows costs hours. Each row therefore keeps a **canary**:
 ``results/paper/<name>/canary.json`` with the sha256 of the table (``<name>.csv``) its notebook writes at the small
@@ -86,7 +86,7 @@ def canary_params_digest(entry) -> str:
 def run(entry, workdir: Path, env: dict | None = None) -> dict:
     """Run ``entry``'s notebook at the canary profile in ``workdir`` (its own figures directory, the result cache
     off) through the runner's executor; returns ``{"status", "fingerprint", "runtime_s", "error"}``."""
-    from ..reproduce import execute
+    from .execution import execute
 
     settings = {"DPMF_FIGURES_DIR": str(workdir), "DPMF_CACHE": "off", **(env or {})}
     rec = execute(entry.name, PROFILE, "canary", env=settings)
@@ -100,17 +100,17 @@ def run(entry, workdir: Path, env: dict | None = None) -> dict:
 
 
 def record(entry, row_dir: Path, workdir: Path) -> str:
-    """Record the canary of a row that is current (plainly: the tree's code is the code that produced it)."""
-    from ..reproduce import run_hash, run_hash_parts
-    from ..snapshot import row_state
+    """Record the canary of a row that is current plainly: the tree's code is the code that produced it."""
+    from .hashing import run_hash, run_hash_parts
+    from .staleness import staleness
 
     if not has_profile(entry):
         return f"no `{PROFILE}` profile in {entry.params_file.name}"
     digest = run_hash(entry, "paper")
-    state, why = row_state(entry, digest)
-    if state != "current" or revalidated_at(entry, row_dir, digest):
-        return f"not recorded: the row is {state}{' (revalidated)' if state == 'current' else ''}; a canary is " \
-               "recorded only with the code that produced the row"
+    why = staleness(entry, digest, out_dir=row_dir)
+    if why:
+        return f"not recorded: the row is stale ({why}); a canary is recorded only with the code that produced " \
+               "the row"
     got = run(entry, workdir)
     if got["status"] != "ok":
         return f"canary failed: {got['error']}"
@@ -131,7 +131,7 @@ def revalidated_at(entry, row_dir: Path, digest: str) -> str | None:
 
 def why_not(entry, row_dir: Path) -> str | None:
     """Why the stale row cannot be revalidated by its canary (None when it can be tried)."""
-    from ..reproduce import run_hash_parts
+    from .hashing import run_hash_parts
 
     rec = read(row_dir)
     if rec is None:
@@ -150,7 +150,8 @@ def why_not(entry, row_dir: Path) -> str | None:
 
 def revalidate(entry, row_dir: Path, workdir: Path) -> str:
     """Re-run the canary of a stale row and, when its table is byte-identical, mark the row revalidated."""
-    from ..reproduce import run_hash, staleness
+    from .hashing import run_hash
+    from .staleness import staleness
 
     digest = run_hash(entry, "paper")
     own = (json.loads((row_dir / "run.json").read_text()) or {}).get("hash")
@@ -190,7 +191,7 @@ def each(entries, action: str, snapshot: Path) -> list[tuple[str, str]]:
             if not (row / "run.json").exists():
                 continue
             if action == "record":
-                from ..reproduce import run_hash
+                from .hashing import run_hash
 
                 if (read(row) or {}).get("for_hash") == run_hash(e, "paper"):
                     out.append((e.name, "already recorded for this code"))

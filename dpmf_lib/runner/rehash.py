@@ -1,6 +1,6 @@
 """Move run records hashed by the byte scheme to the behaviour scheme, without re-running anything.
 
-Until the run hash followed behaviour (:func:`dpmf_lib.reproduce.run_hash`: ASTs without docstrings, notebooks'
+Until the run hash followed behaviour (:func:`dpmf_lib.runner.hashing.run_hash`: ASTs without docstrings, notebooks'
 code cells without comments, resolved parameters only), it covered the raw bytes of every file a notebook imports,
 its code cells verbatim and its params file's bytes. A record whose hash equals the *byte* hash of the tree as it is
 now was produced by exactly this tree's code, so it is current under the new scheme too: ``rehash`` rewrites its
@@ -47,7 +47,7 @@ def byte_run_hash(entry, profile: str) -> str:
     """The run hash of ``entry`` at ``profile`` under the byte scheme, computed on today's tree."""
     from ..dependencies import current_claims
     from ..params import load_params
-    from ..reproduce import experiment_module, seed_rule
+    from .hashing import experiment_module, seed_rule
 
     params = load_params(entry.name, profile)
     own_claims = repr([seed_rule(c) for c in current_claims() if c.notebook == entry.name])
@@ -63,7 +63,7 @@ def byte_run_hash(entry, profile: str) -> str:
 def rehash_record(entry, run_file: Path) -> str:
     """Rehash one ``run.json``: ``"moved"``, ``"already"`` (hashed by the behaviour scheme), ``"stale"`` (taken at
     other code: left alone) or ``"skipped"`` (not a successful run)."""
-    from ..reproduce import run_hash
+    from .hashing import run_hash
 
     try:
         run = json.loads(run_file.read_text())

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from dpmf_lib import cache, reproduce
+from dpmf_lib import cache
+from dpmf_lib.runner import cli
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.paths import REPO_ROOT, cache_dir
 
@@ -69,10 +70,10 @@ def test_clear_removes_entries_and_the_legacy_caches(fresh_cache, tmp_path, monk
 
 def test_force_and_clean_reach_the_cache(figures_tmp, monkeypatch):
     seen = {}
-    monkeypatch.setattr(reproduce, "_run_all", lambda todo, profile, jobs, backend, scheduler, env, *a, **k:
+    monkeypatch.setattr(cli, "_run_all", lambda todo, profile, jobs, backend, scheduler, env, *a, **k:
                         seen.update(env) or iter(()))
     monkeypatch.setattr("dpmf_lib.report.write_report", lambda *a, **k: ("r.md", "index.html"))
-    assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
+    assert cli.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
     assert seen.get("DPMF_CACHE") == "refresh"
     dry = subprocess.run(["make", "-n", "clean-figures"], cwd=REPO_ROOT, capture_output=True, text=True)
     assert "dpmf_lib.cache --clear" in dry.stdout

@@ -11,7 +11,7 @@ from dpmf_lib.claims import load_claims
 from dpmf_lib.dependencies import notebook_code
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry, select
-from dpmf_lib.reproduce import execute
+from dpmf_lib.runner.execution import execute
 
 NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 IMPLEMENTED = [e.name for e in select(load_registry()[1], None)]
@@ -162,7 +162,7 @@ def test_the_claims_list_follows_a_first_claim_and_a_last_one_removed_and_keeps_
 def test_refreshing_the_look_for_note_keeps_its_own_words_and_every_code_cell(tmp_path, monkeypatch):
     import shutil
 
-    from dpmf_lib import reproduce, scaffold
+    from dpmf_lib import scaffold
 
     monkeypatch.setattr(scaffold, "notebooks_dir", lambda: tmp_path)
     shutil.copy(notebooks_dir() / "liu_fig5.ipynb", tmp_path / "liu_fig5.ipynb")

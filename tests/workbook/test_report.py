@@ -17,7 +17,8 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
-from dpmf_lib import report, reproduce
+from dpmf_lib import report
+from dpmf_lib.runner import hashing
 from dpmf_lib.claims import VERDICTS, load_claims
 from dpmf_lib.registry import load_registry
 from dpmf_lib.report import collect, read_expected, verdict_changes, write_expected, write_report
@@ -57,7 +58,7 @@ def _entry(name):
 def _run(fig: Path, name: str, *, status="ok", profile="ci", datasets=(), measurements=(), hash_=None, error=None):
     out = fig / name
     out.mkdir()
-    digest = hash_ or reproduce.run_hash(_entry(name), profile)
+    digest = hash_ or hashing.run_hash(_entry(name), profile)
     (out / "run.json").write_text(json.dumps({"notebook": name, "profile": profile, "hash": digest, "status": status,
                                               "error": error, "runtime_s": 1.5, "data_state": {}}))
     _executed_notebook(out / f"{name}.ipynb", name)
@@ -202,7 +203,7 @@ def test_page_in_headless_chromium(fake_tree, tmp_path):
 
 def test_a_share_of_cells_prints_its_interval_and_an_old_notebook_table_is_flagged(tmp_path):
     from dpmf_lib.report import _older_rules, _value
-    from dpmf_lib.reproduce import judging_digest
+    from dpmf_lib.runner.hashing import judging_digest
 
     assert _value({"ours": 5 / 9, "lo": 1 / 3, "hi": 1.0, "n": 5, "asymmetric": True}) == "0.5556 [0.333, 1] (n=5)"
     assert _value({"ours": 0.5, "lo": 0.4, "hi": 0.6, "n": 5, "asymmetric": False}) == "0.5 ± 0.1 (n=5)"
@@ -246,7 +247,7 @@ def test_failed_or_stale_runs_do_not_reach_the_report(figures_tmp):
     (out / "measurements.json").write_text(json.dumps([m]))
     (out / "provenance.json").write_text("{}")
     (out / f"{e.name}.csv").write_text("dataset\n")
-    digest = reproduce.run_hash(e, "ci")
+    digest = hashing.run_hash(e, "ci")
 
     def cavg():
         return next(c for c in collect()[2] if c["id"] == "balu-3.5-ml100k-cavg")

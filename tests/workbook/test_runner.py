@@ -7,7 +7,7 @@ import json
 import nbformat
 import pytest
 
-from dpmf_lib import reproduce
+from dpmf_lib.runner import cli, execution, hashing, staleness
 from dpmf_lib.dependencies import dataset_state, module_closure
 from dpmf_lib.paths import notebooks_dir
 from dpmf_lib.registry import load_registry
@@ -22,13 +22,13 @@ def tiny_notebook(tmp_path, monkeypatch, name: str, *cells: str):
     nb.cells[0].metadata["tags"] = ["parameters"]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, nbdir / f"{name}.ipynb")
-    monkeypatch.setattr(reproduce, "notebooks_dir", lambda: nbdir)
+    monkeypatch.setattr(execution, "notebooks_dir", lambda: nbdir)
     return nbdir
 
 
 def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkeypatch):
     tiny_notebook(tmp_path, monkeypatch, "broken", "x = 1", "raise ValueError('boom in cell three')")
-    rec = reproduce.execute("broken", "smoke", "h")
+    rec = execution.execute("broken", "smoke", "h")
     assert rec["status"] == "failed"
     assert "ValueError" in rec["error"] and "boom in cell three" in rec["error"] and "cell" in rec["error"]
     saved = json.loads((figures_tmp / "broken" / "run.json").read_text())
@@ -38,16 +38,16 @@ def test_failed_notebook_is_reported_with_its_cell(figures_tmp, tmp_path, monkey
 def test_up_to_date_needs_matching_hash_and_outputs(figures_tmp):
     _, entries = load_registry()
     e = next(x for x in entries if x.name == "liu_fig1")
-    digest = reproduce.run_hash(e, "smoke")
-    assert digest != reproduce.run_hash(e, "ci")
+    digest = hashing.run_hash(e, "smoke")
+    assert digest != hashing.run_hash(e, "ci")
     out = figures_tmp / e.name
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok"}))
-    assert not reproduce.up_to_date(e, digest)  # outputs missing
+    assert not staleness.up_to_date(e, digest)  # outputs missing
     (out / "provenance.json").write_text("{}")
     (out / f"{e.name}.csv").write_text("dataset\n")
-    assert reproduce.up_to_date(e, digest)
-    assert not reproduce.up_to_date(e, "other")
+    assert staleness.up_to_date(e, digest)
+    assert not staleness.up_to_date(e, "other")
 
 
 def test_run_hash_covers_the_notebooks_own_code_not_all_code():
@@ -56,7 +56,7 @@ def test_run_hash_covers_the_notebooks_own_code_not_all_code():
     def rel(module):
         return {p.relative_to(REPO_ROOT).as_posix() for p in module_closure(module)}
 
-    files = rel(reproduce.experiment_module(_entry("liu_fig7")))
+    files = rel(hashing.experiment_module(_entry("liu_fig7")))
     assert {"dpmf_lib/experiments/liu_fig7.py", "dpmf_lib/privacy/posterior_sampling.py", "dpmf_lib/data/datasets.py",
             "dpmf_lib/__init__.py", "dpmf_lib/experiments/__init__.py", "data_fetch/registry.py"} <= files
     assert not any("/attacks/" in f or "/lsh/" in f for f in files)  # another paper's code is not a dependency
@@ -78,7 +78,7 @@ def test_run_hash_counts_the_claim_fields_that_decide_the_seeds_not_those_that_j
         row_changed = {**row, **change}
         rows = [row_changed if r is row else r for r in doc["claims"]]
         path.write_text(yaml.safe_dump({**doc, "claims": rows}), encoding="utf-8")
-        return reproduce.run_hash(e, "paper")
+        return hashing.run_hash(e, "paper")
 
     base = digest_with()
     assert digest_with(reference=(row["reference"] or 0) + 1.0, quote="another reading") == base
@@ -89,18 +89,18 @@ def test_run_hash_counts_the_claim_fields_that_decide_the_seeds_not_those_that_j
 def test_standin_result_goes_stale_when_the_real_data_appears(figures_tmp):
     _, entries = load_registry()
     e = next(x for x in entries if x.name == "liu_fig1")
-    digest = reproduce.run_hash(e, "smoke")
+    digest = hashing.run_hash(e, "smoke")
     out = figures_tmp / e.name
     out.mkdir()
     (out / "provenance.json").write_text("{}")
     (out / f"{e.name}.csv").write_text("dataset\n")
     # the run read ml-100k as absent (a stand-in); the mirror now holds the real data
     (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "data_state": {"ml-100k": "absent"}}))
-    why = reproduce.staleness(e, digest)
+    why = staleness.staleness(e, digest)
     assert why and "data changed" in why and "ml-100k" in why
     now = dataset_state("ml-100k")
     (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "data_state": {"ml-100k": now}}))
-    assert reproduce.staleness(e, digest) is None
+    assert staleness.staleness(e, digest) is None
 
 
 def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatch):
@@ -109,7 +109,7 @@ def test_a_failed_run_replaces_the_old_outputs(figures_tmp, tmp_path, monkeypatc
     old.mkdir()
     (old / "measurements.json").write_text("[]")
     (old / "was_good.csv").write_text("dataset\n")
-    rec = reproduce.execute("was_good", "smoke", "h")
+    rec = execution.execute("was_good", "smoke", "h")
     assert rec["status"] == "failed"
     # the old outputs are gone; kernel.log stays when the kernel printed anything (it did once under the load of a
     # parallel `make test`), so it is allowed but not required
@@ -121,7 +121,7 @@ def test_recovery_after_a_kill_between_the_two_renames(figures_tmp):
     (figures_tmp / ".old-liu_fig1-123").mkdir()
     (figures_tmp / ".old-liu_fig1-123" / "run.json").write_text("{}")
     (figures_tmp / ".staging-liu_fig1-456").mkdir()
-    done = reproduce.recover_interrupted()
+    done = execution.recover_interrupted()
     assert (figures_tmp / "liu_fig1" / "run.json").exists() and len(done) == 2
     assert not list(figures_tmp.glob(".*"))
 
@@ -132,18 +132,18 @@ def test_hand_run_with_overrides_cannot_replace_canonical_outputs(figures_tmp, t
     byte-identical CSV in both places."""
     import papermill as pm
 
-    rec = reproduce.execute("liu_fig1", "smoke", reproduce.run_hash(_entry("liu_fig1"), "smoke"))
+    rec = execution.execute("liu_fig1", "smoke", hashing.run_hash(_entry("liu_fig1"), "smoke"))
     assert rec["status"] == "ok", rec["error"]
     canon = figures_tmp / "liu_fig1"
     # which CPU the numbers came from (a stand-in's fit can differ an ulp with numpy's AVX-512 paths)
-    assert json.loads((canon / "run.json").read_text())["cpu"] == reproduce.cpu_record()
+    assert json.loads((canon / "run.json").read_text())["cpu"] == execution.cpu_record()
     before = {p.name: p.read_bytes() for p in canon.iterdir()}
     for overrides in ({"seed": 1}, {}):
         pm.execute_notebook(str(notebooks_dir() / "liu_fig1.ipynb"), str(tmp_path / "out.ipynb"),
                             parameters={"profile": "smoke", "overrides": overrides}, cwd=str(notebooks_dir()),
                             kernel_name="python3", progress_bar=False)
     assert {p.name: p.read_bytes() for p in canon.iterdir()} == before
-    assert reproduce.up_to_date(_entry("liu_fig1"), reproduce.run_hash(_entry("liu_fig1"), "smoke"))
+    assert staleness.up_to_date(_entry("liu_fig1"), hashing.run_hash(_entry("liu_fig1"), "smoke"))
     runs = sorted((figures_tmp / "_runs").iterdir())
     assert len(runs) == 2 and all(r.name.startswith("liu_fig1-smoke-") for r in runs)
     same_seed = [r for r in runs if json.loads((r / "provenance.json").read_text())["params"]["seed"] == 0]
@@ -156,13 +156,13 @@ def _entry(name):
 
 
 def test_unknown_only_pattern_fails_cleanly(capsys):
-    assert reproduce.main(["--only", "nosuch_*"]) == 2
+    assert cli.main(["--only", "nosuch_*"]) == 2
     assert "no implemented notebook matches" in capsys.readouterr().err
 
 
 def test_space_separated_only_names_get_the_comma_form_in_the_error(capsys):
     # `make paper-snapshot ONLY='a b'` reads as one pattern "a b", which matches nothing
-    assert reproduce.main(["--only", "pnbm_fig1 liu_fig4"]) == 2
+    assert cli.main(["--only", "pnbm_fig1 liu_fig4"]) == 2
     assert "separate several names or patterns with commas, not spaces: --only 'pnbm_fig1,liu_fig4'" in \
         capsys.readouterr().err
 
@@ -175,14 +175,14 @@ def test_kernels_get_the_callers_thread_limits_not_lokys(figures_tmp, tmp_path, 
     tiny_notebook(tmp_path, monkeypatch, "envcheck", code)
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # as loky would have set it in a worker
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    reproduce.execute("envcheck", "smoke", "h", {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"})
+    execution.execute("envcheck", "smoke", "h", {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"})
     seen = json.loads((figures_tmp / "env.json").read_text())
     assert seen == {"NUMBA_NUM_THREADS": None, "OMP_NUM_THREADS": "3"}
 
 
 def test_kernels_run_over_ipc_without_the_tcp_warning(figures_tmp, tmp_path, monkeypatch, capfd):
     nbdir = tiny_notebook(tmp_path, monkeypatch, "quiet", "x = 1 + 1")
-    rec = reproduce.execute("quiet", "smoke", "h")
+    rec = execution.execute("quiet", "smoke", "h")
     out = capfd.readouterr()
     assert rec["status"] == "failed"  # it never calls NotebookRun.save(); what matters here is the console
     assert "without encryption" not in out.err + out.out
@@ -191,7 +191,7 @@ def test_kernels_run_over_ipc_without_the_tcp_warning(figures_tmp, tmp_path, mon
 
 def test_two_kernels_at_once_do_not_share_ipc_sockets():
     """--jobs 2 runs two kernels at once: each needs its own socket prefix (a shared one crossed their messages)."""
-    km = reproduce._kernel_manager_class()
+    km = execution._kernel_manager_class()
     a, b = km(kernel_name="python3"), km(kernel_name="python3")
     assert a.transport == b.transport == "ipc" and a.ip != b.ip
 
@@ -202,7 +202,7 @@ def test_recovery_leaves_a_live_runners_directories_alone(figures_tmp):
     live = figures_tmp / f".staging-liu_fig2-{os.getpid()}"
     live.mkdir()
     (figures_tmp / f".old-liu_fig3-{os.getpid()}").mkdir()
-    reproduce.recover_interrupted()
+    execution.recover_interrupted()
     assert live.exists() and (figures_tmp / f".old-liu_fig3-{os.getpid()}").exists()
     assert not (figures_tmp / "liu_fig3").exists()  # a live runner's swap is not "restored" under it
 
@@ -213,22 +213,22 @@ def test_set_parses_yaml_values_per_notebook_and_names_an_unknown_key():
     from dpmf_lib.errors import ParameterError
 
     names = ["liu_fig1", "pnbm_fig1"]
-    sets = reproduce.parse_sets(["seed=1", "liu_fig1.datasets=[ml-100k]", "liu_fig1.standin_scale=0.5"], names)
+    sets = cli.parse_sets(["seed=1", "liu_fig1.datasets=[ml-100k]", "liu_fig1.standin_scale=0.5"], names)
     assert sets == {"liu_fig1": {"seed": 1, "datasets": ["ml-100k"], "standin_scale": 0.5}, "pnbm_fig1": {"seed": 1}}
-    assert reproduce.parse_sets(["pnbm_fig1.knn_Nk={ml-100k: 10}"], names) == {"pnbm_fig1": {"knn_Nk": {"ml-100k": 10}}}
-    assert reproduce.parse_sets([], names) == {}
+    assert cli.parse_sets(["pnbm_fig1.knn_Nk={ml-100k: 10}"], names) == {"pnbm_fig1": {"knn_Nk": {"ml-100k": 10}}}
+    assert cli.parse_sets([], names) == {}
     with pytest.raises(ParameterError, match=r"unknown parameter 'sed' for liu_fig1, pnbm_fig1 \(did you mean 'seed'"):
-        reproduce.parse_sets(["sed=1"], names)
+        cli.parse_sets(["sed=1"], names)
     with pytest.raises(ParameterError, match="'tiers' for pnbm_fig1.*--set NAME.KEY=VALUE"):
-        reproduce.parse_sets(["tiers=[1, 2]"], names)  # liu_fig1 has it, pnbm_fig1 does not
+        cli.parse_sets(["tiers=[1, 2]"], names)  # liu_fig1 has it, pnbm_fig1 does not
     with pytest.raises(ParameterError, match="'hua_fig1' is not among the notebooks selected"):
-        reproduce.parse_sets(["hua_fig1.seed=1"], names, known=names + ["hua_fig1"])
+        cli.parse_sets(["hua_fig1.seed=1"], names, known=names + ["hua_fig1"])
     with pytest.raises(ParameterError, match="KEY=VALUE"):
-        reproduce.parse_sets(["seed"], names)
+        cli.parse_sets(["seed"], names)
 
 
 def test_unknown_set_key_stops_the_runner_before_anything_runs(figures_tmp, capsys):
-    assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--set", "no_such=1"]) == 2
+    assert cli.main(["--profile", "smoke", "--only", "liu_fig1", "--set", "no_such=1"]) == 2
     assert "unknown parameter 'no_such'" in capsys.readouterr().err
     assert not (figures_tmp / "liu_fig1").exists()
 
@@ -244,7 +244,7 @@ def test_a_run_with_set_is_an_override_run_in_figures_runs(figures_tmp, tmp_path
     nb = nbformat.read(nbdir / "balu_table5_1.ipynb", as_version=4)
     nb.cells[0].source = "profile = 'ci'\noverrides = {}"
     nbformat.write(nb, nbdir / "balu_table5_1.ipynb")
-    rec = reproduce.execute("balu_table5_1", "smoke", "h", overrides={"seed": 5})
+    rec = execution.execute("balu_table5_1", "smoke", "h", overrides={"seed": 5})
     assert rec["status"] == "ok", rec["error"]
     out = figures_tmp / "_runs"
     run = next(out.glob("balu_table5_1-smoke-*"))
@@ -254,7 +254,7 @@ def test_a_run_with_set_is_an_override_run_in_figures_runs(figures_tmp, tmp_path
     assert (run / "balu_table5_1.ipynb").exists() and json.loads((run / "run.json").read_text())["status"] == "ok"
     assert not (figures_tmp / "balu_table5_1").exists() and not list(out.glob(".staging-*"))
     tiny_notebook(tmp_path, monkeypatch, "balu_table5_1", "overrides = {'seed': 2}", *cells)
-    rec = reproduce.execute("balu_table5_1", "smoke", "h")
+    rec = execution.execute("balu_table5_1", "smoke", "h")
     assert rec["status"] == "failed" and "overrides of its own" in rec["error"]
 
 
@@ -265,16 +265,16 @@ def test_status_lines_go_through_tqdm_write_not_print(figures_tmp, monkeypatch):
 
     written = []
     monkeypatch.setattr(tqdm.auto.tqdm, "write", classmethod(lambda cls, s, *a, **k: written.append(s)))
-    monkeypatch.setattr(reproduce, "_run_all", lambda *a, **k: iter([{"notebook": "liu_fig1", "status": "ok",
+    monkeypatch.setattr(cli, "_run_all", lambda *a, **k: iter([{"notebook": "liu_fig1", "status": "ok",
                                                                       "runtime_s": 1.0}]))
     monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
-    assert reproduce.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
+    assert cli.main(["--profile", "smoke", "--only", "liu_fig1", "--force"]) == 0
     assert written == ["liu_fig1: ok in 1.0 s"]
 
 
 def test_a_bad_set_value_stops_the_runner_with_the_parameter_named(capsys, figures_tmp):
     """A spec naming a missing file is an error before any notebook starts (it was a traceback from a worker)."""
-    code = reproduce.main(["--profile", "smoke", "--only", "liu_fig7", "--set",
+    code = cli.main(["--profile", "smoke", "--only", "liu_fig7", "--set",
                            "datasets=[{id: mine, path: /nonexistent.csv, format: csv-header, rating_scale: [1, 5]}]"])
     err = capsys.readouterr().err
     assert code == 2 and "liu_fig7" in err and "field 'path'" in err and "Traceback" not in err
@@ -312,18 +312,18 @@ def test_a_changed_seed_rule_of_a_claim_measured_by_another_notebook_makes_the_r
     from dpmf_lib import claims as claims_mod
 
     e = _entry("balu_table1")
-    digest = reproduce.run_hash(e, "ci")
+    digest = hashing.run_hash(e, "ci")
     out = figures_tmp / e.name
     out.mkdir()
     (out / "provenance.json").write_text("{}")
     (out / f"{e.name}.csv").write_text("dataset\n")
     (out / "measurements.json").write_text(json.dumps([{"claim": "balu-3.5-ml100k-cavg"}]))
-    rules = reproduce._seed_rules_of(out / "measurements.json")
+    rules = staleness._seed_rules_of(out / "measurements.json")
     assert list(rules) == ["balu-3.5-ml100k-cavg"]
     (out / "run.json").write_text(json.dumps({"hash": digest, "status": "ok", "claim_seed_rules": rules}))
-    assert reproduce.staleness(e, digest) is None
+    assert staleness.staleness(e, digest) is None
     real = claims_mod.load_claims()
     monkeypatch.setattr(claims_mod, "load_claims", lambda path=None: [
         dataclasses.replace(c, min_seeds=9) if c.id == "balu-3.5-ml100k-cavg" else c for c in real])
-    why = reproduce.staleness(e, digest)
+    why = staleness.staleness(e, digest)
     assert why and "balu-3.5-ml100k-cavg" in why

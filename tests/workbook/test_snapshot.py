@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dpmf_lib import reproduce, snapshot
+from dpmf_lib import snapshot
+from dpmf_lib.runner import cli, distributed, execution, hashing, staleness
 from dpmf_lib.registry import load_registry
 from tests.workbook.test_runner import tiny_notebook
 
@@ -23,42 +24,22 @@ def test_a_run_over_its_budget_is_stopped_with_its_kernel(figures_tmp, tmp_path,
     tiny_notebook(tmp_path, monkeypatch, "slow", "import os, time\nopen(os.environ['DPMF_FIGURES_DIR'] + '/pid', 'w')"
                   ".write(str(os.getpid()))\ntime.sleep(600)")
     started = time.time()
-    rec = reproduce.execute("slow", "smoke", "h", timeout_s=30)  # room for a kernel to start on a loaded machine
+    rec = execution.execute("slow", "smoke", "h", timeout_s=30)  # room for a kernel to start on a loaded machine
     assert rec["status"] == "over budget" and "budget" in rec["error"]
     assert time.time() - started < 120
     kernel_pid = int((figures_tmp / "pid").read_text())
     assert not psutil.pid_exists(kernel_pid) or psutil.Process(kernel_pid).status() == psutil.STATUS_ZOMBIE
     assert json.loads((figures_tmp / "slow" / "run.json").read_text())["status"] == "over budget"
-    assert reproduce.staleness(SimpleNamespace(name="slow"), "h").startswith("last run over budget")
+    assert staleness.staleness(SimpleNamespace(name="slow"), "h").startswith("last run over budget")
 
 
 def test_peak_memory_of_the_kernel_and_its_console_in_kernel_log(figures_tmp, tmp_path, monkeypatch):
     tiny_notebook(tmp_path, monkeypatch, "big", "import os, numpy as np\nx = np.ones(300 * 2**20 // 8)\n"
                   "os.write(2, b'a line the kernel printed to its stderr')")
-    rec = reproduce.execute("big", "smoke", "h")
+    rec = execution.execute("big", "smoke", "h")
     assert rec["status"] == "failed"  # it never saves; the measurement of memory stands anyway
     assert rec["peak_rss_mib"] >= 300
     assert "a line the kernel printed" in (figures_tmp / "big" / "kernel.log").read_text()
-
-
-def test_recording_the_budget_in_the_params_header_keeps_the_run_current(tmp_path):
-    import shutil
-
-    e = _entry("balu_fig3_1")
-    copy = tmp_path / "params.yaml"
-    shutil.copy(e.params_file, copy)
-    fake = SimpleNamespace(name=e.name, params_file=copy)
-    from dpmf_lib.params import read_yaml
-
-    before = read_yaml(copy)  # the run hash reads the params only as parsed (resolved) values
-    reproduce.record_budget(fake, {"profile": "paper", "runtime_s": 125.0, "peak_rss_mib": 812.0, "status": "ok"})
-    reproduce.record_budget(fake, {"profile": "paper", "runtime_s": 130.0, "peak_rss_mib": 800.0, "status": "ok"})
-    text = copy.read_text()
-    assert read_yaml(copy) == before
-    assert text.count("# measured paper:") == 1 and "2.2 min, peak 800 MiB (ok; " in text
-    header = text.splitlines()
-    first_non_comment = next(i for i, x in enumerate(header) if not x.startswith("#"))
-    assert header[first_non_comment - 1].startswith("# measured paper:")
 
 
 def _fake_paper_run(fig_dir, name, digest, values=(1.0, 1.1, 0.9, 1.05, 0.95), claim_id=None):
@@ -74,55 +55,6 @@ def _fake_paper_run(fig_dir, name, digest, values=(1.0, 1.1, 0.9, 1.05, 0.95), c
     (out / "measurements.json").write_text(json.dumps(meas))
 
 
-
-def test_a_warm_cache_run_says_so_and_keeps_the_cold_time_noted_before(tmp_path):
-    """A re-run that found its results cached takes minutes where the cold run took an hour: its measured line says
-    how many cached results it found, and the cold time written on the line it replaces survives (issue #20)."""
-    import shutil
-
-    e = _entry("balu_fig4_3")
-    copy = tmp_path / "params.yaml"
-    shutil.copy(e.params_file, copy)
-    fake = SimpleNamespace(name=e.name, params_file=copy)
-    lines = [x for x in copy.read_text().splitlines(keepends=True) if not x.startswith("# measured paper:")]
-    lines.insert(1, "# measured paper: 9.0 min resumed (cold ≈ 33 min: 24 + 9.0), peak 575 MiB (ok; 2 cores, load 2.1 "
-                    f"at the end, 2026-11-27, python -m dpmf_lib.reproduce --profile paper --only {e.name}); by hand\n")
-    copy.write_text("".join(lines))
-    warm = {"profile": "paper", "runtime_s": 60.0, "status": "ok", "result_cache": {"entries_at_start": 300,
-                                                                                   "written": 2}}
-    reproduce.record_budget(fake, warm)
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert "1.0 min" in line and "300 entries at the start and 2 were written" in line
-    assert "earlier note: cold ≈ 33 min: 24 + 9.0; by hand" in line
-    reproduce.record_budget(fake, warm)  # a second warm re-run keeps the same note, once
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert line.count("earlier note:") == 1 and "cold ≈ 33 min: 24 + 9.0; by hand" in line
-    # a note a person adds after a line that already carries one survives the next warm re-run too
-    lines = [x if not x.startswith("# measured paper:") else x.rstrip("\n") + "; shard [3] 40 min by hand\n"
-             for x in copy.read_text().splitlines(keepends=True)]
-    copy.write_text("".join(lines))
-    reproduce.record_budget(fake, warm)
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert line.count("earlier note:") == 1 and "cold ≈ 33 min: 24 + 9.0; by hand" in line
-    assert line.count("shard [3] 40 min by hand") == 1
-    reproduce.record_budget(fake, warm)
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert line.count("shard [3] 40 min by hand") == 1 and line.count("cold ≈ 33 min") == 1
-    reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})  # cold: own time
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert "earlier note" not in line and "entries" not in line
-    # a "cold ≈" written after the line (Fig 3.2's header) is carried once, whole, not also cut at its first ")"
-    lines = [x if not x.startswith("# measured paper:") else x.rstrip("\n") + "; cold ≈ 95 min (estimated), shards\n"
-             for x in copy.read_text().splitlines(keepends=True)]
-    copy.write_text("".join(lines))
-    reproduce.record_budget(fake, warm)
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert line.count("cold ≈ 95 min") == 1 and "cold ≈ 95 min (estimated), shards" in line
-    reproduce.record_budget(fake, {**warm, "result_cache": {"entries_at_start": 0, "written": 300}})
-    line = next(x for x in copy.read_text().splitlines() if x.startswith("# measured paper:"))
-    assert "earlier note" not in line and "entries" not in line
-
-
 def test_cache_entries_count_only_the_notebooks_own_cached_functions(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
     own = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "_balu_ch4_runs" / "_fit"
@@ -131,15 +63,15 @@ def test_cache_entries_count_only_the_notebooks_own_cached_functions(tmp_path, m
         for k in range(n):
             (folder / f"h{k}").mkdir(parents=True)
             (folder / f"h{k}" / "output.pkl").write_bytes(b"x")
-    assert reproduce.cache_entries(_entry("balu_fig4_3")) == 3
-    assert reproduce.cache_entries(_entry("hua_fig1")) == 5
-    assert reproduce.cache_entries(_entry("liu_fig1")) == 0
-    assert reproduce.cache_entries(_entry("balu_fig4_3"), since=time.time() + 60) == 0
+    assert execution.cache_entries(_entry("balu_fig4_3")) == 3
+    assert execution.cache_entries(_entry("hua_fig1")) == 5
+    assert execution.cache_entries(_entry("liu_fig1")) == 0
+    assert execution.cache_entries(_entry("balu_fig4_3"), since=time.time() + 60) == 0
 
 def test_snapshot_keeps_results_not_notebooks_and_knows_when_it_is_stale(figures_tmp, tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     e = _entry("balu_fig3_1")
-    digest = reproduce.run_hash(e, "paper")
+    digest = hashing.run_hash(e, "paper")
     _fake_paper_run(figures_tmp, e.name, digest)
     dest = snapshot.take(e.name)
     assert sorted(p.name for p in dest.iterdir()) == sorted(
@@ -166,7 +98,7 @@ def test_the_snapshot_keeps_a_compact_palette_figure_with_the_plot_intact(figure
 
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     e = _entry("balu_fig3_1")
-    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"))
+    _fake_paper_run(figures_tmp, e.name, hashing.run_hash(e, "paper"))
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     x = np.linspace(0, 10, 200)
     for k in range(6):
@@ -193,7 +125,7 @@ def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path
     not skipped; without --snapshot, figures/ alone decides."""
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     current, stale = _entry("balu_fig3_1"), _entry("hua_fig1")
-    _fake_paper_run(figures_tmp, current.name, reproduce.run_hash(current, "paper"))
+    _fake_paper_run(figures_tmp, current.name, hashing.run_hash(current, "paper"))
     _fake_paper_run(figures_tmp, stale.name, "older code")
     for e in (current, stale):
         snapshot.take(e.name)
@@ -205,19 +137,19 @@ def test_a_snapshot_run_skips_rows_current_in_the_snapshot(figures_tmp, tmp_path
         ran.append((profile, sorted(n for n, _ in todo)))
         return iter(())
 
-    monkeypatch.setattr(reproduce, "_run_all", fake_run_all)
+    monkeypatch.setattr(cli, "_run_all", fake_run_all)
     monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
     only = f"{current.name},{stale.name}"
-    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", only]) == 0
+    assert cli.main(["--profile", "paper", "--snapshot", "--only", only]) == 0
     assert ran[-1] == ("paper", [stale.name])
     assert f"skipped: {current.name}" in capsys.readouterr().out
-    assert reproduce.main(["--profile", "paper", "--snapshot", "--force", "--only", only]) == 0
+    assert cli.main(["--profile", "paper", "--snapshot", "--force", "--only", only]) == 0
     assert ran[-1] == ("paper", sorted([current.name, stale.name]))
-    assert reproduce.main(["--profile", "paper", "--only", only]) == 0  # without --snapshot: figures/ decides
+    assert cli.main(["--profile", "paper", "--only", only]) == 0  # without --snapshot: figures/ decides
     assert ran[-1] == ("paper", sorted([current.name, stale.name]))
     row = tmp_path / "snap" / current.name / "run.json"  # same hash, but read from other data than there is now
     row.write_text(json.dumps({**json.loads(row.read_text()), "data_state": {"ml-100k": "real:another checksum"}}))
-    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", current.name]) == 0
+    assert cli.main(["--profile", "paper", "--snapshot", "--only", current.name]) == 0
     assert ran[-1] == ("paper", [current.name])
 
 
@@ -227,17 +159,17 @@ def test_a_snapshot_run_keeps_a_current_paper_run_of_figures_whose_snapshot_row_
     copy it into a snapshot row that is missing or stale, instead of leaving that row as it was."""
     monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(tmp_path / "snap"))
     e = _entry("balu_fig3_1")
-    digest = reproduce.run_hash(e, "paper")
+    digest = hashing.run_hash(e, "paper")
     _fake_paper_run(figures_tmp, e.name, digest)
-    monkeypatch.setattr(reproduce, "_run_all", lambda todo, *a, **k: iter(()))
+    monkeypatch.setattr(cli, "_run_all", lambda todo, *a, **k: iter(()))
     monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
     assert snapshot.row_state(e, digest)[0] == "missing"
-    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
+    assert cli.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
     assert snapshot.row_state(e, digest) == ("current", None)
     row = tmp_path / "snap" / e.name / "run.json"
     row.write_text(json.dumps({**json.loads(row.read_text()), "hash": "older code"}))
     assert snapshot.row_state(e, digest)[0] == "stale"
-    assert reproduce.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
+    assert cli.main(["--profile", "paper", "--snapshot", "--only", e.name]) == 0
     assert snapshot.row_state(e, digest) == ("current", None)
 
 
@@ -259,7 +191,7 @@ def _snapshot_of_one_paper_claim(figures_tmp, tmp_path, monkeypatch):
     claim = next(c for c in load_claims() if c.min_profile == "paper" and not c.shown_not_judged
                  and c.dataset == "ml-100k" and not c.guards)
     e = _entry(claim.notebook)
-    _fake_paper_run(figures_tmp, e.name, reproduce.run_hash(e, "paper"), claim_id=claim.id)
+    _fake_paper_run(figures_tmp, e.name, hashing.run_hash(e, "paper"), claim_id=claim.id)
     snapshot.take(e.name)
     return claim, e
 
@@ -277,7 +209,7 @@ def test_paper_verdicts_come_from_current_rows_only(figures_tmp, tmp_path, monke
 def test_forwarded_env_carries_every_dpmf_setting(monkeypatch, tmp_path):
     monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path / "figs"))
     monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "data"))
-    env = reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})
+    env = distributed.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})
     assert env["DPMF_FIGURES_DIR"] == str((tmp_path / "figs").resolve())
     assert env["DPMF_DATA_DIR"] == str(tmp_path / "data") and env["DPMF_SWEEP_BACKEND"] == "dask"
 
@@ -315,9 +247,9 @@ def test_runner_on_a_dask_cluster_writes_where_the_caller_said(figures_tmp, tmp_
     finally:
         os.environ["DPMF_FIGURES_DIR"] = saved
     with cluster:
-        todo = [(n, reproduce.run_hash(_entry(n), "smoke")) for n in names]
-        recs = list(reproduce._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address,
-                                       reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})))
+        todo = [(n, hashing.run_hash(_entry(n), "smoke")) for n in names]
+        recs = list(distributed._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address,
+                                       distributed.forwarded_env({"DPMF_SWEEP_BACKEND": "dask"})))
     assert sorted(r["notebook"] for r in recs) == names and all(r["status"] == "ok" for r in recs), recs
     rows = {r["name"]: r for r in collect()[1]}
     assert all((figures_tmp / n / f"{n}.csv").exists() for n in names)
@@ -336,10 +268,10 @@ def test_notebooks_holding_every_worker_thread_leave_their_sweeps_a_thread(figur
     names = ["hua_fig1", "hua_fig2"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client, get_task_stream(client) as stream:
-        env = reproduce.forwarded_env({"DPMF_SWEEP_BACKEND": "dask",
+        env = distributed.forwarded_env({"DPMF_SWEEP_BACKEND": "dask",
                                        "DPMF_DASK_SCHEDULER": cluster.scheduler_address})
-        todo = [(n, reproduce.run_hash(_entry(n), "smoke")) for n in names]
-        recs = list(reproduce._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address, env, timeout_s=300))
+        todo = [(n, hashing.run_hash(_entry(n), "smoke")) for n in names]
+        recs = list(distributed._run_all(todo, "smoke", 2, "dask", cluster.scheduler_address, env, timeout_s=300))
     assert sorted((r["notebook"], r["status"]) for r in recs) == [(n, "ok") for n in names], recs
     keys = [str(t["key"]) for t in stream.data]
     assert sum("execute" in k for k in keys) == 2 and len(keys) > 2, keys  # the sweeps ran as tasks here too
@@ -363,9 +295,9 @@ def test_local_runs_hold_at_most_jobs_notebooks_and_start_a_cache_reader_after_i
             log.append(("end", name, tuple(running)))
         return {"notebook": name, "status": "ok"}
 
-    monkeypatch.setattr(reproduce, "execute", fake_execute)
+    monkeypatch.setattr(distributed, "execute", fake_execute)
     todo = [(n, "h") for n in ("producer", "reader", "other", "fourth")]
-    recs = list(reproduce._run_all(todo, "smoke", 2, "loky", None, {}, reads={"reader": ("producer",)}))
+    recs = list(distributed._run_all(todo, "smoke", 2, "loky", None, {}, reads={"reader": ("producer",)}))
     assert sorted(r["notebook"] for r in recs) == sorted(n for n, _ in todo)
     assert max(len(r) for _, _, r in log) <= 2
     order = [(kind, n) for kind, n, _ in log]
@@ -377,9 +309,9 @@ def test_settings_are_undone_when_the_last_notebook_using_them_ends(monkeypatch)
     """A long-lived worker must not keep a previous run's DPMF_CACHE=refresh (or figures directory) for the next."""
     monkeypatch.delenv("DPMF_CACHE", raising=False)
     monkeypatch.setenv("DPMF_DATA_DIR", "/before")
-    with reproduce._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):
+    with execution._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):
         assert os.environ["DPMF_CACHE"] == "refresh" and "DPMF_DATA_DIR" not in os.environ
-        with reproduce._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):  # a second notebook of the run
+        with execution._settings({"DPMF_CACHE": "refresh", "DPMF_DATA_DIR": None}):  # a second notebook of the run
             pass
         assert os.environ["DPMF_CACHE"] == "refresh"  # the first one still runs
     assert "DPMF_CACHE" not in os.environ and os.environ["DPMF_DATA_DIR"] == "/before"
@@ -413,7 +345,7 @@ def test_a_large_table_is_kept_gzipped_with_the_same_bytes_inside(figures_tmp, t
     assert snapshot.table_path("liu_fig1").name == "liu_fig1.csv.gz" and snapshot.table_bytes("liu_fig1") == big
     packed = snapshot.table_path("liu_fig1").read_bytes()
     run = json.loads((first / "run.json").read_text())
-    (first / "run.json").write_text(json.dumps({**run, "hash": reproduce.run_hash(_entry("liu_fig1"), "paper")}))
+    (first / "run.json").write_text(json.dumps({**run, "hash": hashing.run_hash(_entry("liu_fig1"), "paper")}))
     assert snapshot.row_state(_entry("liu_fig1")) == ("current", None)  # a gzipped table is a table
     snapshot.take("liu_fig1")
     assert snapshot.table_path("liu_fig1").read_bytes() == packed  # no timestamp inside: same table, same bytes
@@ -434,7 +366,7 @@ def test_the_committed_snapshot_replays_byte_identically(figures_tmp, monkeypatc
         pytest.skip(f"results/paper/{e.name} is {state}: {why}")
     prov = json.loads((snapshot.snapshot_dir() / e.name / "provenance.json").read_text())
     threads = str(prov["machine"]["numba_threads"])
-    rec = reproduce.execute(e.name, "paper", reproduce.run_hash(e, "paper"), {"NUMBA_NUM_THREADS": threads})
+    rec = execution.execute(e.name, "paper", hashing.run_hash(e, "paper"), {"NUMBA_NUM_THREADS": threads})
     assert rec["status"] == "ok", rec["error"]
     assert (figures_tmp / e.name / f"{e.name}.csv").read_bytes() == snapshot.table_bytes(e.name)
 
@@ -456,9 +388,9 @@ def test_a_named_paper_grade_profile_is_judged_as_paper():
 
 def test_runner_accepts_named_paper_profiles_only_where_defined(capsys):
     with pytest.raises(SystemExit):
-        reproduce.main(["--profile", "bogus"])
+        cli.main(["--profile", "bogus"])
     assert "unknown profile 'bogus'" in capsys.readouterr().err
-    assert reproduce.main(["--profile", "paper-nosuch", "--only", "balu_fig3_1"]) == 2
+    assert cli.main(["--profile", "paper-nosuch", "--only", "balu_fig3_1"]) == 2
     out = capsys.readouterr()
     assert "no paper-nosuch profile" in out.out and "defines the profile" in out.err
 
@@ -467,7 +399,7 @@ def test_notebooks_that_read_anothers_cache_start_after_it():
     """With --jobs 2 a notebook that reads another's cached runs (registry reads_cache_of) must not start beside it:
     the runner moves it to the end when both run, and keeps the order otherwise."""
     from dpmf_lib.registry import load_registry
-    from dpmf_lib.reproduce import cache_readers_last
+    from dpmf_lib.runner.distributed import cache_readers_last
 
     _, entries = load_registry()
     by = {e.name: e for e in entries}

@@ -129,7 +129,7 @@ def test_prose_edits_in_every_library_file_leave_every_row_current(tmp_path, com
 
 def _rows_importing(module_file: str) -> set[str]:
     from dpmf_lib.registry import load_registry
-    from dpmf_lib.reproduce import run_modules
+    from dpmf_lib.runner.hashing import run_modules
 
     return {e.name for e in load_registry()[1] if e.implemented
             and REPO_ROOT / module_file in modules_closure(run_modules(e))}
@@ -151,7 +151,7 @@ def test_rehash_moves_rows_taken_by_this_code_and_leaves_others(tmp_path, monkey
     """A row hashed by the byte scheme at today's bytes is moved to the behaviour hash; a row with any other hash is
     left stale."""
     from dpmf_lib.registry import load_registry
-    from dpmf_lib.reproduce import run_hash
+    from dpmf_lib.runner.hashing import run_hash
     from dpmf_lib.runner import rehash as rh
 
     entries = {e.name: e for e in load_registry()[1]}
