@@ -81,8 +81,8 @@ def test_notebooks_replicate_through_replicate_run():
         nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         assert "nb.replicate(experiment.replicate_run, df)" in code and "nb.replicate(experiment.run" not in code
-        intro = "".join(nb["cells"][0]["source"])
-        assert "replicate_n_attacked" in intro and "wider" in intro and "does not depend on how many users" in intro
+        prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "replicate_n_attacked" in prose and "wider" in prose and "does not depend on how many users" in prose
 
 
 def test_code_hash_covers_the_row_producing_code_only():
