@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--canary-record", action="store_true",
                     help="run the canary profile of current rows that have no canary for their code, and keep its "
                          "fingerprint beside the row (dpmf_lib.runner.canary)")
+    ap.add_argument("--force", action="store_true",
+                    help="with --canary-record: record again rows that have a canary for their code")
     ap.add_argument("--revalidate", action="store_true",
                     help="re-run the canaries of rows stale only by a code change; a byte-identical canary table "
                          "marks the row current (revalidated at <commit>)")
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
         chosen = [e for e in select(load_registry()[1], args.only) if e.implemented]
         if args.canary_record:
-            canary.each(chosen, "record", snapshot_dir())
+            canary.each(chosen, "record", snapshot_dir(), force=args.force)
         if args.revalidate:
             canary.each(chosen, "revalidate", snapshot_dir())
     if args.rehash:
