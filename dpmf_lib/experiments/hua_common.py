@@ -65,10 +65,11 @@ def eps_holds(run: dict) -> bool:
 
 #: what the cached computation (:func:`_compute`) runs besides its own code, which joblib hashes itself: the
 #: simulations, the data loaders / stand-in generators, and the package modules they import that change numbers
-#: (``privacy/common.py``: the seed policy of ``resolve_seed``); ``errors.py`` and ``paths.py`` change no number.
+#: (``privacy/common.py``: the seed policy of ``resolve_seed``; ``validate.py``: seeds to generators; ``metrics.py``:
+#: the RMSE of the summaries); ``errors.py`` and ``paths.py`` change no number.
 #: Package-relative directories (every ``*.py`` in them) and files; ``data_fetch`` lives beside the package.
 _CODE_DIRS = ("objpert", "data")
-_CODE_FILES = ("privacy/common.py",)
+_CODE_FILES = ("privacy/common.py", "validate.py", "metrics.py")
 
 
 def _code_files() -> list[Path]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 from . import kernels
 from .hashing import MAX_D, make_salts
@@ -93,7 +94,7 @@ def make_model(method: str, n_users: int, n_items: int, d: int, *, gamma: float 
     if not (init_scale >= 0 and math.isfinite(init_scale)):
         raise ParameterError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
     kind, k_default = METHODS[method]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = validate.generator(seed)
     if kind == "dense":
         if gamma != 1.0:
             raise ParameterError(f"regular factorization has no space gain; got gamma={gamma} (use a smaller d)")
