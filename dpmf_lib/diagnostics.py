@@ -23,11 +23,15 @@ def _rhat(W, b_over_n, n):
     return np.sqrt(((n - 1) / n * W + b_over_n) / W)
 
 
+def _as_chains(x) -> np.ndarray:
+    """Draws as a float64 array shaped (chains, draws); a 1-d array is one chain."""
+    x = np.asarray(x, dtype=np.float64)
+    return x[None, :] if x.ndim == 1 else x
+
+
 def _split_halves(x) -> np.ndarray:
     """(2·chains, n) halves of draws shaped (chains, draws) (a 1-d array is one chain; an odd middle draw dropped)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[None, :]
+    x = _as_chains(x)
     n = x.shape[1] // 2
     return np.concatenate([x[:, :n], x[:, x.shape[1] - n:]], axis=0)
 
@@ -35,9 +39,7 @@ def _split_halves(x) -> np.ndarray:
 def split_rhat(x) -> float:
     """Split-R̂ of draws ``x`` shaped (chains, draws). 1 for mixed chains; NaN with fewer than 4 draws per chain or a
     non-finite draw; inf when the within-half variance is 0 but the halves differ."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[None, :]
+    x = _as_chains(x)
     if x.ndim != 2 or x.shape[1] < 4 or not np.all(np.isfinite(x)):
         return float("nan")
     h = _split_halves(x)

@@ -56,7 +56,7 @@ from ..metrics import rmse
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from .layout import Layout, naive_layout, tiered_layout
-from .model import MAX_DIM, MFModel, init_model, learning_rate
+from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
 from .prefetch import prefetch_row
 from .rowvec import row_dot, sgd_row_step, whole_row_lengths
 
@@ -255,7 +255,7 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "train_sgd")
-    d = validate.integer(d, "d", hi=MAX_DIM)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
     eta0 = validate.positive(eta0, "eta0")

@@ -43,13 +43,14 @@ class MFModel:
 
 
 MAX_DIM = 4096  # the largest factor dimension d the kernels take
+DIM_HINT = "d is the factor dimension of U and V"  # what a bad d is told
 
 
 def init_model(n_users: int, n_items: int, d: int, *, seed: int | np.random.Generator = 0, scale: float | None = None,
                b0: float = 0.0) -> MFModel:
     """Factors N(0, scale²) with ``scale = 0.1`` by default (an arbitrary common choice; the papers do not state one),
     zero biases, global bias ``b0`` (the kernels use the training mean)."""
-    d = validate.integer(d, "d", hi=MAX_DIM)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     rng = validate.generator(seed)
     s = 0.1 if scale is None else float(scale)
     U = rng.standard_normal((n_users, d), dtype=np.float32)

@@ -86,7 +86,7 @@ from ..errors import ParameterError
 from ..metrics import rmse
 from .csgd import MAX_ROW_LENGTH, _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
-from .model import MAX_DIM, MFModel, init_model, learning_rate
+from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
 from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
@@ -455,7 +455,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
-    d = validate.integer(d, "d", hi=MAX_DIM)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
     if mode not in ("fast", "exact"):

@@ -173,10 +173,6 @@ class PNBMResult(WithPrivacyRecord):
     info: dict = field(default_factory=dict)
     privacy: PrivacyRecord | None = None  # None: a record of the stated ε alone
 
-    def __post_init__(self):
-        if self.privacy is None:
-            self.privacy = PrivacyRecord(self.epsilon)
-
 
 def _dp_training_data(train: Ratings, rbar: np.ndarray, min_user_ratings: int):
     """(all of ``train`` for prediction, the ratings of users with more than ``min_user_ratings`` that DPSGD trains
@@ -518,10 +514,6 @@ class MFResult(WithPrivacyRecord):
     rmse: float | None = None
     epsilon_factors: float | None = None  # what (P, Q) alone satisfy: 2ε (class docstring)
     privacy: PrivacyRecord | None = None  # None: a record of the stated ε alone
-
-    def __post_init__(self):
-        if self.privacy is None:
-            self.privacy = PrivacyRecord(self.epsilon)
 
 
 def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e-4, lam: float = 0.02, d: int = 10,

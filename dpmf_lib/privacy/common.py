@@ -42,10 +42,12 @@ def resolve_seed(seed, name: str = "seed") -> tuple[int | None, bool]:
         return fresh_seed(), False
     if isinstance(seed, np.random.Generator):
         return None, True
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    try:
+        return validate.integer(seed, name, lo=0), True
+    except ParameterError:
         raise ParameterError(f"parameter '{name}' must be None (fresh OS entropy, the default for a DP release), a "
-                             f"non-negative int (reproducible, replayable noise) or a numpy Generator, got {seed!r}")
-    return int(seed), True
+                             f"non-negative int (reproducible, replayable noise) or a numpy Generator, "
+                             f"got {seed!r}") from None
 
 
 def seeded(seed, name: str = "seed") -> tuple[np.random.Generator, int | None, bool]:
@@ -77,9 +79,14 @@ class PrivacyRecord:
 
 
 class WithPrivacyRecord:
-    """The record's fields as attributes of a result that holds a :class:`PrivacyRecord` in ``privacy``."""
+    """The record's fields as attributes of a result dataclass that holds a :class:`PrivacyRecord` in ``privacy``
+    (None at construction: a record of the stated ``epsilon`` alone)."""
 
     privacy: PrivacyRecord
+
+    def __post_init__(self):
+        if self.privacy is None:
+            self.privacy = PrivacyRecord(self.epsilon)
 
     @property
     def epsilon_effective(self) -> float | None:

@@ -299,16 +299,22 @@ def _cholesky(A):
 
 
 @njit(cache=True)
-def _cholesky_solve(A, b):
-    """Solve A x = b for symmetric positive definite A (Cholesky, then two triangular solves; float64)."""
-    n = A.shape[0]
-    L = _cholesky(A)
+def _solve_lower(L, b):
+    """y with L y = b, L lower triangular (forward substitution)."""
+    n = L.shape[0]
     y = np.empty(n)
     for i in range(n):
         s = b[i]
         for k in range(i):
             s -= L[i, k] * y[k]
         y[i] = s / L[i, i]
+    return y
+
+
+@njit(cache=True)
+def _solve_upper_t(L, y):
+    """x with Lᵀ x = y, L lower triangular (back substitution)."""
+    n = L.shape[0]
     x = np.empty(n)
     for i in range(n - 1, -1, -1):
         s = y[i]
@@ -316,6 +322,13 @@ def _cholesky_solve(A, b):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return x
+
+
+@njit(cache=True)
+def _cholesky_solve(A, b):
+    """Solve A x = b for symmetric positive definite A (Cholesky, then two triangular solves; float64)."""
+    L = _cholesky(A)
+    return _solve_upper_t(L, _solve_lower(L, b))
 
 
 @njit(cache=True, parallel=True)
@@ -435,8 +448,7 @@ class PrivateRelease(WithPrivacyRecord):
     step_nN: float = float("nan")
 
     def __post_init__(self):
-        if self.privacy is None:
-            self.privacy = PrivacyRecord(self.epsilon)
+        super().__post_init__()
         if self.redraw not in REDRAWS:
             raise ParameterError(f"redraw must be one of {REDRAWS} (how the redraws were made), got {self.redraw!r}")
         if self.sampler not in SAMPLERS:
@@ -784,19 +796,8 @@ def _gibbs_side_kernel(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, o
             for c in range(a):
                 A[c, a] = A[a, c]
         L = _cholesky(A)
-        # mean: L y = rhs, Lᵀ mu = y; noise: Lᵀ e = ξ
-        y1 = np.empty(d + 1)
-        for a in range(d + 1):
-            s = rhs[a]
-            for k in range(a):
-                s -= L[a, k] * y1[k]
-            y1[a] = s / L[a, a]
-        z = np.empty(d + 1)
-        for a in range(d, -1, -1):
-            s = y1[a] + xi[i, a]
-            for k in range(a + 1, d + 1):
-                s -= L[k, a] * z[k]
-            z[a] = s / L[a, a]
+        # mean: L y = rhs, Lᵀ mu = y; noise: Lᵀ e = ξ; the draw mu + e solves Lᵀ z = y + ξ
+        z = _solve_upper_t(L, _solve_lower(L, rhs) + xi[i])
         for f in range(d):
             out[i, f] = z[f]
         out_b[i] = z[d] if own_b else 0.0

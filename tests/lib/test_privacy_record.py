@@ -5,17 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.privacy.common import PrivacyRecord
 
 RECORD_KEYS = ["epsilon_stated", "epsilon_effective", "seed_used", "seed_was_fixed", "caveats"]
-
-
-def _ratings(seed=1, nu=30, ni=12, density=0.6) -> Ratings:
-    rng = np.random.default_rng(seed)
-    u, i = np.nonzero(rng.random((nu, ni)) < density)
-    v = rng.integers(1, 6, len(u)).astype(np.float32)
-    return Ratings(u.astype(np.int32), i.astype(np.int32), v, nu, ni, (1.0, 5.0), DataSource("toy", False))
 
 
 def test_to_dict_has_the_cached_keys_in_order():
@@ -37,10 +29,10 @@ def test_the_record_is_immutable():
         PrivacyRecord(1.0).epsilon_effective = 1.0
 
 
-def test_objective_perturbation_runs_cache_the_record_s_keys():
+def test_objective_perturbation_runs_cache_the_record_s_keys(toy_ratings):
     from dpmf_lib.objpert import mf as hua
 
-    prob = hua.Problem.from_ratings(_ratings())
+    prob = hua.Problem.from_ratings(toy_ratings())
     s1 = hua.run_s1(prob, hua.HuaConfig(d=2), 1.0, [1], seed=3)
     assert list(s1.privacy) == ["scenario"] + RECORD_KEYS
     assert s1.privacy["scenario"] == "s1" and s1.privacy["epsilon_effective"] == 1.0  # Theorem 1 covers S1 (exact)
@@ -51,11 +43,11 @@ def test_objective_perturbation_runs_cache_the_record_s_keys():
     assert off["epsilon_stated"] is None and off["caveats"] == ["non-private run (eps None)"]
 
 
-def test_every_release_type_reads_its_fields_from_one_record():
+def test_every_release_type_reads_its_fields_from_one_record(toy_ratings):
     from dpmf_lib import nbm
     from dpmf_lib.privacy import posterior_sampling as ps
 
-    r = _ratings()
+    r = toy_ratings()
     fast = dict(Nk=5, min_user_ratings=3)
     releases = [nbm.train_pnbm(r, epsilon=1.0, K=1, seed=4, **fast),
                 nbm.train_pnbm_clipped(r, epsilon=1.0, K=1, seed=4, **fast),
@@ -73,10 +65,10 @@ def test_every_release_type_reads_its_fields_from_one_record():
     assert releases[0].epsilon_effective is None and releases[3].epsilon_effective is None
 
 
-def test_a_fresh_seed_is_recorded_as_not_fixed():
+def test_a_fresh_seed_is_recorded_as_not_fixed(toy_ratings):
     from dpmf_lib import nbm
 
-    res = nbm.train_dpsgd_mf(_ratings(), epsilon=1.0, K=1)
+    res = nbm.train_dpsgd_mf(toy_ratings(), epsilon=1.0, K=1)
     assert res.seed_was_fixed is False and 0 <= res.seed_used < 2**63
 
 

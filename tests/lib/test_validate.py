@@ -5,17 +5,9 @@ import numpy as np
 import pytest
 
 from dpmf_lib import validate
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 
 NAN, INF = float("nan"), float("inf")
-
-
-def _ratings(seed=1, nu=30, ni=12, density=0.6) -> Ratings:
-    rng = np.random.default_rng(seed)
-    u, i = np.nonzero(rng.random((nu, ni)) < density)
-    v = rng.integers(1, 6, len(u)).astype(np.float32)
-    return Ratings(u.astype(np.int32), i.astype(np.int32), v, nu, ni, (1.0, 5.0), DataSource("toy", False))
 
 
 # ------------------------------------------------------------------------------------------------ numbers
@@ -133,8 +125,8 @@ def test_generator_refuses_other_seeds(bad):
 # ------------------------------------------------------------------------------------------------ DP entry points
 
 
-def _entry_points():
-    """(name, call(eps), takes None as non-private, takes ε = 0) for every public DP entry point."""
+def _entry_points(r):
+    """(name, call(eps), takes None as non-private, takes ε = 0) for every public DP entry point, on ratings ``r``."""
     from dpmf_lib import nbm, params
     from dpmf_lib.attacks import mechanisms as mech
     from dpmf_lib.experiments import liu_fig7
@@ -146,7 +138,6 @@ def _entry_points():
     from dpmf_lib.privacy import posterior_sampling as ps
     from dpmf_lib.privacy.common import check_dp_epsilon
 
-    r = _ratings()
     pre = ps.preprocess(r, tau=8, kappa=1.0, rho=1.0, seed=1)
     prob = hua.Problem.from_ratings(r)
     cfg = hua.HuaConfig(d=2)
@@ -167,8 +158,7 @@ def _entry_points():
         ("nbm.sample_pnbm_batch", lambda e: nbm.sample_pnbm_batch(
             r, [{"epsilon": e, "eta1": 1e-5, "rho": 0.01, "lam": 0.02}], T=1, L=5, Nk=5, seed=0), True, False),
         ("nbm.train_dpsgd_mf", lambda e: nbm.train_dpsgd_mf(r, epsilon=e, K=1, seed=0), True, False),
-        ("nbm.runs.evaluate", lambda e: runs.evaluate("dpsgd-pnbm", "no-such-dataset", 1,
-                                                      epsilon=(e if e is not None else "__skip__")), None, False),
+        ("nbm.runs.evaluate", lambda e: runs.evaluate("dpsgd-pnbm", "no-such-dataset", 1, epsilon=e), None, False),
         ("accounting.epsilon_per_iteration", lambda e: acc.epsilon_per_iteration(e, 5, 0.5), False, False),
         ("accounting.amplified_epsilon", lambda e: acc.amplified_epsilon(e, 5, 0.5), False, False),
         ("accounting.posterior_scale", lambda e: acc.posterior_scale(e, 10.0), True, False),
@@ -190,13 +180,23 @@ def _entry_points():
     ]
 
 
-ENTRY_NAMES = [e[0] for e in _entry_points()]
+ENTRY_NAMES = ["validate.epsilon(allow_none)", "check_dp_epsilon", "ps.sample_private", "ps.gibbs_chain",
+               "ps.likelihood_scale", "ps.privacy_accounting", "ps.check_privacy_params", "nbm.train_pnbm",
+               "nbm.train_pnbm_clipped", "nbm.sample_pnbm", "nbm.sample_pnbm_batch", "nbm.train_dpsgd_mf",
+               "nbm.runs.evaluate", "accounting.epsilon_per_iteration", "accounting.amplified_epsilon",
+               "accounting.posterior_scale", "hua.run_s1", "hua.run_s2", "hua.run_s3", "objpert Protocol",
+               "noise.norm_gamma", "noise.laplace_coords", "noise.item_laplace_via_shares", "noise.shares", "BLIP",
+               "blip_flip_probability", "JLT", "jlt_sigma", "jlt_guarantee_void", "params.require_epsilons",
+               "liu_fig7.resolve_epsilons"]
+
 BAD = {"True": True, "nan": NAN, "inf": INF, "-inf": -INF, "0": 0.0, "negative": -1.0}
 
 
 @pytest.fixture(scope="module")
-def entry_points():
-    return {name: (call, none_ok, zero_ok) for name, call, none_ok, zero_ok in _entry_points()}
+def entry_points(toy_ratings):
+    points = {name: (call, none_ok, zero_ok) for name, call, none_ok, zero_ok in _entry_points(toy_ratings())}
+    assert list(points) == ENTRY_NAMES
+    return points
 
 
 @pytest.mark.parametrize("bad", list(BAD), ids=list(BAD))
@@ -214,8 +214,8 @@ def test_every_dp_entry_point_refuses_a_bad_epsilon(entry_points, name, bad):
 @pytest.mark.parametrize("name", ENTRY_NAMES)
 def test_none_is_non_private_where_an_entry_point_has_that_variant(entry_points, name):
     call, none_ok, _ = entry_points[name]
-    if none_ok is None:  # takes its own non-private marker; None is tested in the nbm tests
-        pytest.skip("non-private marker of its own")
+    if none_ok is None:  # None runs the non-private method on data: tested with the nbm runs
+        pytest.skip("None runs the non-private method on a dataset")
     if none_ok:
         call(None)
     else:
