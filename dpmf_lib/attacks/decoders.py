@@ -245,8 +245,7 @@ def chain_length(burn_in: int, n_samples: int, c_max: int, min_sweeps: float | N
     factor so that T + M >= min_sweeps * c_max (every slot is redrawn ~min_sweeps times; T : M kept)."""
     if min_sweeps is None:
         return int(burn_in), int(n_samples)
-    if not (isinstance(min_sweeps, (int, float)) and math.isfinite(min_sweeps) and min_sweeps > 0):
-        raise ParameterError(f"min_sweeps must be a positive number or None, got {min_sweeps!r}")
+    validate.positive(min_sweeps, "min_sweeps", fix="or None for the given burn_in, n_samples")
     total = burn_in + n_samples
     need = float(min_sweeps) * c_max
     if need <= total:
@@ -281,8 +280,8 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     ``flat_prior``: the flat decoder's item rate — "catalog": mean(q) (= mean training profile size / N), or
     "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
     ``min_sweeps``: see :func:`chain_length` (None: the fixed ``burn_in``, ``n_samples``).
-    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat_counts`; for a constant chain the
-    two-chain :func:`point_mass_rhat`, NaN where no disjoint check start existed) under its name, its updates per slot under ``<name>:sweeps``, where a check
+    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat_counts`; for a constant chain
+    the two-chain :func:`point_mass_rhat`, NaN where no disjoint check start existed) under its name, its updates per slot under ``<name>:sweeps``, where a check
     chain ran ``<name>:point_mass`` (1.0: both chains sat in the same state, 0.0: not) and, where
     :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and ``<name>:exact_spearman``."""
     if flat_prior not in ("catalog", "candidates"):

@@ -7,7 +7,7 @@
 - :func:`random_split` — a seeded random partition with the given fractions (Balu: 0.8/0.1/0.1); part sizes are
   ``round(cumsum(fractions)·n)`` differences; every part keeps the original row order.
 - :func:`trim_per_user` — keep at most τ random ratings of each user (Liu et al. τ = 100/200; DP-PNBM τ = 200); users
-  with ≤ τ ratings are kept whole. One uniform key per rating from ``numpy.random.defaultvalidate.generator(seed, allow_none=False)``; a user keeps the
+  with ≤ τ ratings are kept whole. One uniform key per rating from ``numpy.random.default_rng(seed)``; a user keeps the
   τ ratings with the smallest keys (ties by row). A numba kernel (counting sort by user) and a numpy reference
   (lexsort) implement the same rule and agree exactly. Rows keep file order.
 - :func:`filter_min_count` — keep users/items with at least a given number of ratings (DP-PNBM: "users who have more

@@ -52,12 +52,14 @@ from ..sweep import grid_map
 def code_files() -> list[Path]:
     """The files a training run's numbers depend on: ``dpmf_lib/sketch/*.py``, ``dpmf_lib/counter_rng.py`` (the
     splitmix64 mix of the sketch hash, :mod:`dpmf_lib.sketch.hashing`), the data loaders (``dpmf_lib/data``,
-    ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution) and this module. Every local module these
-    import must be here unless it cannot change a number (tests/test_balu_ch4_runs.py checks it)."""
+    ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution), ``dpmf_lib/validate.py`` (seeds to
+    generators), ``dpmf_lib/metrics.py`` (the RMSE) and this module. Every local module these import must be here
+    unless it cannot change a number (tests/test_balu_ch4_runs.py checks it)."""
     here = Path(__file__).resolve()
     pkg = here.parent.parent
     return (sorted((pkg / "sketch").glob("*.py")) + [pkg / "counter_rng.py"] + sorted((pkg / "data").glob("*.py"))
-            + sorted((pkg.parent / "data_fetch").glob("*.py")) + [pkg / "privacy" / "common.py", here])
+            + sorted((pkg.parent / "data_fetch").glob("*.py"))
+            + [pkg / "privacy" / "common.py", pkg / "validate.py", pkg / "metrics.py", here])
 
 
 @lru_cache(maxsize=1)

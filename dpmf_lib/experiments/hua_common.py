@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import validate
 from ..errors import ParameterError
 from ..objpert import mf
 from ..objpert.data import load_hua_dataset
@@ -245,10 +246,9 @@ def s3_options(params: dict, **override) -> dict:
 
 
 def check(params: dict) -> None:
-    for e in list(params.get("eps_values", [])) + [params.get("eps_fixed", 1.0)]:
-        if not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
-            raise ParameterError(f"every eps must be a finite number > 0, got {e!r} (the non-private baseline is "
-                                 "run separately)")
+    for name, values in (("eps_values", params.get("eps_values", [])), ("eps_fixed", [params.get("eps_fixed", 1.0)])):
+        for e in values:
+            validate.epsilon(e, name, fix="the non-private baseline is run separately")
     if params.get("dataset", "ml-100k") not in ("ml-100k", "netflix"):
         raise ParameterError(f"parameter 'dataset' must be 'ml-100k' or 'netflix', got {params.get('dataset')!r}")
 

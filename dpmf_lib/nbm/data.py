@@ -94,8 +94,7 @@ def trim_to_tau(r: Ratings, tau: int, seed=0) -> Ratings:
     """Keep at most ``tau`` ratings per user, chosen uniformly at random (paper section 4.3, τ = 200).
 
     :func:`dpmf_lib.data.splits.trim_per_user` when available, else the same rule here."""
-    if not (isinstance(tau, (int, np.integer)) and tau > 0):
-        raise ParameterError(f"tau must be a positive integer, got {tau!r}")
+    validate.integer(tau, "tau")
     rng = validate.generator(seed, allow_none=False)
     try:
         from ..data.splits import trim_per_user

@@ -26,8 +26,7 @@ METHODS = {"regular": ("dense", 1), "count_sketch": ("sketch", 4), "feature_hash
 
 def width_from_gain(n_users: int, n_items: int, d: int, gamma: float, k: int) -> int:
     """Sketch width of eq. (4.9): ``w = ceil((|U| + |I|) d / (γ k))``."""
-    if not (gamma > 0 and math.isfinite(gamma)):
-        raise ParameterError(f"space gain gamma must be a positive finite number, got {gamma!r}")
+    validate.positive(gamma, "gamma", what="the sketch (space gain)")
     if k < 1 or d < 1:
         raise ParameterError(f"k and d must be >= 1, got k={k}, d={d}")
     return max(1, math.ceil((n_users + n_items) * d / (gamma * k)))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dpmf_lib import metrics
-from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
+from nbm_toys import toy
 
 
 def test_rmse_hand_made():
@@ -39,18 +39,11 @@ def test_rms_of_a_residual_is_the_rmse_against_zero():
     assert metrics.rms(v) == metrics.rmse(np.zeros_like(v), v)
 
 
-def _ratings():
-    rng = np.random.default_rng(0)
-    u, i = np.nonzero(rng.random((20, 15)) < 0.5)
-    v = rng.integers(1, 6, len(u)).astype(np.float32)
-    return Ratings(u.astype(np.int32), i.astype(np.int32), v, 20, 15, (1.0, 5.0), DataSource("toy", False))
-
-
 def test_the_callers_give_the_metric_s_bits():
     from dpmf_lib import nbm
     from dpmf_lib.mf import init_model
 
-    r = _ratings()
+    r = toy(seed=0, nu=20, ni=15, density=0.5)
     m = init_model(r.n_users, r.n_items, 4, seed=1, b0=3.0)
     p = m.predict(r.users, r.items)
     assert m.rmse(r) == metrics.rmse(p, r.values)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.privacy.common import PrivacyRecord
+from nbm_toys import toy
 
 RECORD_KEYS = ["epsilon_stated", "epsilon_effective", "seed_used", "seed_was_fixed", "caveats"]
 
@@ -29,10 +30,10 @@ def test_the_record_is_immutable():
         PrivacyRecord(1.0).epsilon_effective = 1.0
 
 
-def test_objective_perturbation_runs_cache_the_record_s_keys(toy_ratings):
+def test_objective_perturbation_runs_cache_the_record_s_keys():
     from dpmf_lib.objpert import mf as hua
 
-    prob = hua.Problem.from_ratings(toy_ratings())
+    prob = hua.Problem.from_ratings(toy(nu=30))
     s1 = hua.run_s1(prob, hua.HuaConfig(d=2), 1.0, [1], seed=3)
     assert list(s1.privacy) == ["scenario"] + RECORD_KEYS
     assert s1.privacy["scenario"] == "s1" and s1.privacy["epsilon_effective"] == 1.0  # Theorem 1 covers S1 (exact)
@@ -43,11 +44,11 @@ def test_objective_perturbation_runs_cache_the_record_s_keys(toy_ratings):
     assert off["epsilon_stated"] is None and off["caveats"] == ["non-private run (eps None)"]
 
 
-def test_every_release_type_reads_its_fields_from_one_record(toy_ratings):
+def test_every_release_type_reads_its_fields_from_one_record():
     from dpmf_lib import nbm
     from dpmf_lib.privacy import posterior_sampling as ps
 
-    r = toy_ratings()
+    r = toy(nu=30)
     fast = dict(Nk=5, min_user_ratings=3)
     releases = [nbm.train_pnbm(r, epsilon=1.0, K=1, seed=4, **fast),
                 nbm.train_pnbm_clipped(r, epsilon=1.0, K=1, seed=4, **fast),
@@ -65,10 +66,10 @@ def test_every_release_type_reads_its_fields_from_one_record(toy_ratings):
     assert releases[0].epsilon_effective is None and releases[3].epsilon_effective is None
 
 
-def test_a_fresh_seed_is_recorded_as_not_fixed(toy_ratings):
+def test_a_fresh_seed_is_recorded_as_not_fixed():
     from dpmf_lib import nbm
 
-    res = nbm.train_dpsgd_mf(toy_ratings(), epsilon=1.0, K=1)
+    res = nbm.train_dpsgd_mf(toy(nu=30), epsilon=1.0, K=1)
     assert res.seed_was_fixed is False and 0 <= res.seed_used < 2**63
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from dpmf_lib import validate
 from dpmf_lib.errors import ParameterError
+from nbm_toys import toy
 
 NAN, INF = float("nan"), float("inf")
 
@@ -39,7 +40,8 @@ def test_positive_strict_and_non_negative():
 def test_positive_names_what_and_fix():
     with pytest.raises(ParameterError) as exc:
         validate.positive(-1, "delta", what="the noise", fix="give the rating range")
-    assert str(exc.value) == "parameter 'delta' of the noise must be a finite number > 0, got -1 (give the rating range)"
+    assert str(exc.value) == ("parameter 'delta' of the noise must be a finite number > 0, got -1 "
+                              "(give the rating range)")
 
 
 # ------------------------------------------------------------------------------------------------ ε
@@ -193,8 +195,8 @@ BAD = {"True": True, "nan": NAN, "inf": INF, "-inf": -INF, "0": 0.0, "negative":
 
 
 @pytest.fixture(scope="module")
-def entry_points(toy_ratings):
-    points = {name: (call, none_ok, zero_ok) for name, call, none_ok, zero_ok in _entry_points(toy_ratings())}
+def entry_points():
+    points = {name: (call, none_ok, zero_ok) for name, call, none_ok, zero_ok in _entry_points(toy(nu=30))}
     assert list(points) == ENTRY_NAMES
     return points
 
