@@ -8,13 +8,13 @@ the paper's settings, ``ci`` what fits the CI budget (minutes on 2 cores), ``smo
 from __future__ import annotations
 
 import copy
-import numbers
 import difflib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import validate
 from .errors import ParameterError
 from .paths import params_dir
 
@@ -95,8 +95,7 @@ def require_positive(params: dict, *names: str) -> None:
         v = params.get(n)
         vals = v if isinstance(v, (list, tuple)) else [v]
         for x in vals:
-            if x is None or not isinstance(x, (int, float)) or not (x > 0) or x != x or x == float("inf"):
-                raise ParameterError(f"parameter '{n}' must be a finite number > 0, got {v!r}")
+            validate.positive(x, n)
 
 
 # Shared validators for the list parameters many experiments take. Called FIRST in ``run()``, so a bad entry stops the
@@ -163,6 +162,8 @@ def require_epsilons(params: dict, name: str = "epsilons", *, tokens: tuple[str,
     for e in values:
         if isinstance(e, str) and e.strip() in tokens:
             continue
-        if isinstance(e, bool) or not isinstance(e, numbers.Real) or not (0 < e < float("inf")):
-            raise ParameterError(f"parameter '{name}': entry {e!r} is not a valid ε; entries are {allowed}")
+        try:
+            validate.epsilon(e, name)
+        except ParameterError:
+            raise ParameterError(f"parameter '{name}': entry {e!r} is not a valid ε; entries are {allowed}") from None
     return values

@@ -22,7 +22,7 @@ Choices the thesis leaves open (ours, also stated in the notebooks):
   sits in one state through both halves of its kept samples, and so does a chain stuck in a local mode: split-R̂ is
   undefined for both. Only there, a check chain of the same length is run from a dispersed start (c_hat candidates
   disjoint from both the first chain's start and the state it sat in) on a stream of its own; R̂ is then computed
-  over the four halves of the two chains (:func:`split_rhat_sequences`): two chains constant in the same state give
+  over the four halves of the two chains (:func:`split_rhat_counts`): two chains constant in the same state give
   R̂ = 1 (a point mass reached from two disjoint starts), in different states R̂ = inf, and a check chain that moved
   gives the ordinary four-half R̂ (converged where ≤ 1.05, like any chain). Where the candidates are too few for a
   disjoint start, the check proves nothing and R̂ stays undefined. The attack's marginals stay the first chain's (the
@@ -47,15 +47,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from .. import validate
+from ..diagnostics import split_rhat_counts
 from ..errors import ParameterError
 from . import gibbs
 from .mechanisms import BLIP, JLT
 
 Z99 = float(stats.norm.ppf(0.995))
-
-
-def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 # ---------------------------------------------------------------------------------------------------- size estimates
@@ -139,48 +137,10 @@ class MCMCResult:
     marginals: np.ndarray  # (3.33) on the candidates
     c_max: int
     n_transitions: int
-    split_rhat: float = float("nan")  # see split_rhat()
+    split_rhat: float = float("nan")  # of the two halves: dpmf_lib.diagnostics.split_rhat_counts
     start: np.ndarray | None = None  # candidate indices (positions in ``candidates``) of the initial state
     halves: tuple = ()  # counts of the two halves of the kept samples, the second rescaled to the first's length
     n_half: int = 0  # kept states per half (the first half's)
-
-
-def split_rhat(counts_a: np.ndarray, counts_b: np.ndarray, n: int) -> float:
-    """The convergence check of a Gibbs run: split-R̂ (Gelman et al.) of every candidate's inclusion indicator over the
-    two halves of the kept samples (``n`` each), maximised over candidates. A chain that has mixed gives halves that
-    agree to sampling noise (R̂ → 1); one still drifting from its start gives halves that disagree. Candidates always
-    in or always out in both halves carry no information and are skipped (NaN when all are)."""
-    if n < 2:
-        return float("nan")
-    pa, pb = counts_a / n, counts_b / n
-    w = 0.5 * (pa * (1 - pa) + pb * (1 - pb)) * n / (n - 1)
-    b_over_n = 0.5 * (pa - pb) ** 2  # between-half variance of the means (ddof 1)
-    live = w > 0
-    if not live.any():
-        return float("nan") if np.array_equal(counts_a, counts_b) else float("inf")
-    r = np.sqrt(((n - 1) / n * w[live] + b_over_n[live]) / w[live])
-    stuck = (~live) & (pa != pb)  # always-in in one half, always-out in the other
-    return float("inf") if stuck.any() else float(r.max())
-
-
-def split_rhat_sequences(counts: list, n: int) -> float:
-    """Split-R̂ over m >= 2 sequences of ``n`` kept states each (the halves of one or more chains; Gelman et al.,
-    BDA3 Section 11.4) of every candidate's inclusion indicator, maximised over candidates; ``counts`` holds each
-    sequence's per-candidate count of states holding it. As in :func:`split_rhat` (its m = 2 case), candidates constant
-    and equal in every sequence are skipped; constant but unequal ones give inf; NaN when every candidate is constant
-    and equal in every sequence. With the halves of two chains from disjoint starts, that NaN means both chains sat in
-    the same state: :func:`point_mass_rhat` reads it as converged."""
-    if n < 2 or len(counts) < 2:
-        return float("nan")
-    p = np.stack([np.asarray(c, dtype=np.float64) for c in counts]) / n
-    w = (p * (1 - p)).mean(axis=0) * n / (n - 1)
-    b_over_n = p.var(axis=0, ddof=1)  # between-sequence variance of the means
-    live = w > 0
-    spread = np.ptp(p, axis=0) > 0
-    if not live.any():
-        return float("inf") if spread.any() else float("nan")
-    r = np.sqrt(((n - 1) / n * w[live] + b_over_n[live]) / w[live])
-    return float("inf") if ((~live) & spread).any() else float(r.max())
 
 
 def point_mass_rhat(first: "MCMCResult", check: "MCMCResult") -> tuple[float, bool]:
@@ -190,7 +150,7 @@ def point_mass_rhat(first: "MCMCResult", check: "MCMCResult") -> tuple[float, bo
     if len(first.halves) != 2 or len(check.halves) != 2 or check.n_half != first.n_half or first.n_half < 2:
         raise ValueError("point_mass_rhat needs two chains of equal length, each run in two halves of >= 2 states "
                          f"(got halves {len(first.halves)}/{len(check.halves)}, {first.n_half}/{check.n_half} states)")
-    r = split_rhat_sequences(list(first.halves) + list(check.halves), first.n_half)
+    r = split_rhat_counts(list(first.halves) + list(check.halves), first.n_half)
     if np.isnan(r):
         return 1.0, True
     return r, False
@@ -209,7 +169,7 @@ def _run_in_halves(kernel, args_before, args_after, sd, u, burn_in: int, n_sampl
     kernel(*args_before, np.ascontiguousarray(sd[half:]), np.ascontiguousarray(u[half:]), *args_after, 0, c2, empty)
     n_a, n_b = n_samples // 2, n_samples - n_samples // 2
     c2_scaled = c2 * (n_a / n_b)  # an odd n: the longer half rescaled to the shorter
-    return c1 + c2, split_rhat(c1, c2_scaled, n_a), (c1, c2_scaled), n_a
+    return c1 + c2, split_rhat_counts([c1, c2_scaled], n_a), (c1, c2_scaled), n_a
 
 
 def _slots_init(n_cand: int, c_max: int, c_init: int, rng, avoid: np.ndarray | None = None) -> np.ndarray:
@@ -244,7 +204,7 @@ def mcmc_blip(btilde: np.ndarray, blip: BLIP, candidates: np.ndarray, log_rho: n
               burn_in: int, n_samples: int, seed=None, avoid: np.ndarray | None = None) -> MCMCResult:
     """Joint decoder for BLIP on ``candidates`` (item ids); ``log_rho`` are the prior log-odds of all N items;
     ``avoid``: candidate positions the initial state avoids (:func:`_slots_init`; a check chain's dispersed start)."""
-    rng = _rng(seed)
+    rng = validate.generator(seed)
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     _check_mcmc(burn_in, n_samples, c_max, len(cand))
     p = blip.p_eps
@@ -265,7 +225,7 @@ def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarra
              burn_in: int, n_samples: int, seed=None, avoid: np.ndarray | None = None) -> MCMCResult:
     """Joint decoder for JLT: P[y | P] ∝ exp(-||y - sum_{j in P} X_j||^2 / (2 sigma^2)) (end of Section 3.4.2);
     ``avoid`` as in :func:`mcmc_blip`."""
-    rng = _rng(seed)
+    rng = validate.generator(seed)
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     _check_mcmc(burn_in, n_samples, c_max, len(cand))
     G = jlt.codebook.gram()
@@ -285,8 +245,7 @@ def chain_length(burn_in: int, n_samples: int, c_max: int, min_sweeps: float | N
     factor so that T + M >= min_sweeps * c_max (every slot is redrawn ~min_sweeps times; T : M kept)."""
     if min_sweeps is None:
         return int(burn_in), int(n_samples)
-    if not (isinstance(min_sweeps, (int, float)) and math.isfinite(min_sweeps) and min_sweeps > 0):
-        raise ParameterError(f"min_sweeps must be a positive number or None, got {min_sweeps!r}")
+    validate.positive(min_sweeps, "min_sweeps", fix="or None for the given burn_in, n_samples")
     total = burn_in + n_samples
     need = float(min_sweeps) * c_max
     if need <= total:
@@ -321,8 +280,8 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
     ``flat_prior``: the flat decoder's item rate — "catalog": mean(q) (= mean training profile size / N), or
     "candidates": c_hat / |candidates| (the prior expects c_hat items among the prefiltered candidates).
     ``min_sweeps``: see :func:`chain_length` (None: the fixed ``burn_in``, ``n_samples``).
-    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat`; for a constant chain the
-    two-chain :func:`point_mass_rhat`, NaN where no disjoint check start existed) under its name, its updates per slot under ``<name>:sweeps``, where a check
+    ``diagnostics``: if a dict, receives each MCMC attack's split-R̂ (:func:`split_rhat_counts`; for a constant chain
+    the two-chain :func:`point_mass_rhat`, NaN where no disjoint check start existed) under its name, its updates per slot under ``<name>:sweeps``, where a check
     chain ran ``<name>:point_mass`` (1.0: both chains sat in the same state, 0.0: not) and, where
     :func:`flat_likelihood_check` applies, ``<name>:exact_err`` and ``<name>:exact_spearman``."""
     if flat_prior not in ("catalog", "candidates"):
@@ -332,7 +291,7 @@ def attack(mech, obs: np.ndarray, q: np.ndarray, *, attacks=ATTACKS, f: float = 
         raise ParameterError(f"unknown attack(s) {sorted(unknown)}; choose from {ATTACKS}")
     if f < 1:
         raise ParameterError(f"prefilter factor f must be >= 1, got {f}")
-    rng = _rng(seed)
+    rng = validate.generator(seed)
     N = len(q)
     if isinstance(mech, BLIP):
         c_hat, c_up = estimate_c_blip(obs, mech.p_eps, mech.codebook.K, n_items=N, fallback=c_fallback)

@@ -28,29 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
-
-
-def _rng(seed) -> np.random.Generator:
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def _check_eps(eps, *, allow_zero: bool, what: str) -> float:
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what}: eps must be a number, got {eps!r}") from None
-    if not math.isfinite(e) or e < 0 or (e == 0 and not allow_zero):
-        need = ">= 0" if allow_zero else "> 0"
-        raise ParameterError(f"{what}: eps must be a finite number {need}, got {eps!r}")
-    return e
 
 
 def blip_flip_probability(eps: float, K: int) -> float:
     """p_eps = 1 / (1 + exp(eps / K)) (3.4); eps = 0 gives 1/2 (no information)."""
-    e = _check_eps(eps, allow_zero=True, what="BLIP")
-    if int(K) != K or K < 1:
-        raise ParameterError(f"BLIP: the number of hash functions K must be an integer >= 1, got {K!r}")
+    e = validate.epsilon(eps, "eps", allow_zero=True, what="BLIP")
+    validate.integer(K, "K", what="BLIP (the number of hash functions)")
     return 1.0 / (1.0 + math.exp(e / K))
 
 
@@ -79,11 +64,9 @@ class BloomCodebook:
 
 
 def bloom_codebook(n_items: int, L: int, K: int, seed=0) -> BloomCodebook:
-    if int(L) != L or L < 1:
-        raise ParameterError(f"BLIP: the filter length L must be an integer >= 1, got {L!r}")
-    if int(K) != K or K < 1:
-        raise ParameterError(f"BLIP: the number of hash functions K must be an integer >= 1, got {K!r}")
-    pos = _rng(seed).integers(0, L, size=(n_items, K)).astype(np.int32)
+    validate.integer(L, "L", what="BLIP (the filter length)")
+    validate.integer(K, "K", what="BLIP (the number of hash functions)")
+    pos = validate.generator(seed).integers(0, L, size=(n_items, K)).astype(np.int32)
     srt = np.sort(pos, axis=1)
     dup = np.zeros_like(srt, dtype=bool)
     dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
@@ -121,14 +104,14 @@ class BLIP:
         """B~_P = B_P XOR N, N(l) ~ Bernoulli(p_eps) i.i.d. (3.3), every bit flipped with the same p_eps whether set or
         not (that symmetry is what bounds the likelihood ratio by e^{eps/K} per bit). uint8 0/1 of length L.
         ``seed=None`` (default): fresh OS entropy."""
-        noise = (_rng(seed).random(self.L) < self.p_eps).astype(np.uint8)
+        noise = (validate.generator(seed).random(self.L) < self.p_eps).astype(np.uint8)
         return bloom_filter(items, self.codebook) ^ noise
 
 
 def jlt_guarantee_void(eps: float, delta: float = 0.1) -> bool:
     """True when eps >= ln(1/delta): outside the range where (3.10) gives (eps, delta)-DP for
     sigma = 4/eps sqrt(ln 1/delta)."""
-    e = _check_eps(eps, allow_zero=False, what="JLT")
+    e = validate.epsilon(eps, "eps", what="JLT")
     if not (0 < delta < 1):
         raise ParameterError(f"JLT: delta must lie in (0, 1), got {delta!r}")
     return e >= math.log(1.0 / delta)
@@ -136,7 +119,7 @@ def jlt_guarantee_void(eps: float, delta: float = 0.1) -> bool:
 
 def jlt_sigma(eps: float, delta: float = 0.1) -> float:
     """sigma = 4/eps * sqrt(log(1/delta)) — the smallest noise (3.10) allows."""
-    e = _check_eps(eps, allow_zero=False, what="JLT")
+    e = validate.epsilon(eps, "eps", what="JLT")
     if not (0 < delta < 1):
         raise ParameterError(f"JLT: delta must lie in (0, 1), got {delta!r}")
     return 4.0 / e * math.sqrt(math.log(1.0 / delta))
@@ -174,9 +157,8 @@ class JLTCodebook:
 
 
 def jlt_codebook(n_items: int, L: int, seed=0) -> JLTCodebook:
-    if int(L) != L or L < 1:
-        raise ParameterError(f"JLT: the sketch length L must be an integer >= 1, got {L!r}")
-    X = (_rng(seed).standard_normal((n_items, L)) / math.sqrt(L)).astype(np.float32)
+    validate.integer(L, "L", what="JLT (the sketch length)")
+    X = (validate.generator(seed).standard_normal((n_items, L)) / math.sqrt(L)).astype(np.float32)
     return JLTCodebook(np.ascontiguousarray(X), seed if isinstance(seed, int) else None)
 
 
@@ -197,4 +179,4 @@ class JLT:
     def sanitize(self, items: np.ndarray, seed=None) -> np.ndarray:
         """Y~_P = sum_{j in P} X_j + N(0, sigma^2 I) (float64, length L). ``seed=None`` (default): fresh OS entropy."""
         y = self.codebook.X[np.asarray(items, dtype=np.int64)].astype(np.float64).sum(axis=0)
-        return y + self.sigma * _rng(seed).standard_normal(self.L)
+        return y + self.sigma * validate.generator(seed).standard_normal(self.L)

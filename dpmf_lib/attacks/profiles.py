@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from ..data.ratings import Ratings
 from ..errors import ParameterError
 
@@ -70,7 +71,7 @@ def train_test_split(p: Profiles, n_train: int = 600, n_test: int | None = None,
     n_test = n - n_train if n_test is None else int(n_test)
     if not (0 < n_test <= n - n_train):
         raise ParameterError(f"n_test must lie in (0, {n - n_train}] after {n_train} training users, got {n_test}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = validate.generator(seed)
     perm = rng.permutation(n)
     return p.subset(np.sort(perm[:n_train])), p.subset(np.sort(perm[n_train:n_train + n_test]))
 

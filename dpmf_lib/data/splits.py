@@ -25,18 +25,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 from .ratings import Ratings
 
 ML100K_FOLD_SIZE = 20_000
-
-
-def _rng(seed) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ParameterError(f"seed must be a non-negative integer or a numpy Generator, got {seed!r}")
-    return np.random.default_rng(int(seed))
 
 
 def _sorted_by_user_item(r: Ratings, index: np.ndarray) -> np.ndarray:
@@ -81,7 +74,7 @@ def random_split(r: Ratings, fractions=(0.8, 0.1, 0.1), seed=0) -> tuple[Ratings
     f = np.asarray(fractions, dtype=np.float64)
     if f.ndim != 1 or len(f) < 2 or not np.all(np.isfinite(f)) or np.any(f < 0) or abs(f.sum() - 1.0) > 1e-9:
         raise ParameterError(f"fractions must be ≥ 2 non-negative numbers summing to 1, got {fractions!r}")
-    rng = _rng(seed)
+    rng = validate.generator(seed, allow_none=False)
     n = r.n_ratings
     perm = rng.permutation(n)
     cuts = np.rint(np.cumsum(f) * n).astype(np.int64)
@@ -137,7 +130,7 @@ def trim_per_user(r: Ratings, tau: int, seed=0) -> Ratings:
     """Keep at most ``tau`` randomly chosen ratings per user (seeded); users with ≤ ``tau`` ratings are untouched."""
     if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
         raise ParameterError(f"tau (max ratings per user) must be an integer ≥ 1, got {tau!r}")
-    keys = _rng(seed).random(r.n_ratings, dtype=np.float32)
+    keys = validate.generator(seed, allow_none=False).random(r.n_ratings, dtype=np.float32)
     keep = _trim_keep_mask(r.users, keys, r.n_users, int(tau))
     how = "" if isinstance(seed, np.random.Generator) else f" (seed {seed})"
     return r.subset(keep, note=f"trimmed to ≤ {tau} ratings per user{how}")
@@ -185,7 +178,7 @@ def sample_items(r: Ratings, n_items: int, seed=0) -> Ratings:
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or not 1 <= n_items <= len(rated):
         raise ParameterError(f"n_items must be an integer in [1, {len(rated)}], got {n_items!r}")
     chosen = np.zeros(r.n_items, bool)
-    chosen[_rng(seed).choice(rated, size=n_items, replace=False)] = True
+    chosen[validate.generator(seed, allow_none=False).choice(rated, size=n_items, replace=False)] = True
     return r.subset(chosen[r.items], note=f"{n_items} random items (seed {seed})")
 
 
@@ -196,5 +189,5 @@ def subsample(r: Ratings, max_ratings: int | None, seed=0) -> Ratings:
         return r
     if max_ratings < 1:
         raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {max_ratings!r}")
-    idx = np.sort(_rng(seed).choice(r.n_ratings, size=int(max_ratings), replace=False))
+    idx = np.sort(validate.generator(seed, allow_none=False).choice(r.n_ratings, size=int(max_ratings), replace=False))
     return r.subset(idx, note=f"random subset of {int(max_ratings):,} ratings (seed {seed})")

@@ -84,6 +84,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from .. import validate
 from ..errors import ParameterError
 from ..paths import data_dir
 from .ratings import DataSource, Ratings
@@ -580,8 +581,7 @@ def _calibrate_mu(target: StandinTarget, rng, counts, w_items, P, Q, bu, bi, sd_
 
 def generate_standin(dataset_id: str, *, seed: int = 0, scale: float = 1.0) -> Ratings:
     """Generate the stand-in of ``dataset_id`` (no cache; see :func:`load_standin`)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ParameterError(f"seed must be a non-negative integer, got {seed!r}")
+    validate.integer(seed, "seed", lo=0)
     t = standin_target(dataset_id, scale)
     ss = np.random.SeedSequence([int(seed), GENERATOR_VERSION, 0x57A4D1])
     rng_perm, rng_model, rng_cal, rng_blocks = (np.random.default_rng(s) for s in ss.spawn(4))

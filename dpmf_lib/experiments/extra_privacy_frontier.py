@@ -49,7 +49,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from .. import validate
 from ..errors import ParameterError
+from ..metrics import clipped_rmse
 from ..outputs import attach
 from ..plotting import figure, standin_title
 from ..privacy import ledger as lg
@@ -135,17 +137,17 @@ def _grid(p: dict, key: str) -> list[dict]:
 
 def _eps_list(p: dict, key: str) -> list[float]:
     v = p[key]
-    ok = isinstance(v, list) and v and all(isinstance(e, (int, float)) and not isinstance(e, bool)
-                                           and math.isfinite(e) and e > 0 for e in v)
-    if not ok:  # NaN/inf/null are refused too: a frontier point needs a stated ε (non-private runs are the references)
-        raise ParameterError(f"parameter '{key}' must be a non-empty list of finite ε > 0 in the paper's stated unit, "
-                             f"got {v!r}")
-    return [float(e) for e in v]
+    if isinstance(v, list) and v:
+        try:  # null is refused too: a frontier point needs a stated ε (non-private runs are the references)
+            return [validate.epsilon(e, key) for e in v]
+        except ParameterError:
+            pass
+    raise ParameterError(f"parameter '{key}' must be a non-empty list of finite ε > 0 in the paper's stated unit, "
+                         f"got {v!r}")
 
 
 def _clip_rmse(pred, test) -> float:
-    lo, hi = test.rating_scale
-    return float(np.sqrt(np.mean((np.clip(pred.astype(np.float64), lo, hi) - test.values) ** 2)))
+    return clipped_rmse(pred, test.values, *test.rating_scale)
 
 
 def run_liu(train, test, p: dict, seed: int):

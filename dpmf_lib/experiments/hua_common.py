@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import validate
 from ..errors import ParameterError
 from ..objpert import mf
 from ..objpert.data import load_hua_dataset
@@ -65,10 +66,11 @@ def eps_holds(run: dict) -> bool:
 
 #: what the cached computation (:func:`_compute`) runs besides its own code, which joblib hashes itself: the
 #: simulations, the data loaders / stand-in generators, and the package modules they import that change numbers
-#: (``privacy/common.py``: the seed policy of ``resolve_seed``); ``errors.py`` and ``paths.py`` change no number.
+#: (``privacy/common.py``: the seed policy of ``resolve_seed``; ``validate.py``: seeds to generators; ``metrics.py``:
+#: the RMSE of the summaries); ``errors.py`` and ``paths.py`` change no number.
 #: Package-relative directories (every ``*.py`` in them) and files; ``data_fetch`` lives beside the package.
 _CODE_DIRS = ("objpert", "data")
-_CODE_FILES = ("privacy/common.py",)
+_CODE_FILES = ("privacy/common.py", "validate.py", "metrics.py")
 
 
 def _code_files() -> list[Path]:
@@ -244,10 +246,9 @@ def s3_options(params: dict, **override) -> dict:
 
 
 def check(params: dict) -> None:
-    for e in list(params.get("eps_values", [])) + [params.get("eps_fixed", 1.0)]:
-        if not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0):
-            raise ParameterError(f"every eps must be a finite number > 0, got {e!r} (the non-private baseline is "
-                                 "run separately)")
+    for name, values in (("eps_values", params.get("eps_values", [])), ("eps_fixed", [params.get("eps_fixed", 1.0)])):
+        for e in values:
+            validate.epsilon(e, name, fix="the non-private baseline is run separately")
     if params.get("dataset", "ml-100k") not in ("ml-100k", "netflix"):
         raise ParameterError(f"parameter 'dataset' must be 'ml-100k' or 'netflix', got {params.get('dataset')!r}")
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 from . import _kernels as K
 
@@ -35,14 +36,9 @@ METHODS = ("lsh", "lsh+frame", "antisparse", "optimal", "qolsh")
 
 
 # ----------------------------------------------------------------------------------------------------------- checks
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
 def _check_dims(d, L):
-    for name, v in (("d", d), ("L", L)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ParameterError(f"{name} must be a positive integer, got {v!r}")
+    validate.integer(d, "d")
+    validate.integer(L, "L")
 
 
 def as_vectors(X, name="X", d=None) -> np.ndarray:
@@ -83,14 +79,14 @@ def normalize_rows(X) -> np.ndarray:
 def random_unit_vectors(n, d, seed) -> np.ndarray:
     """n vectors uniform on the unit sphere of R^d (normal draws, normalised), float32 — the thesis' synthetic set."""
     _check_dims(d, 1)
-    return normalize_rows(_rng(seed).standard_normal((int(n), d)))
+    return normalize_rows(validate.generator(seed).standard_normal((int(n), d)))
 
 
 # ----------------------------------------------------------------------------------------------------------- frames
 def gaussian_projections(d: int, L: int, seed=0) -> np.ndarray:
     """(d, L) float32: L i.i.d. directions uniform on the unit sphere (columns of unit norm)."""
     _check_dims(d, L)
-    G = _rng(seed).standard_normal((d, L))
+    G = validate.generator(seed).standard_normal((d, L))
     G /= np.linalg.norm(G, axis=0, keepdims=True)
     return np.ascontiguousarray(G, dtype=np.float32)
 
@@ -102,7 +98,7 @@ def tight_frame(d: int, L: int, seed=0) -> np.ndarray:
     When L ≥ d the columns' squared norms sum to d (trace of WᵀW), d/L each on average (they are not all equal).
     """
     _check_dims(d, L)
-    rng = _rng(seed)
+    rng = validate.generator(seed)
     if L >= d:
         Q, R = np.linalg.qr(rng.standard_normal((L, d)))
         Q = Q * np.sign(np.diag(R))  # Haar-uniform Q (sign fix of the QR convention)
@@ -146,9 +142,7 @@ def reconstruct(codes, W) -> np.ndarray:
 
 
 def _check_M(M):
-    if not isinstance(M, (int, np.integer)) or M < 0:
-        raise ParameterError(f"M (maximum number of bit flips of qoLSH) must be an integer >= 0, got {M!r}")
-    return int(M)
+    return validate.integer(M, "M", lo=0, what="qoLSH (maximum number of bit flips)")
 
 
 def encode_qolsh(X, W, M: int = 5, return_flips: bool = False):

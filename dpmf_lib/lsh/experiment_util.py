@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .. import validate
 from ..data.ratings import DataSource
 from ..errors import ParameterError
 
@@ -46,9 +47,7 @@ def best_time(fn, repeats: int = 3) -> float:
 
 def check_positive_int(params: dict, *names) -> None:
     for n in names:
-        v = params.get(n)
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ParameterError(f"parameter {n!r} must be a positive integer, got {v!r}")
+        validate.integer(params.get(n), n)
 
 
 def check_methods(methods, allowed) -> list[str]:

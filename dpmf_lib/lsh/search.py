@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
+from ..metrics import recall_at  # noqa: F401  (recall@R, in dpmf_lib.metrics; re-exported by dpmf_lib.lsh)
 from . import _kernels as K
 from .encoders import as_frame, as_vectors, encode, frame_for, normalize_rows
 
@@ -260,20 +261,3 @@ def exact_nn(Y, X, chunk: int = 256) -> np.ndarray:
     for s in range(0, len(Yn), chunk):
         out[s : s + chunk] = np.argmax(Yn[s : s + chunk] @ Xn.T, axis=1)
     return out
-
-
-def recall_at(ranked, truth, Rs=None) -> np.ndarray:
-    """recall@R: share of queries whose true NN ``truth[q]`` is among ``ranked[q, :R]``, for each R in ``Rs``
-    (default 1..ranked.shape[1]). A NN missing from the list counts as a miss at every R."""
-    ranked = np.asarray(ranked)
-    truth = np.asarray(truth).reshape(-1)
-    if ranked.ndim != 2 or len(ranked) != len(truth):
-        raise ParameterError(f"ranked must be (n_queries, R) with n_queries = len(truth) = {len(truth)}, got "
-                             f"{ranked.shape}")
-    Rmax = ranked.shape[1]
-    Rs = np.arange(1, Rmax + 1) if Rs is None else np.asarray(Rs, dtype=np.int64)
-    if len(Rs) and (Rs.min() < 1 or Rs.max() > Rmax):
-        raise ParameterError(f"every R must lie in [1, {Rmax}], got [{Rs.min()}, {Rs.max()}]")
-    hit = ranked == truth[:, None]
-    pos = np.where(hit.any(1), hit.argmax(1) + 1, Rmax + 1)  # 1-based rank of the NN
-    return (pos[None, :] <= Rs[:, None]).mean(1)

@@ -37,10 +37,12 @@ import numba
 import numpy as np
 from numba import literally, njit, prange
 
+from .. import validate
+from ..metrics import rmse
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from .layout import Layout, naive_layout, tiered_layout
-from .model import MFModel, check_dim, check_step, init_model, learning_rate
+from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
 from .prefetch import prefetch_row
 from .rowvec import row_dot, sgd_row_step, whole_row_lengths
 
@@ -239,13 +241,13 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "train_sgd")
-    d = check_dim(d)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
-    eta0 = check_step("eta0", eta0)
-    gamma = check_step("gamma", gamma, allow_zero=True)
-    lam = check_step("lam", lam, allow_zero=True)
-    lamb = lam if lam_bias is None else check_step("lam_bias", lam_bias, allow_zero=True)
+    eta0 = validate.positive(eta0, "eta0")
+    gamma = validate.positive(gamma, "gamma", strict=False)
+    lam = validate.positive(lam, "lam", strict=False)
+    lamb = lam if lam_bias is None else validate.positive(lam_bias, "lam_bias", strict=False)
     if not isinstance(prefetch_stride, (int, np.integer)) or prefetch_stride < 0:
         raise ParameterError(f"prefetch_stride must be an integer ≥ 0 (0 = off), got {prefetch_stride!r}")
     if hot_rows not in ("shared", "private"):
@@ -283,7 +285,7 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
             row = {"epoch": t, "eta": float(eta), "seconds": dt, "wall": wall, "updates": lay.n_ratings,
                    "updates_per_s": lay.n_ratings / dt}
             if test is not None:
-                row["test_rmse"] = _rmse(m, test_u, test_i, test.values)
+                row["test_rmse"] = rmse(m.predict(test_u, test_i), test.values)
             rows.append(row)
             if not np.all(np.isfinite(m.U[:1])):
                 raise ParameterError(f"SGD diverged in round {t} (non-finite factors): lower eta0 (now {eta0})")
@@ -293,11 +295,6 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
                        {"order": lay.kind, "d": d, "n_threads": threads, "setup_seconds": setup_seconds,
                         "hot_rows": hot_rows, "hot_items": 0 if copies is None else copies.n_hot,
                         "merges": 0 if copies is None else copies.merges})
-
-
-def _rmse(m: MFModel, users, items, values) -> float:
-    p = m.predict(users, items)
-    return float(np.sqrt(np.mean((p.astype(np.float64) - values) ** 2)))
 
 
 def sgd_flops_bytes(d: int) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from ..errors import ParameterError
+from .. import metrics, validate
 
 
 @dataclass
@@ -36,24 +36,22 @@ class MFModel:
     def rmse(self, ratings, clip: bool = False) -> float:
         """Root-mean-square error on a ``Ratings`` set (no clipping unless ``clip``: then to its rating scale)."""
         p = self.predict(ratings.users, ratings.items, clip=ratings.rating_scale if clip else None)
-        return float(np.sqrt(np.mean((p.astype(np.float64) - ratings.values) ** 2)))
+        return metrics.rmse(p, ratings.values)  # the clip stays in predict (float32): see dpmf_lib.metrics
 
     def copy(self) -> "MFModel":
         return MFModel(self.U.copy(), self.V.copy(), self.bu.copy(), self.bi.copy(), float(self.b0))
 
 
-def check_dim(d) -> int:
-    if not isinstance(d, (int, np.integer)) or not 1 <= int(d) <= 4096:
-        raise ParameterError(f"d (the factor dimension) must be an integer in [1, 4096], got {d!r}")
-    return int(d)
+MAX_DIM = 4096  # the largest factor dimension d the kernels take
+DIM_HINT = "d is the factor dimension of U and V"  # what a bad d is told
 
 
 def init_model(n_users: int, n_items: int, d: int, *, seed: int | np.random.Generator = 0, scale: float | None = None,
                b0: float = 0.0) -> MFModel:
     """Factors N(0, scale²) with ``scale = 0.1`` by default (an arbitrary common choice; the papers do not state one),
     zero biases, global bias ``b0`` (the kernels use the training mean)."""
-    d = check_dim(d)
-    rng = np.random.default_rng(seed)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
+    rng = validate.generator(seed)
     s = 0.1 if scale is None else float(scale)
     U = rng.standard_normal((n_users, d), dtype=np.float32)
     U *= np.float32(s)  # in place: the same float32 products without a second array (setup time)
@@ -75,13 +73,6 @@ def _predict(users, items, U, V, bu, bi, b0):
             s += U[i, f] * V[j, f]
         out[k] = s + bu[i] + bi[j] + b0
     return out
-
-
-def check_step(name: str, value: float, *, allow_zero: bool = False) -> float:
-    v = float(value)
-    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise ParameterError(f"{name} must be a finite number {'≥' if allow_zero else '>'} 0, got {value!r}")
-    return v
 
 
 def learning_rate(eta0: float, gamma: float, t: int) -> float:

@@ -18,15 +18,12 @@ import time
 import numpy as np
 
 from ..data.ratings import require_ratings
+from ..metrics import rmse
 from ..errors import WorkbookError
 
 
 class PeerUnavailable(WorkbookError):
     """A peer library is not installed."""
-
-
-def _rmse(p, y) -> float:
-    return float(np.sqrt(np.mean((np.asarray(p, np.float64) - y) ** 2)))
 
 
 def _import_libmf():
@@ -113,7 +110,7 @@ def libmf_fit(train, test, *, d=16, epochs=20, eta=0.1, lam=0.05, n_threads=1, n
     ok = (test.users < P.shape[0]) & (test.items < Q.shape[0])
     p[ok] = np.einsum("ij,ij->i", P[test.users[ok]], Q[test.items[ok]])
     p[~np.isfinite(p)] = b
-    return dt, _rmse(p, test.values)
+    return dt, rmse(p, test.values)
 
 
 def libmf_curve(train, test, *, iters=(1, 2, 4, 8, 16), **kw) -> list[dict]:
@@ -145,7 +142,7 @@ def surprise_fit(train, test, *, d=16, epochs=20, lr=0.005, reg=0.02, seed=0):
     pu, qi, bu, bi = algo.pu, algo.qi, algo.bu, algo.bi
     p = np.einsum("ij,ij->i", pu[test.users], qi[test.items]) + bu[test.users] + bi[test.items] + ts.global_mean
     p = np.clip(p, *train.rating_scale)  # surprise clips its estimates to the rating scale
-    return dt, _rmse(p, test.values)
+    return dt, rmse(p, test.values)
 
 
 def surprise_curve(train, test, *, iters=(1, 2, 4, 8, 16), **kw) -> list[dict]:

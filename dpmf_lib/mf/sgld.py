@@ -66,11 +66,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import literally, njit, prange
 
+from .. import validate
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
+from ..metrics import rmse
 from .csgd import MAX_ROW_LENGTH, _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
-from .model import MFModel, check_dim, check_step, init_model, learning_rate
+from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
 from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
@@ -439,7 +441,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
-    d = check_dim(d)
+    d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
     if mode not in ("fast", "exact"):
@@ -451,14 +453,14 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     if schedule not in ("lazy", "eager"):
         raise ParameterError(f"schedule must be 'lazy' or 'eager', got {schedule!r}")
     N = train.n_ratings
-    eta0 = 0.02 / N if eta0 is None else check_step("eta0", eta0)
-    gamma = check_step("gamma", gamma, allow_zero=True)
-    zeta = check_step("zeta", zeta)
-    lambda_r = check_step("lambda_r", lambda_r)
-    alpha = check_step("alpha", alpha)
-    beta = check_step("beta", beta)
-    lam_bias = check_step("lam_bias", lam_bias)
-    likelihood_scale = check_step("likelihood_scale", likelihood_scale)
+    eta0 = 0.02 / N if eta0 is None else validate.positive(eta0, "eta0")
+    gamma = validate.positive(gamma, "gamma", strict=False)
+    zeta = validate.positive(zeta, "zeta")
+    lambda_r = validate.positive(lambda_r, "lambda_r")
+    alpha = validate.positive(alpha, "alpha")
+    beta = validate.positive(beta, "beta")
+    lam_bias = validate.positive(lam_bias, "lam_bias")
+    likelihood_scale = validate.positive(likelihood_scale, "likelihood_scale")
     clip_on, clip_lo, clip_hi = False, 0.0, 0.0
     if clip_prediction is not None:
         try:
@@ -557,11 +559,11 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 raise ParameterError(f"SGLD diverged in round {t} (non-finite factors): lower eta0 (now {eta0:g})")
             if test is not None:
                 p = m.predict(test.users, test_i).astype(np.float64)
-                row["test_rmse"] = float(np.sqrt(np.mean((p - test.values) ** 2)))
+                row["test_rmse"] = rmse(p, test.values)
                 if t > burn_in:
                     pred_sum = p if pred_sum is None else pred_sum + p
                     n_avg += 1
-                    row["test_rmse_avg"] = float(np.sqrt(np.mean((pred_sum / n_avg - test.values) ** 2)))
+                    row["test_rmse_avg"] = rmse(pred_sum / n_avg, test.values)
             if keep_every and t > burn_in and (t - burn_in) % keep_every == 0:
                 fill_rng = np.random.default_rng([seed, t, 0xF11])
                 mo = _fill_unrated(m.copy(), unrated_u, unrated_v if not freeze_items else None, Lu, Lv, lam_bias,

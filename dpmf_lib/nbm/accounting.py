@@ -24,25 +24,16 @@ import math
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 
 
+_EPS_FIX = "use epsilon=None for the non-private model"
+
+
 def check_epsilon(eps, name: str = "epsilon") -> float:
-    """ε must be a finite number > 0 (ε = None / inf is 'no privacy' and handled by the callers, not here)."""
-    try:
-        v = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {eps!r}") from None
-    if not (v > 0) or not math.isfinite(v):
-        raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {eps!r} (ε ≤ 0 gives no privacy "
-                             "guarantee; use epsilon=None for the non-private model)")
-    return v
-
-
-def _pos(x, name):
-    if not (isinstance(x, (int, float, np.integer, np.floating)) and x > 0 and math.isfinite(float(x))):
-        raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {x!r}")
-    return float(x)
+    """ε of the PNBM mechanisms: :func:`dpmf_lib.validate.epsilon` (None is the callers' non-private branch)."""
+    return validate.epsilon(eps, name, fix=_EPS_FIX)
 
 
 def error_clamp(t: int, phi: float) -> float:
@@ -54,15 +45,14 @@ def error_clamp(t: int, phi: float) -> float:
 
 def sensitivity(t: int, phi: float, C: float) -> float:
     """ΔF^(t) = 2 (0.5 + (φ - 1)/(t + 1)) φ / C."""
-    return 2.0 * error_clamp(t, phi) * phi / _pos(C, "C")
+    return 2.0 * error_clamp(t, phi) * phi / validate.positive(C, "C")
 
 
 def epsilon_per_iteration(eps: float, K: int, gamma: float) -> float:
     """ε^(t) = ε / (K γ) (Theorem 1)."""
     eps = check_epsilon(eps)
-    if not (isinstance(K, (int, np.integer)) and K >= 1):
-        raise ParameterError(f"parameter 'K' (iterations) must be an integer >= 1, got {K!r}")
-    gamma = _pos(gamma, "gamma")
+    K = validate.integer(K, "K", what="the PNBM schedule (iterations)")
+    gamma = validate.positive(gamma, "gamma")
     if gamma > 1:
         raise ParameterError(f"parameter 'gamma' (sampling ratio L/𝓛) must lie in (0, 1], got {gamma}")
     return eps / (K * gamma)
@@ -93,7 +83,7 @@ def posterior_scale(eps, B: float) -> float:
     """Factor ε/(4B) on the log-posterior, capped at 1 (ε ≥ 4B: the non-private posterior). ``eps=None``: 1."""
     if eps is None:
         return 1.0
-    return min(1.0, check_epsilon(eps) / (4.0 * _pos(B, "B")))
+    return min(1.0, check_epsilon(eps) / (4.0 * validate.positive(B, "B")))
 
 
 def pair_inclusion_prob(counts: np.ndarray, L: int) -> np.ndarray:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import validate
 from ..errors import DatasetUnavailable, ParameterError
 from ..paths import REPO_ROOT
-from .rng import as_generator
 from ..data.ratings import DataSource, Ratings, from_raw_ids
 
 ML100K_FOLD = 20000
@@ -76,7 +76,7 @@ def folds(r: Ratings, n_folds: int = 5, seed: int = 0) -> list[tuple[Ratings, Ra
                 test[k * ML100K_FOLD:(k + 1) * ML100K_FOLD] = True
                 out.append((r.subset(~test, note=f"u{k + 1}.base"), r.subset(test, note=f"u{k + 1}.test")))
             return out
-    rng = as_generator(seed)
+    rng = validate.generator(seed, allow_none=False)
     part = rng.permutation(r.n_ratings) % 5
     return [(r.subset(part != k, note=f"fold {k + 1} train"), r.subset(part == k, note=f"fold {k + 1} test"))
             for k in range(n_folds)]
@@ -94,9 +94,8 @@ def trim_to_tau(r: Ratings, tau: int, seed=0) -> Ratings:
     """Keep at most ``tau`` ratings per user, chosen uniformly at random (paper section 4.3, τ = 200).
 
     :func:`dpmf_lib.data.splits.trim_per_user` when available, else the same rule here."""
-    if not (isinstance(tau, (int, np.integer)) and tau > 0):
-        raise ParameterError(f"tau must be a positive integer, got {tau!r}")
-    rng = as_generator(seed)
+    validate.integer(tau, "tau")
+    rng = validate.generator(seed, allow_none=False)
     try:
         from ..data.splits import trim_per_user
 

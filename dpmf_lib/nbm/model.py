@@ -56,13 +56,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import metrics, validate
 from ..data.ratings import Ratings, require_ratings
 from ..errors import ParameterError
+from ..privacy.common import PrivacyRecord, WithPrivacyRecord, seeded
 from . import accounting as acc
 from .data import trim_to_tau, users_with_more_than
 from .kernels import (clipped_grad_kernel, dpsgd_step_kernel, draw_key, grad_kernel, mf_epoch_kernel, mf_predict_kernel,
                       predict_kernel, sgld_step_batch_kernel, sgld_update_kernel)
-from .rng import seeded
 from .similarity import cosine, item_means, pcc
 
 
@@ -90,9 +91,7 @@ def prepare(train: Ratings, rbar: np.ndarray | None = None) -> NBMData:
 
 
 def _check_nk(Nk):
-    if not (isinstance(Nk, (int, np.integer)) and Nk >= 1):
-        raise ParameterError(f"parameter 'Nk' (neighbour size) must be an integer >= 1, got {Nk!r}")
-    return int(Nk)
+    return validate.integer(Nk, "Nk", what="the neighbourhood (neighbour size)")
 
 
 def predict(S: np.ndarray, data: NBMData, test: Ratings, *, Nk: int, C: float = 0.0) -> np.ndarray:
@@ -108,7 +107,8 @@ def predict(S: np.ndarray, data: NBMData, test: Ratings, *, Nk: int, C: float = 
 
 
 def rmse(pred: np.ndarray, test: Ratings) -> float:
-    return float(np.sqrt(np.mean((pred.astype(np.float64) - test.values) ** 2)))
+    """RMSE of predictions for the pairs of ``test`` (:func:`dpmf_lib.metrics.rmse`)."""
+    return metrics.rmse(pred, test.values)
 
 
 def knn_rmse(train: Ratings, test: Ratings, kind: str, Nk: int = 900) -> float:
@@ -154,7 +154,7 @@ _RBAR_CAVEAT = ("item means r̄_i are computed from the training ratings without
 
 
 @dataclass
-class PNBMResult:
+class PNBMResult(WithPrivacyRecord):
     """A trained/sampled similarity matrix with its privacy record.
 
     ``epsilon_effective``: the ε that holds for what ran, ``None`` when none is established — for DPPS-PNBM ``None``:
@@ -171,15 +171,7 @@ class PNBMResult:
     noise_scales: list = field(default_factory=list)  # DPSGD: Laplace b_t per iteration; DPPS: noise sd per step
     history: list = field(default_factory=list)  # (iteration, test RMSE) when a test set was given
     info: dict = field(default_factory=dict)
-    epsilon_effective: float | None = None
-    seed_used: int | None = None
-    seed_was_fixed: bool = True
-    privacy_caveats: tuple = ()
-
-
-def _check_pos(name, v):
-    if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(float(v)) and v > 0):
-        raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
+    privacy: PrivacyRecord | None = None  # None: a record of the stated ε alone
 
 
 def _dp_training_data(train: Ratings, rbar: np.ndarray, min_user_ratings: int):
@@ -235,9 +227,8 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
-        _check_pos(n, v)
-    if not (isinstance(lam, (int, float)) and lam >= 0):
-        raise ParameterError(f"parameter 'lam' must be >= 0, got {lam!r}")
+        validate.positive(v, n)
+    validate.positive(lam, "lam", strict=False)
     acc.epsilon_per_iteration(1.0, K, gamma)  # validates K and gamma
     rng, seed_used, seed_fixed = seeded(seed)
     lo, hi = train.rating_scale
@@ -253,14 +244,13 @@ def train_pnbm(train: Ratings, *, epsilon=None, K: int = 10, eta: float = 0.1, l
         raise ParameterError(f"unknown init '{init}'; choose 'uniform' (data-independent) or 'pcc' (not private)")
     n = dp_train.n_ratings
     L = max(1, int(round(gamma * n)))
-    res = PNBMResult(S, None if epsilon is None else float(epsilon),
-                     None if epsilon is None else acc.amplified_epsilon(epsilon, K, gamma),
-                     seed_used=seed_used, seed_was_fixed=seed_fixed)
-    if epsilon is not None:
-        res.privacy_caveats = (
-            "Laplace noise calibrated to one gradient entry (the paper's ΔF), but one rating changes many entries of "
-            "the released gradient (it also enters other predictions as a neighbour): no ε is established",
-            _RBAR_CAVEAT)
+    eps = None if epsilon is None else float(epsilon)
+    caveats = () if epsilon is None else (
+        "Laplace noise calibrated to one gradient entry (the paper's ΔF), but one rating changes many entries of "
+        "the released gradient (it also enters other predictions as a neighbour): no ε is established",
+        _RBAR_CAVEAT)
+    res = PNBMResult(S, eps, None if epsilon is None else acc.amplified_epsilon(epsilon, K, gamma),
+                     privacy=PrivacyRecord(eps, None, seed_used, seed_fixed, caveats))
     off = None if impl == "fused" else ~np.eye(M, dtype=bool)
     Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by the step kernel
     t0 = time.perf_counter()
@@ -283,7 +273,7 @@ def clipped_gradient(S: np.ndarray, data: NBMData, users, items, vals, *, Nk: in
                      e_max: float = math.inf, f_max: float = math.inf, out: np.ndarray | None = None):
     """(G, norms): Σ_u min(1, clip_l1/‖g_u‖₁) g_u over the users of the given ratings, g_u = Σ of u's e ∂r̂/∂S
     (eq. 5 with the kernels' clips); norms[u] = ‖g_u‖₁ before the clip. Kernel: kernels.clipped_grad_kernel."""
-    _check_pos("clip_l1", clip_l1)
+    validate.positive(clip_l1, "clip_l1")
     users = np.asarray(users, np.int32)
     items = np.asarray(items, np.int32)
     order = np.lexsort((items, users))  # grouped by user, items sorted within a user (the kernel sums duplicates)
@@ -342,12 +332,11 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
     acc.check_epsilon(epsilon)
     _check_impl(impl)  # "fused" (default) or "numpy": the noise + update path, as in train_pnbm
     for n, v in (("clip_l1", clip_l1), ("eta", eta), ("beta", beta), ("C", C), ("init_high", init_high)):
-        _check_pos(n, v)
+        validate.positive(v, n)
     if not (isinstance(mean_share, (int, float)) and 0.0 < mean_share < 1.0):
         raise ParameterError(f"parameter 'mean_share' (share of ε spent on the item means) must lie in (0, 1), "
                              f"got {mean_share!r}")
-    if not (isinstance(lam, (int, float)) and lam >= 0):
-        raise ParameterError(f"parameter 'lam' must be >= 0, got {lam!r}")
+    validate.positive(lam, "lam", strict=False)
     acc.epsilon_per_iteration(1.0, K, gamma)  # validates K and gamma
     require_ratings(train, "train", "train_pnbm_clipped")
     rng, seed_used, seed_fixed = seeded(seed)
@@ -363,10 +352,10 @@ def train_pnbm_clipped(train: Ratings, *, epsilon, clip_l1: float = 1.0, mean_sh
     S = init_similarity(M, beta, init_high, rng)
     n = dp_train.n_ratings
     L = max(1, int(round(gamma * n)))
-    res = PNBMResult(S, eps, None, seed_used=seed_used, seed_was_fixed=seed_fixed, epsilon_effective=eps)
-    res.privacy_caveats = ("rating level: which (user, item) pairs are rated is public (counts, neighbour sets)",
-                           "the ε holds for the Laplace mechanisms as stated; float32 rounding of the clipped sum is "
-                           "not accounted")
+    res = PNBMResult(S, eps, None, privacy=PrivacyRecord(
+        eps, eps, seed_used, seed_fixed,
+        ("rating level: which (user, item) pairs are rated is public (counts, neighbour sets)",
+         "the ε holds for the Laplace mechanisms as stated; float32 rounding of the clipped sum is not accounted")))
     off = None if impl == "fused" else ~np.eye(M, dtype=bool)
     Gbuf = np.zeros((M, M), dtype=np.float32) if impl == "fused" else None  # zeroed again by the step kernel
     frac_clipped = []
@@ -429,13 +418,12 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
         if c.get("epsilon") is not None:
             acc.check_epsilon(c["epsilon"])
         for n in ("eta1", "rho"):
-            _check_pos(n, c[n])
-        if not (isinstance(c["lam"], (int, float, np.integer, np.floating)) and c["lam"] >= 0):
-            raise ParameterError(f"parameter 'lam' must be >= 0, got {c['lam']!r}")
+            validate.positive(c[n], n)
+        validate.positive(c["lam"], "lam", strict=False)
     for n, v in (("init_high", init_high), ("xi", xi)):
-        _check_pos(n, v)
-    if not (isinstance(T, (int, np.integer)) and T >= 1 and isinstance(L, (int, np.integer)) and L >= 1):
-        raise ParameterError(f"parameters 'T' and 'L' must be integers >= 1, got T={T!r}, L={L!r}")
+        validate.positive(v, n)
+    validate.integer(T, "T")
+    validate.integer(L, "L")
     rng, seed_used, seed_fixed = seeded(seed)
     rbar = item_means(train)
     full = prepare(train, rbar)
@@ -457,13 +445,15 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
     out = []
     for c in chains:
         eps = c.get("epsilon")
-        res = PNBMResult(None, None if eps is None else float(eps), None, seed_used=seed_used,
-                         seed_was_fixed=seed_fixed)
-        if eps is not None:  # epsilon_effective stays None (class docstring); the target is recorded beside it
+        stated = None if eps is None else float(eps)
+        caveats = () if eps is None else (
+            _RBAR_CAVEAT + ": they couple every user's likelihood term, so even an exact sample is only "
+            "n·min(ε, 4B)/2-DP at user level (privacy ledger)",
+            "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
+        # epsilon_effective stays None (class docstring); the target is recorded beside it
+        res = PNBMResult(None, stated, None, privacy=PrivacyRecord(stated, None, seed_used, seed_fixed, caveats))
+        if eps is not None:
             res.info["epsilon_target"] = float(min(float(eps), 4.0 * Bnd))  # κ = min(1, ε/(4B))
-            res.privacy_caveats = (_RBAR_CAVEAT + ": they couple every user's likelihood term, so even an exact "
-                                   "sample is only n·min(ε, 4B)/2-DP at user level (privacy ledger)",
-                                   "SGLD runs a finite minibatch chain: no ε holds for the law of this sample")
         res.info["movement"] = []
         out.append(res)
     # the start's RMSE (one start for every chain): the guard "the chain moved" compares the released sample with it
@@ -510,7 +500,7 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
 
 
 @dataclass
-class MFResult:
+class MFResult(WithPrivacyRecord):
     """DPSGD-MF factors with their privacy record. ``epsilon_effective`` is ``None``: the released predictor uses the
     item means r̄ computed without noise. The factors (P, Q) alone are 2ε-DP at rating level (``epsilon_factors``):
     one rating moves its own error by ≤ φ and, through r̄_i, each of the item's n_i errors by φ/n_i — 2φ per epoch in
@@ -522,11 +512,8 @@ class MFResult:
     epsilon: float | None
     noise_scale: float | None
     rmse: float | None = None
-    epsilon_effective: float | None = None
     epsilon_factors: float | None = None  # what (P, Q) alone satisfy: 2ε (class docstring)
-    seed_used: int | None = None
-    seed_was_fixed: bool = True
-    privacy_caveats: tuple = ()
+    privacy: PrivacyRecord | None = None  # None: a record of the stated ε alone
 
 
 def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e-4, lam: float = 0.02, d: int = 10,
@@ -540,9 +527,9 @@ def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e
     if epsilon is not None:
         acc.check_epsilon(epsilon)
     for n, v in (("eta", eta), ("e_max", e_max), ("init_std", init_std)):
-        _check_pos(n, v)
-    if not (isinstance(d, (int, np.integer)) and d >= 1 and isinstance(K, (int, np.integer)) and K >= 1):
-        raise ParameterError(f"parameters 'd' and 'K' must be integers >= 1, got d={d!r}, K={K!r}")
+        validate.positive(v, n)
+    validate.integer(d, "d")
+    validate.integer(K, "K")
     rng, seed_used, seed_fixed = seeded(seed)
     lo, hi = train.rating_scale
     P = (rng.standard_normal((train.n_users, d)) * init_std).astype(np.float32)
@@ -555,13 +542,14 @@ def train_dpsgd_mf(train: Ratings, *, epsilon=None, K: int = 20, eta: float = 8e
         noise = rng.laplace(0.0, b, size=n) if b is not None else np.zeros(n)
         mf_epoch_kernel(train.users, train.items, train.values, order, noise, P, Q, rbar, float(eta), float(lam),
                         float(e_max))
-    res = MFResult(P, Q, rbar, None if epsilon is None else float(epsilon), b, seed_used=seed_used,
-                   seed_was_fixed=seed_fixed)
-    if epsilon is not None:  # epsilon_effective stays None: r̄ is released without noise (class docstring)
+    stated = None if epsilon is None else float(epsilon)
+    caveats = () if epsilon is None else (  # epsilon_effective stays None: r̄ is released without noise (docstring)
+        _RBAR_CAVEAT + ": with them the predictor has no finite ε",
+        "the factors alone: 2ε at rating level (one rating moves the item's other errors through r̄; the paper's "
+        "noise is calibrated to φ, not 2φ)")
+    res = MFResult(P, Q, rbar, stated, b, privacy=PrivacyRecord(stated, None, seed_used, seed_fixed, caveats))
+    if epsilon is not None:
         res.epsilon_factors = 2.0 * float(epsilon)
-        res.privacy_caveats = (_RBAR_CAVEAT + ": with them the predictor has no finite ε",
-                               "the factors alone: 2ε at rating level (one rating moves the item's other errors "
-                               "through r̄; the paper's noise is calibrated to φ, not 2φ)")
     if test is not None:
         out = np.empty(test.n_ratings, dtype=np.float32)
         mf_predict_kernel(P, Q, rbar, test.users, test.items, float(lo), float(hi), out)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DatasetUnavailable, ParameterError
+from ..metrics import clipped_rmse
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
 from . import accounting as acc
@@ -195,8 +196,8 @@ def evaluate(method: str, dataset: str, fold: int, epsilon=None, seed: int = 0, 
             out["eta0_run"] = float(res.history["eta"].iloc[0])
         if epsilon is None:  # ε = 4B was only the device for the non-private posterior
             res = None
-    if res is not None and res.epsilon_effective is not None:
-        out["epsilon_effective"] = float(res.epsilon_effective)
+    if res is not None:
+        out.update(res.privacy.columns())
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -407,8 +408,7 @@ def item_means_rmse(dataset: str, folds_: list) -> float:
         sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
         mu = float(train.values.mean())
         means = np.where(counts > 0, sums / np.maximum(counts, 1), mu)
-        pred = np.clip(means[test.items], *train.rating_scale)
-        out.append(float(np.sqrt(np.mean((pred - test.values) ** 2))))
+        out.append(clipped_rmse(means[test.items], test.values, *train.rating_scale))
     return float(np.mean(out))
 
 

@@ -47,13 +47,14 @@ accounted here. Seeds: ``seed=None`` (the default) draws fresh OS entropy; an in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
-from ..privacy.common import resolve_seed
+from ..metrics import rms
+from ..privacy.common import PrivacyRecord, resolve_seed
 from . import noise as nz
 from .kernels import abs_errors_nb, item_gram_nb, item_gram_reference, mf_round_nb, mf_round_reference
 
@@ -77,11 +78,9 @@ class HuaConfig:
     noise_scale: str = "theorem1"  # "theorem1" (eta as drawn) | "w_scaled" (eta / W, W = |R|: NOT covered by Theorem 1)
 
     def __post_init__(self):
-        nz.check_dim(self.d)
+        validate.integer(self.d, "d")
         for name in ("gamma", "lam", "mu"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ParameterError(f"parameter '{name}' must be a finite number > 0, got {v!r}")
+            validate.positive(getattr(self, name), name)
         if not (self.max_norm > 0):
             raise ParameterError(f"parameter 'max_norm' must be > 0 (inf: no projection), got {self.max_norm!r}")
         choices = {"grad_weights": ("mean", "sum"), "noise_law": ("norm_gamma", "laplace"), "reopt": ("gd", "exact"),
@@ -136,7 +135,7 @@ def noise_factor(prob: Problem, cfg: HuaConfig) -> float:
 
 def unit_rows(n: int, d: int, rng) -> np.ndarray:
     """``n`` uniformly random unit vectors in R^d (float32)."""
-    g = nz.as_rng(rng).standard_normal((n, d))
+    g = validate.generator(rng, "rng").standard_normal((n, d))
     g /= np.linalg.norm(g, axis=1, keepdims=True)
     return np.ascontiguousarray(g, dtype=np.float32)
 
@@ -165,7 +164,7 @@ def summarize(err: np.ndarray) -> dict:
     cdf = np.searchsorted(e, CDF_GRID, side="right") / max(len(e), 1)
     finite = e[np.isfinite(e)]
     return {"mean": float(np.mean(e)) if np.all(np.isfinite(e)) else float("inf"),
-            "median": float(np.median(e)), "rmse": float(np.sqrt(np.mean(finite ** 2))) if len(finite) else float("nan"),
+            "median": float(np.median(e)), "rmse": rms(finite) if len(finite) else float("nan"),
             "p90": float(np.quantile(e, 0.9)), "cdf": cdf.astype(np.float32)}
 
 
@@ -249,35 +248,33 @@ class ScenarioResult(dict):
 
 def _eps_or_none(eps):
     """The checked ε of a scenario (None: non-private)."""
-    e = nz.check_eps(eps)
-    return None if math.isinf(e) else e
+    return validate.epsilon(eps, "eps", allow_none=True)
 
 
 def _privacy(scenario: str, eps, cfg: HuaConfig, seed_used, fixed) -> dict:
-    rec = {"scenario": scenario, "epsilon_stated": eps, "epsilon_effective": None, "seed_used": seed_used,
-           "seed_was_fixed": fixed, "caveats": []}
+    caveats, effective = [], None
     if eps is None:
-        rec["caveats"].append("non-private run (eps None)")
-        return rec
-    if fixed:
-        rec["caveats"].append("fixed seed: the noise is replayable by anyone who knows it (reproducibility choice)")
-    if not (cfg.max_norm <= 1.0):
-        rec["caveats"].append("max_norm > 1: the sensitivity bound of Theorem 1 (||u_i|| <= 1) does not hold")
-    if cfg.noise_scale == "w_scaled":
-        rec["caveats"].append("W-scaled noise (not covered by Theorem 1): the noise is divided by W = |R| while the "
-                              "data term is not, so ||eta_q - eta'_q|| <= 2 Delta W and the stated eps does not hold")
-    if scenario == "s1":
-        if cfg.reopt != "exact":
-            rec["caveats"].append("reopt='gd': V after finite gradient rounds from the non-private V(T) is not the "
-                                  "minimiser of (6) that Theorem 1 covers")
-        else:
-            rec["caveats"].append("Theorem 1 covers V given U; U is non-private MF on the same data, held fixed")
-            if cfg.max_norm <= 1.0 and cfg.noise_scale == "theorem1":
-                rec["epsilon_effective"] = eps
+        caveats.append("non-private run (eps None)")
     else:
-        rec["caveats"].append("eps is per round: every round releases an aggregate with fresh noise rho~_j(t) (plus "
-                              "the fixed eta_j); T rounds compose to more than eps (composition not accounted here)")
-    return rec
+        if fixed:
+            caveats.append("fixed seed: the noise is replayable by anyone who knows it (reproducibility choice)")
+        if not (cfg.max_norm <= 1.0):
+            caveats.append("max_norm > 1: the sensitivity bound of Theorem 1 (||u_i|| <= 1) does not hold")
+        if cfg.noise_scale == "w_scaled":
+            caveats.append("W-scaled noise (not covered by Theorem 1): the noise is divided by W = |R| while the data "
+                           "term is not, so ||eta_q - eta'_q|| <= 2 Delta W and the stated eps does not hold")
+        if scenario == "s1":
+            if cfg.reopt != "exact":
+                caveats.append("reopt='gd': V after finite gradient rounds from the non-private V(T) is not the "
+                               "minimiser of (6) that Theorem 1 covers")
+            else:
+                caveats.append("Theorem 1 covers V given U; U is non-private MF on the same data, held fixed")
+                if cfg.max_norm <= 1.0 and cfg.noise_scale == "theorem1":
+                    effective = eps
+        else:
+            caveats.append("eps is per round: every round releases an aggregate with fresh noise rho~_j(t) (plus "
+                           "the fixed eta_j); T rounds compose to more than eps (composition not accounted here)")
+    return {"scenario": scenario, **PrivacyRecord(eps, effective, seed_used, fixed, tuple(caveats)).to_dict()}
 
 
 def run_s1(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_factors: bool = False) -> ScenarioResult:

@@ -24,63 +24,36 @@ import math
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 
 
-def as_rng(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(rng)
-    raise ParameterError(f"rng must be a numpy.random.Generator or an int seed, got {type(rng).__name__}")
+_DELTA = "the noise (rating range max_r - min_r)"
 
 
 def check_eps(eps) -> float:
-    """A finite ε > 0 → float; ``None`` (non-private) → ``math.inf``, which the samplers turn into exact zeros.
-    NaN, inf and ε ≤ 0 raise."""
-    if eps is None:
-        return math.inf
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        raise ParameterError(f"parameter 'eps' must be a number > 0 (or None for no privacy), got {eps!r}") from None
-    if math.isnan(e) or math.isinf(e):
-        raise ParameterError(f"parameter 'eps' is {eps!r}: only None (YAML null) means no privacy; give a finite "
-                             "eps > 0 or None")
-    if not (e > 0):
-        raise ParameterError(f"parameter 'eps' must be > 0 (or None for no privacy), got {eps!r}")
-    return e
-
-
-def check_delta(delta) -> float:
-    d = float(delta)
-    if not (d > 0) or not math.isfinite(d):
-        raise ParameterError(f"parameter 'delta' (rating range max_r - min_r) must be finite and > 0, got {delta!r}")
-    return d
-
-
-def check_dim(d) -> int:
-    if int(d) != d or int(d) < 1:
-        raise ParameterError(f"parameter 'd' (latent dimension) must be an integer >= 1, got {d!r}")
-    return int(d)
+    """ε of the samplers (:func:`dpmf_lib.validate.epsilon`, None allowed) with None → ``math.inf``, which the
+    samplers turn into exact zeros."""
+    e = validate.epsilon(eps, "eps", allow_none=True)
+    return math.inf if e is None else e
 
 
 def gamma_norm_scale(eps: float, delta: float) -> float:
     """Scale ``2 Delta / eps`` of the Gamma(d, .) law of ``||eta||`` (Theorem 1)."""
-    return 2.0 * check_delta(delta) / check_eps(eps)
+    return 2.0 * validate.positive(delta, "delta", what=_DELTA) / check_eps(eps)
 
 
 def laplace_scale(d: int, eps: float, delta: float) -> float:
     """Per-coordinate Laplace scale ``2 Delta sqrt(d) / eps`` of Lemma 1 (0 for eps = None, no privacy)."""
-    return 2.0 * check_delta(delta) * math.sqrt(check_dim(d)) / check_eps(eps)
+    return 2.0 * validate.positive(delta, "delta", what=_DELTA) * math.sqrt(validate.integer(d, "d")) / check_eps(eps)
 
 
 def norm_gamma(m: int, d: int, eps: float, delta: float, rng=None, dtype=np.float64) -> np.ndarray:
     """``m`` i.i.d. vectors with density ``∝ exp(-eps ||eta|| / (2 Delta))`` in R^d (rows of an ``m x d`` array)."""
-    d = check_dim(d)
+    d = validate.integer(d, "d")
     eps = check_eps(eps)
-    delta = check_delta(delta)
-    rng = as_rng(rng)
+    delta = validate.positive(delta, "delta", what=_DELTA)
+    rng = validate.generator(rng, "rng")
     if math.isinf(eps):
         return np.zeros((m, d), dtype=dtype)
     g = rng.standard_normal((m, d))
@@ -93,7 +66,7 @@ def norm_gamma(m: int, d: int, eps: float, delta: float, rng=None, dtype=np.floa
 def laplace_coords(m: int, d: int, eps: float, delta: float, rng=None, dtype=np.float64) -> np.ndarray:
     """``m x d`` i.i.d. ``Laplace(0, 2 Delta sqrt(d) / eps)`` entries (Lemma 1)."""
     b = laplace_scale(d, eps, delta)
-    rng = as_rng(rng)
+    rng = validate.generator(rng, "rng")
     if b == 0.0:
         return np.zeros((m, d), dtype=dtype)
     return rng.laplace(0.0, b, size=(m, d)).astype(dtype)
@@ -101,9 +74,8 @@ def laplace_coords(m: int, d: int, eps: float, delta: float, rng=None, dtype=np.
 
 def theorem2(mu: float, b: float, size, rng=None) -> np.ndarray:
     """``mu + b sqrt(2h) c`` with ``h ~ Exp(1)``, ``c ~ N(0,1)`` independent (Theorem 2: ``~ Laplace(mu, b)``)."""
-    if not (b >= 0) or not math.isfinite(b):
-        raise ParameterError(f"parameter 'b' (Laplace scale) must be finite and >= 0, got {b!r}")
-    rng = as_rng(rng)
+    validate.positive(b, "b", strict=False, what="theorem2 (Laplace scale)")
+    rng = validate.generator(rng, "rng")
     h = rng.standard_exponential(size)
     c = rng.standard_normal(size)
     return mu + b * np.sqrt(2.0 * h) * c
@@ -111,7 +83,7 @@ def theorem2(mu: float, b: float, size, rng=None) -> np.ndarray:
 
 def exponential_vectors(m: int, d: int, rng=None) -> np.ndarray:
     """The recommender's shared ``H_j ~ Exponential(1)^d`` for ``m`` items (``m x d``)."""
-    return as_rng(rng).standard_exponential((m, check_dim(d)))
+    return validate.generator(rng, "rng").standard_exponential((m, validate.integer(d, "d")))
 
 
 def shares(H: np.ndarray, k: int, d: int, eps: float, delta: float, rng=None, dtype=np.float64) -> np.ndarray:
@@ -119,10 +91,9 @@ def shares(H: np.ndarray, k: int, d: int, eps: float, delta: float, rng=None, dt
 
     Each user draws ``C ~ N(0, 1/k)^d`` on her own; the shares sum to a per-coordinate Laplace(2 Delta sqrt(d)/eps).
     """
-    if int(k) < 1:
-        raise ParameterError(f"parameter 'k' (number of users sharing the noise) must be >= 1, got {k!r}")
+    validate.integer(k, "k", what="shares (number of users sharing the noise)")
     b = laplace_scale(d, eps, delta)
-    rng = as_rng(rng)
+    rng = validate.generator(rng, "rng")
     H = np.asarray(H, dtype=np.float64).reshape(-1)
     if len(H) != d:
         raise ParameterError(f"H has length {len(H)} but d = {d}")
@@ -137,7 +108,7 @@ def item_laplace_via_shares(m: int, d: int, eps: float, delta: float, rng=None, 
     used by the simulations' fast ("aggregate") path, where only the sum ever reaches the recommender.
     """
     b = laplace_scale(d, eps, delta)
-    rng = as_rng(rng)
+    rng = validate.generator(rng, "rng")
     if b == 0.0:
         return np.zeros((m, d), dtype=dtype)
     h = rng.standard_exponential((m, d))

@@ -15,33 +15,19 @@ an ordinary non-negative int that every seeded function of the workbook accepts 
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 
 _MASK63 = (1 << 63) - 1
 
 
 def check_dp_epsilon(epsilon, name: str = "epsilon", *, what: str = "the DP mechanism") -> float | None:
-    """``None`` → ``None`` (non-private); a finite number > 0 → float; anything else raises ``ParameterError``."""
-    if epsilon is None:
-        return None
-    if isinstance(epsilon, (bool, np.bool_)):
-        raise ParameterError(f"parameter '{name}' of {what} must be a finite number > 0 or None, got {epsilon!r}")
-    try:
-        v = float(epsilon)
-    except (TypeError, ValueError):
-        raise ParameterError(f"parameter '{name}' of {what} must be a finite number > 0 or None, "
-                             f"got {epsilon!r}") from None
-    if math.isnan(v) or math.isinf(v):
-        raise ParameterError(f"parameter '{name}' of {what} is {epsilon!r}: only None (YAML null) means "
-                             "non-private; give a finite ε > 0 or None")
-    if v <= 0:
-        raise ParameterError(f"parameter '{name}' of {what} must be > 0, got {epsilon!r} (ε ≤ 0 gives no privacy "
-                             "guarantee; use None for the non-private variant)")
-    return v
+    """The ε of a DP release that has a non-private variant: :func:`dpmf_lib.validate.epsilon` with None allowed."""
+    return validate.epsilon(epsilon, name, allow_none=True, what=what)
 
 
 def fresh_seed() -> int:
@@ -56,7 +42,64 @@ def resolve_seed(seed, name: str = "seed") -> tuple[int | None, bool]:
         return fresh_seed(), False
     if isinstance(seed, np.random.Generator):
         return None, True
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    try:
+        return validate.integer(seed, name, lo=0), True
+    except ParameterError:
         raise ParameterError(f"parameter '{name}' must be None (fresh OS entropy, the default for a DP release), a "
-                             f"non-negative int (reproducible, replayable noise) or a numpy Generator, got {seed!r}")
-    return int(seed), True
+                             f"non-negative int (reproducible, replayable noise) or a numpy Generator, "
+                             f"got {seed!r}") from None
+
+
+def seeded(seed, name: str = "seed") -> tuple[np.random.Generator, int | None, bool]:
+    """``(generator, seed_used, seed_was_fixed)`` of a DP release: :func:`resolve_seed`, then the generator of the
+    seed used (a Generator passed in is used as it is)."""
+    seed_used, fixed = resolve_seed(seed, name)
+    return validate.generator(seed if seed_used is None else seed_used, name), seed_used, fixed
+
+
+@dataclass(frozen=True)
+class PrivacyRecord:
+    """The privacy record of one release, the one shape every DP path reports: the stated ε (None: non-private),
+    the ε that holds for what ran (None: none established), the seed policy, and what the ε does not cover."""
+
+    epsilon_stated: float | None
+    epsilon_effective: float | None = None
+    seed_used: int | None = None
+    seed_was_fixed: bool = True
+    caveats: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The record as the objective-perturbation runs cache it (``caveats`` a list)."""
+        return {"epsilon_stated": self.epsilon_stated, "epsilon_effective": self.epsilon_effective,
+                "seed_used": self.seed_used, "seed_was_fixed": self.seed_was_fixed, "caveats": list(self.caveats)}
+
+    def columns(self) -> dict:
+        """The record's result-table column: ``epsilon_effective``, NaN where no ε is established."""
+        return {"epsilon_effective": np.nan if self.epsilon_effective is None else float(self.epsilon_effective)}
+
+
+class WithPrivacyRecord:
+    """The record's fields as attributes of a result dataclass that holds a :class:`PrivacyRecord` in ``privacy``
+    (None at construction: a record of the stated ``epsilon`` alone)."""
+
+    privacy: PrivacyRecord
+
+    def __post_init__(self):
+        if self.privacy is None:
+            self.privacy = PrivacyRecord(self.epsilon)
+
+    @property
+    def epsilon_effective(self) -> float | None:
+        return self.privacy.epsilon_effective
+
+    @property
+    def seed_used(self) -> int | None:
+        return self.privacy.seed_used
+
+    @property
+    def seed_was_fixed(self) -> bool:
+        return self.privacy.seed_was_fixed
+
+    @property
+    def privacy_caveats(self) -> tuple[str, ...]:
+        return self.privacy.caveats

@@ -55,13 +55,6 @@ class LedgerEntry:
         return d
 
 
-def _pos(name, v):
-    v = float(v)
-    if not (v > 0) or math.isnan(v):
-        raise ParameterError(f"parameter '{name}' must be > 0, got {v!r}")
-    return v
-
-
 # ----------------------------------------------------------------------------------------------- dp-accounting
 
 

@@ -74,30 +74,18 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
+from .. import validate
+from ..diagnostics import ess, split_rhat
 from ..errors import ParameterError
-from .common import resolve_seed
+from ..metrics import rmse
+from .common import PrivacyRecord, WithPrivacyRecord, resolve_seed
 
 # ----------------------------------------------------------------------------------------------- parameter checks
 
 
-def _finite(name, value):
-    if isinstance(value, bool):
-        raise ParameterError(f"{name} must be a number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {value!r}") from None
-    if not np.isfinite(v):
-        raise ParameterError(f"{name} must be finite, got {value!r}")
-    return v
-
-
 def check_epsilon(epsilon) -> float:
-    v = _finite("epsilon", epsilon)
-    if v <= 0:
-        raise ParameterError(f"epsilon (the privacy loss) must be > 0, got {epsilon!r}; "
-                             "use a large value such as 4B for the non-private posterior")
-    return v
+    """ε of Algorithm 1 (:func:`dpmf_lib.validate.epsilon`); no None here: ε = 4B is the non-private posterior."""
+    return validate.epsilon(epsilon, fix="use a large value such as 4B for the non-private posterior")
 
 
 def check_privacy_params(*, epsilon=None, tau=None, kappa=None, rho=None) -> dict:
@@ -110,20 +98,12 @@ def check_privacy_params(*, epsilon=None, tau=None, kappa=None, rho=None) -> dic
     if epsilon is not None:
         out["epsilon"] = check_epsilon(epsilon)
     if tau is not None:
-        if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
-            raise ParameterError(f"tau (max ratings per user) must be an integer ≥ 1, got {tau!r}")
-        out["tau"] = int(tau)
+        out["tau"] = validate.integer(tau, "tau", what="Algorithm 1 (max ratings per user)")
     if kappa is not None:
-        v = _finite("kappa", kappa)
-        if v <= 0:
-            raise ParameterError(f"kappa (margin of the prediction range [r_min − κ, r_max + κ]) must be > 0, "
-                                 f"got {kappa!r}")
-        out["kappa"] = v
+        out["kappa"] = validate.positive(kappa, "kappa",
+                                         what="Algorithm 1 (margin of the prediction range [r_min − κ, r_max + κ])")
     if rho is not None:
-        v = _finite("rho", rho)
-        if v <= 0:
-            raise ParameterError(f"rho (the per-user weight cap) must be > 0, got {rho!r}")
-        out["rho"] = v
+        out["rho"] = validate.positive(rho, "rho", what="Algorithm 1 (the per-user weight cap)")
     return out
 
 
@@ -301,8 +281,9 @@ def range_violations_reference(U, V, bu, bi, b0, lo, hi, users=None) -> dict:
 
 
 @njit(cache=True)
-def _cholesky_solve(A, b):
-    """Solve A x = b for symmetric positive definite A (in-place Cholesky; float64)."""
+def _cholesky(A):
+    """Lower-triangular L with A = L Lᵀ for symmetric positive definite A (float64): the one factorisation of the
+    local ridge and the exact Gibbs blocks."""
     n = A.shape[0]
     L = np.zeros_like(A)
     for i in range(n):
@@ -314,12 +295,26 @@ def _cholesky_solve(A, b):
                 L[i, i] = np.sqrt(s)
             else:
                 L[i, j] = s / L[j, j]
+    return L
+
+
+@njit(cache=True)
+def _solve_lower(L, b):
+    """y with L y = b, L lower triangular (forward substitution)."""
+    n = L.shape[0]
     y = np.empty(n)
     for i in range(n):
         s = b[i]
         for k in range(i):
             s -= L[i, k] * y[k]
         y[i] = s / L[i, i]
+    return y
+
+
+@njit(cache=True)
+def _solve_upper_t(L, y):
+    """x with Lᵀ x = y, L lower triangular (back substitution)."""
+    n = L.shape[0]
     x = np.empty(n)
     for i in range(n - 1, -1, -1):
         s = y[i]
@@ -327,6 +322,13 @@ def _cholesky_solve(A, b):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return x
+
+
+@njit(cache=True)
+def _cholesky_solve(A, b):
+    """Solve A x = b for symmetric positive definite A (Cholesky, then two triangular solves; float64)."""
+    L = _cholesky(A)
+    return _solve_upper_t(L, _solve_lower(L, b))
 
 
 @njit(cache=True, parallel=True)
@@ -365,10 +367,8 @@ def _ridge_inputs(V, bi, Lambda_u, lam_bias, lambda_r):
     Lu = np.full(d, float(Lu)) if Lu.ndim == 0 else Lu
     if Lu.shape != (d,) or not np.all(np.isfinite(Lu)) or np.any(Lu <= 0):
         raise ParameterError(f"Lambda_u must be a positive scalar or a length-{d} positive vector")
-    lam_bias = _finite("lam_bias", lam_bias)
-    lambda_r = _finite("lambda_r", lambda_r)
-    if lam_bias <= 0 or lambda_r <= 0:
-        raise ParameterError("lam_bias and lambda_r must be > 0")
+    lam_bias = validate.positive(lam_bias, "lam_bias")
+    lambda_r = validate.positive(lambda_r, "lambda_r")
     reg = np.concatenate([Lu, [lam_bias]]).astype(np.float64)
     return V, bi, reg, lambda_r
 
@@ -406,7 +406,7 @@ def local_user_factors_reference(ratings, V, bi, b0, *, Lambda_u, lam_bias: floa
 
 
 @dataclass
-class PrivateRelease:
+class PrivateRelease(WithPrivacyRecord):
     """What Algorithm 1 releases (``V``, ``bi``, ``b0``) plus diagnostics that are *not* released."""
     V: np.ndarray  # float32 (n_items, d): the release
     bi: np.ndarray  # float32 item biases (released with V)
@@ -428,11 +428,8 @@ class PrivateRelease:
     history: pd.DataFrame | None = None
     # for a privacy ledger: the ε of the distribution the chain targets (ζ = 1 is enforced, so = epsilon), the step
     # scale that ran, the seed policy, and what the targeted ε does not cover
-    epsilon_effective: float | None = None
     step_scale: float = 1.0
-    seed_used: int | None = None
-    seed_was_fixed: bool = True
-    privacy_caveats: tuple = ()
+    privacy: PrivacyRecord | None = None  # None: a record of the stated ε alone
     loss_clipped: bool = False  # ours: the likelihood used clip(r̂, r_min − κ, r_max + κ) (no range loop needed)
     # chains: how many ran, which one's final state is released, how redraws were made, and the split-R̂ /
     # ESS of their per-draw diagnostics (``trace``); ``chain_models``: every chain's final sample (internal, not
@@ -451,6 +448,7 @@ class PrivateRelease:
     step_nN: float = float("nan")
 
     def __post_init__(self):
+        super().__post_init__()
         if self.redraw not in REDRAWS:
             raise ParameterError(f"redraw must be one of {REDRAWS} (how the redraws were made), got {self.redraw!r}")
         if self.sampler not in SAMPLERS:
@@ -521,27 +519,21 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     from ..mf import init_model, sample_sgld
 
     eps = check_epsilon(epsilon)
-    z = _finite("zeta", zeta)
+    z = validate.finite(zeta, "zeta")
     if z != 1.0:
         raise ParameterError(f"zeta={zeta!r}: a temperature ≠ 1 scales only the SGLD noise, so the chain would target "
                              f"the (ε/ζ)-posterior (ε_effective = {eps / z:g}, not ε = {eps:g}). Pass zeta=1; for a "
                              "smaller step use step_scale (drift and noise alike), or lower epsilon if a sharper "
                              "posterior is what you want")
-    step_scale = _finite("step_scale", step_scale)
-    if step_scale <= 0:
-        raise ParameterError(f"step_scale (multiplier of the SGLD step size) must be > 0, got {step_scale!r}")
+    step_scale = validate.positive(step_scale, "step_scale", what="sample_private (multiplier of the SGLD step size)")
     seed_used, seed_fixed = resolve_seed(seed)
     if seed_used is None:
         raise ParameterError("seed must be None (fresh OS entropy) or a non-negative int for sample_private (its "
                              "streams are counter-based and need an integer seed), not a Generator")
     seed = seed_used
-    if isinstance(max_resamples, bool) or not isinstance(max_resamples, (int, np.integer)) or max_resamples < 0:
-        raise ParameterError(f"max_resamples must be an integer ≥ 0, got {max_resamples!r}")
-    if not isinstance(resample_rounds, (int, np.integer)) or resample_rounds < 1:
-        raise ParameterError(f"resample_rounds must be an integer ≥ 1, got {resample_rounds!r}")
-    for name, v, lo_ok in (("burn_in", burn_in, 0), ("n_chains", n_chains, 1), ("thin", thin, 1)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo_ok:
-            raise ParameterError(f"{name} must be an integer ≥ {lo_ok}, got {v!r}")
+    for name, v, lo_ok in (("max_resamples", max_resamples, 0), ("resample_rounds", resample_rounds, 1),
+                           ("burn_in", burn_in, 0), ("n_chains", n_chains, 1), ("thin", thin, 1)):
+        validate.integer(v, name, lo=lo_ok)
     if redraw not in REDRAWS:
         raise ParameterError(f"redraw must be one of {REDRAWS} (independent chains or the chain continued), "
                              f"got {redraw!r}")
@@ -658,9 +650,9 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                           np.broadcast_to(np.asarray(Lambda_v, np.float32), (d,)).copy(), float(lam_bias),
                           float(lambda_r), satisfied, n_res, viol,
                           info["n_pairs"], info["min"], info["max"], model, history,
-                          epsilon_effective=eps if (satisfied or clip_loss) else None,
-                          step_scale=float(step_scale), seed_used=seed_used,
-                          seed_was_fixed=seed_fixed, privacy_caveats=tuple(caveats), loss_clipped=bool(clip_loss),
+                          step_scale=float(step_scale),
+                          privacy=PrivacyRecord(eps, eps if (satisfied or clip_loss) else None, seed_used, seed_fixed,
+                                                tuple(caveats)), loss_clipped=bool(clip_loss),
                           n_chains=len(runs), released_chain=released, redraw=redraw, sampler=sampler,
                           rhat=diag["rhat"],
                           ess=diag["ess"], trace=trace, chain_models=[r.model for r, _ in runs],
@@ -750,62 +742,6 @@ def prior_run_seed(seed: int) -> int:
     return int(np.random.SeedSequence([int(seed), 0x7A1B]).generate_state(1, np.uint64)[0] >> np.uint64(2))
 
 
-def split_rhat_chains(x) -> float:
-    """Split-R̂ (Gelman et al. 2013, BDA3 eq. 11.4; no rank normalisation) of draws ``x`` shaped (chains, draws).
-
-    Every chain is split in halves (the middle draw of an odd length dropped), so one chain that drifts is caught as
-    well as chains that disagree. 1 for mixed chains; NaN with fewer than 4 draws per chain; inf when the within-half
-    variance is 0 but the halves differ."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[None, :]
-    if x.ndim != 2 or x.shape[1] < 4 or not np.all(np.isfinite(x)):
-        return float("nan")
-    n = x.shape[1] // 2
-    h = np.concatenate([x[:, :n], x[:, x.shape[1] - n:]], axis=0)
-    means = h.mean(axis=1)
-    W = float(h.var(axis=1, ddof=1).mean())
-    B = n * float(means.var(ddof=1))
-    if W <= 0:
-        return float("nan") if B == 0 else float("inf")
-    return float(np.sqrt(((n - 1) / n * W + B / n) / W))
-
-
-def ess_chains(x) -> float:
-    """Effective sample size of draws ``x`` shaped (chains, draws): the multi-chain autocorrelation estimate with
-    Geyer's initial monotone sequence (Stan's / BDA3's estimator, without rank normalisation), on split chains as
-    ArviZ's ``ess`` does (each chain cut in halves, the middle draw of an odd length dropped), so a chain that drifts
-    counts as two that disagree. NaN with < 4 draws per half."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[None, :]
-    half = x.shape[1] // 2
-    x = np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
-    m, n = x.shape
-    if n < 4 or not np.all(np.isfinite(x)):
-        return float("nan")
-    xc = x - x.mean(axis=1, keepdims=True)
-    f = np.fft.rfft(xc, n=2 * n, axis=1)
-    acov = np.fft.irfft(f * np.conj(f), axis=1)[:, :n] / n  # biased autocovariance per chain
-    chain_var = acov[:, 0] * n / (n - 1)
-    mean_var = float(chain_var.mean())
-    var_plus = mean_var * (n - 1) / n + (float(x.mean(axis=1).var(ddof=1)) if m > 1 else 0.0)
-    if var_plus <= 0:
-        return float("nan")
-    rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus
-    rho[0] = 1.0
-    tau, prev = -1.0, np.inf
-    for t in range(0, n - 1, 2):
-        p = rho[t] + rho[t + 1]
-        if p < 0:
-            break
-        p = min(p, prev)  # initial monotone sequence
-        tau += 2.0 * p
-        prev = p
-    tau = max(tau, 1.0 / np.log10(m * n))  # Stan's floor against antithetic chains
-    return float(m * n / tau)
-
-
 def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> dict:
     """Split-R̂ (max over ``stats``) and ESS (min over ``stats``) of a per-draw trace with columns ``chain``, ``draw``
     and the statistics; every chain is cut to the shortest one's length."""
@@ -820,8 +756,8 @@ def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> 
         if s not in trace or trace[s].isna().all():
             continue
         x = np.stack([g[s].to_numpy()[-n:] for g in chains])
-        rh.append(split_rhat_chains(x))
-        es.append(ess_chains(x))
+        rh.append(split_rhat(x))
+        es.append(ess(x))
         out[f"rhat_{s}"], out[f"ess_{s}"] = rh[-1], es[-1]
     if rh:  # one unmeasurable statistic leaves the chain unvouched for: NaN (a guard on it then fails)
         out["rhat"] = float("nan") if np.any(np.isnan(rh)) else float(max(rh))
@@ -830,22 +766,6 @@ def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> 
 
 
 # ----------------------------------------------------------------------------------------------- exact block Gibbs
-
-
-@njit(cache=True)
-def _cholesky(A):
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for i in range(n):
-        for j in range(i + 1):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            if i == j:
-                L[i, i] = np.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return L
 
 
 @njit(cache=True, parallel=True)
@@ -876,19 +796,8 @@ def _gibbs_side_kernel(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, o
             for c in range(a):
                 A[c, a] = A[a, c]
         L = _cholesky(A)
-        # mean: L y = rhs, Lᵀ mu = y; noise: Lᵀ e = ξ
-        y1 = np.empty(d + 1)
-        for a in range(d + 1):
-            s = rhs[a]
-            for k in range(a):
-                s -= L[a, k] * y1[k]
-            y1[a] = s / L[a, a]
-        z = np.empty(d + 1)
-        for a in range(d, -1, -1):
-            s = y1[a] + xi[i, a]
-            for k in range(a + 1, d + 1):
-                s -= L[k, a] * z[k]
-            z[a] = s / L[a, a]
+        # mean: L y = rhs, Lᵀ mu = y; noise: Lᵀ e = ξ; the draw mu + e solves Lᵀ z = y + ξ
+        z = _solve_upper_t(L, _solve_lower(L, rhs) + xi[i])
         for f in range(d):
             out[i, f] = z[f]
         out_b[i] = z[d] if own_b else 0.0
@@ -965,7 +874,7 @@ def gibbs_chain(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, lam_bi
             row = {"chain": chain, "draw": s, "v_norm2": float(np.mean(V * V))}
             if test is not None:
                 p = (np.einsum("ij,ij->i", U[test.users], V[test.items]) + bu[test.users] + bi[test.items] + b0)
-                row["sample_rmse"] = float(np.sqrt(np.mean((p - test.values) ** 2)))
+                row["sample_rmse"] = rmse(p, test.values)
             rows.append(row)
     model = MFModel(U.astype(np.float32), V.astype(np.float32), bu.astype(np.float32), bi.astype(np.float32),
                     float(b0))

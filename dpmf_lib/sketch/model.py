@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from ..errors import ParameterError
 from . import kernels
 from .hashing import MAX_D, make_salts
@@ -25,8 +26,7 @@ METHODS = {"regular": ("dense", 1), "count_sketch": ("sketch", 4), "feature_hash
 
 def width_from_gain(n_users: int, n_items: int, d: int, gamma: float, k: int) -> int:
     """Sketch width of eq. (4.9): ``w = ceil((|U| + |I|) d / (γ k))``."""
-    if not (gamma > 0 and math.isfinite(gamma)):
-        raise ParameterError(f"space gain gamma must be a positive finite number, got {gamma!r}")
+    validate.positive(gamma, "gamma", what="the sketch (space gain)")
     if k < 1 or d < 1:
         raise ParameterError(f"k and d must be >= 1, got k={k}, d={d}")
     return max(1, math.ceil((n_users + n_items) * d / (gamma * k)))
@@ -93,7 +93,7 @@ def make_model(method: str, n_users: int, n_items: int, d: int, *, gamma: float 
     if not (init_scale >= 0 and math.isfinite(init_scale)):
         raise ParameterError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
     kind, k_default = METHODS[method]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = validate.generator(seed)
     if kind == "dense":
         if gamma != 1.0:
             raise ParameterError(f"regular factorization has no space gain; got gamma={gamma} (use a smaller d)")

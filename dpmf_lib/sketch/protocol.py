@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import metrics, validate
 from ..errors import ParameterError
 from ..data import load_ratings
-from ..privacy.common import resolve_seed
+from ..privacy.common import seeded
 from ..data.datasets import standin_permitted
 from ..data.splits import random_split, subsample
 from .model import MFModel, make_model
@@ -106,8 +107,7 @@ def prepare_split(r, seed: int, *, fractions=(0.8, 0.1, 0.1), min_freq: int = 10
 def rmse(model: MFModel, t: Triples) -> float:
     if len(t) == 0:
         return float("nan")
-    pred = model.predict(t.users, t.items).astype(np.float64)
-    val = float(np.sqrt(np.mean((pred - t.values) ** 2)))
+    val = metrics.rmse(model.predict(t.users, t.items), t.values)
     return val if math.isfinite(val) else float("inf")
 
 
@@ -125,10 +125,8 @@ def prediction_errors(model: MFModel, t: Triples) -> np.ndarray:
 
 
 def check_rates(eta: float, lam: float, clip: float = math.inf):
-    if not (eta > 0 and math.isfinite(eta)):
-        raise ParameterError(f"learning rate eta must be a positive finite number, got {eta!r}")
-    if not (lam >= 0 and math.isfinite(lam)):
-        raise ParameterError(f"regularization lambda must be a finite number >= 0, got {lam!r}")
+    validate.positive(eta, "eta", what="SGD (the learning rate)")
+    validate.positive(lam, "lam", strict=False, what="SGD (the regularization)")
     if math.isnan(clip) or clip <= 0:
         raise ParameterError(f"clipping threshold 'clip' must be > 0 (use inf for no clipping), got {clip!r}")
 
@@ -145,7 +143,7 @@ def train(model: MFModel, data: PreparedSplit, *, epochs: int, eta: float, lam: 
     check_rates(eta, lam, clip)
     if epochs < 1:
         raise ParameterError(f"epochs must be >= 1, got {epochs}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(resolve_seed(seed)[0])
+    rng = seeded(seed)[0]
     tr = data.train
     history = []
     for t in range(epochs):
@@ -170,8 +168,7 @@ def fit_eval(method: str, data: PreparedSplit, *, d: int, gamma: float = 1.0, k:
     ``seed=None`` (default): fresh OS entropy (hash salts, initial values, visiting order); an int reproduces the run
     bit for bit. The result records ``seed_used`` and ``seed_was_fixed``. ``clip`` is a clipping threshold, not a
     DP ε (no noise is added; see :func:`train`)."""
-    seed_used, seed_fixed = resolve_seed(seed)
-    rng = seed if seed_used is None else np.random.default_rng(seed_used)
+    rng, seed_used, seed_fixed = seeded(seed)
     model = make_model(method, data.n_users, data.n_items, d, gamma=gamma, k=k, init_scale=init_scale, seed=rng)
     hist = train(model, data, epochs=epochs, eta=eta, lam=lam, clip=clip, seed=rng, track=track)
     out = {"method": method, "d": d, "gamma": gamma, "k": model.k, "w": model.w, "model_bytes": model.nbytes,

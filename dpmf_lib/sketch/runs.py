@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
+from ..metrics import rms
 from ..sweep import grid_map
 from .protocol import fit_eval, line_search, load_dataset, prepare_split
 
@@ -108,7 +108,7 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
 def bias_only_rmse(data) -> tuple[float, float]:
     """(validation, test) RMSE of μ + b_u + b_i alone: the residuals' root mean square (the factors predict 0)."""
     def r(t):
-        return float(np.sqrt(np.mean(t.values.astype(np.float64) ** 2))) if len(t) else float("nan")
+        return rms(t.values) if len(t) else float("nan")
     return r(data.val), r(data.test)
 
 

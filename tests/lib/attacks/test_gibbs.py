@@ -132,15 +132,15 @@ def test_blip_kernel_matches_reference_on_a_medium_problem():
 
 
 def test_split_rhat_tells_a_mixed_chain_from_one_that_drifts():
-    from dpmf_lib.attacks.decoders import split_rhat
+    from dpmf_lib.diagnostics import split_rhat_counts
 
     rng = np.random.default_rng(0)
     n, p = 5000, rng.uniform(0.1, 0.9, 50)
     iid_a, iid_b = rng.binomial(n, p), rng.binomial(n, p)
-    assert split_rhat(iid_a, iid_b, n) < 1.01  # halves of a well-mixed chain agree to sampling noise
+    assert split_rhat_counts([iid_a, iid_b], n) < 1.01  # halves of a well-mixed chain agree to sampling noise
     drift_b = rng.binomial(n, np.clip(p + 0.1, 0, 1))
-    assert split_rhat(iid_a, drift_b, n) > 1.05  # halves that disagree: not converged
-    assert split_rhat(np.array([0, n]), np.array([n, 0]), n) == float("inf")  # stuck in opposite states
+    assert split_rhat_counts([iid_a, drift_b], n) > 1.05  # halves that disagree: not converged
+    assert split_rhat_counts([np.array([0, n]), np.array([n, 0])], n) == float("inf")  # stuck in opposite states
 
 
 def test_gibbs_run_in_two_halves_is_the_same_chain():

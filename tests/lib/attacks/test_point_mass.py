@@ -7,27 +7,19 @@ import numpy as np
 import pytest
 
 from dpmf_lib.attacks import JLT, decoders, jlt_codebook
-
-
-def test_split_rhat_sequences_of_two_halves_is_split_rhat():
-    rng = np.random.default_rng(0)
-    n = 400
-    for _ in range(20):
-        p = rng.uniform(0, 1, 30)
-        a, b = rng.binomial(n, p), rng.binomial(n, np.clip(p + rng.normal(0, 0.05, 30), 0, 1))
-        assert decoders.split_rhat_sequences([a, b], n) == pytest.approx(decoders.split_rhat(a, b, n), rel=1e-12)
+from dpmf_lib.diagnostics import split_rhat_counts
 
 
 def test_split_rhat_sequences_hand_cases():
     n = 100
     const, other = np.array([n, 0, 0]), np.array([0, 0, n])
-    assert math.isnan(decoders.split_rhat_sequences([const] * 4, n))  # the same point in every sequence
-    assert decoders.split_rhat_sequences([const, const, other, other], n) == math.inf  # two points
+    assert math.isnan(split_rhat_counts([const] * 4, n))  # the same point in every sequence
+    assert split_rhat_counts([const, const, other, other], n) == math.inf  # two points
     # four sequences, one candidate: means 0.5, 0.5, 0.5, 0.9 -> W = (3 * 0.25 + 0.09) / 4 * n / (n - 1),
     # B/n = var([.5, .5, .5, .9], ddof=1) = 0.04
     w = (3 * 0.25 + 0.09) / 4 * n / (n - 1)
     want = math.sqrt(((n - 1) / n * w + 0.04) / w)
-    got = decoders.split_rhat_sequences([np.array([50]), np.array([50]), np.array([50]), np.array([90])], n)
+    got = split_rhat_counts([np.array([50]), np.array([50]), np.array([50]), np.array([90])], n)
     assert got == pytest.approx(want, rel=1e-12)
 
 

@@ -11,7 +11,7 @@ from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.nbm import accounting as acc
 from dpmf_lib.nbm.model import init_similarity
-from dpmf_lib.nbm.rng import as_generator
+from dpmf_lib.validate import generator as as_generator
 
 
 def test_noise_scale_formula_by_hand():

@@ -12,7 +12,7 @@ from dpmf_lib.data.ratings import Ratings
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.nbm import reference as ref
 from dpmf_lib.nbm.model import init_similarity, noisy_item_means
-from dpmf_lib.nbm.rng import seeded
+from dpmf_lib.privacy.common import seeded
 from tests import nbm_toys
 from tests.nbm_toys import rows_of
 

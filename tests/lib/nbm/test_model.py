@@ -11,7 +11,7 @@ from dpmf_lib import nbm
 from dpmf_lib.errors import DatasetUnavailable
 from dpmf_lib.nbm import runs
 from dpmf_lib.nbm.model import init_similarity
-from dpmf_lib.nbm.rng import as_generator
+from dpmf_lib.validate import generator as as_generator
 
 from tests.lib.nbm.test_accounting import flat_ratings
 from tests.lib.nbm.test_kernels import toy

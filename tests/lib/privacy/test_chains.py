@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dpmf_lib.mf as mf
+from dpmf_lib.diagnostics import ess, split_rhat
 from dpmf_lib.privacy import posterior_sampling as ps
 from tests.mf_toys import dense_toy
 
@@ -15,23 +16,23 @@ from tests.mf_toys import dense_toy
 def test_split_rhat_catches_a_non_mixed_chain_and_passes_a_mixed_one():
     rng = np.random.default_rng(0)
     mixed = rng.standard_normal((4, 500))
-    assert ps.split_rhat_chains(mixed) < 1.02
+    assert split_rhat(mixed) < 1.02
     apart = mixed + np.array([0.0, 0.0, 1.0, 1.0])[:, None]  # chains stuck in different places
-    assert ps.split_rhat_chains(apart) > 1.1
+    assert split_rhat(apart) > 1.1
     drifting = mixed[:1] + np.linspace(0, 3, 500)  # one chain still moving from its start: split halves disagree
-    assert ps.split_rhat_chains(drifting) > 1.1
+    assert split_rhat(drifting) > 1.1
 
 
 def test_ess_of_iid_and_ar1_chains():
     rng = np.random.default_rng(1)
     iid = rng.standard_normal((2, 4000))
-    assert 0.85 * 8000 < ps.ess_chains(iid) < 1.15 * 8000
+    assert 0.85 * 8000 < ess(iid) < 1.15 * 8000
     phi, x = 0.8, np.zeros((2, 20000))
     e = rng.standard_normal(x.shape)
     for t in range(1, x.shape[1]):
         x[:, t] = phi * x[:, t - 1] + e[:, t]
     expect = x.size * (1 - phi) / (1 + phi)  # 1/9 of the draws
-    assert 0.75 * expect < ps.ess_chains(x) < 1.25 * expect
+    assert 0.75 * expect < ess(x) < 1.25 * expect
 
 
 def test_redraws_are_separate_chains_with_their_own_seeds():
@@ -142,7 +143,7 @@ def test_a_drifting_chain_has_a_much_smaller_ess_than_iid_draws():
     rng = np.random.default_rng(4)
     iid = rng.standard_normal((2, 2000))
     drifting = iid + np.linspace(0, 4, 2000)  # both chains still moving: split halves disagree
-    assert ps.ess_chains(drifting) < 0.2 * ps.ess_chains(iid)
+    assert ess(drifting) < 0.2 * ess(iid)
 
 
 def test_an_unmeasurable_statistic_leaves_the_chains_unvouched_for():
