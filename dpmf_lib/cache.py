@@ -71,6 +71,15 @@ def cached_call(func, *args, ignore: tuple[str, ...] = (), enabled: bool = True,
     return mf(*args, **kwargs)
 
 
+def code_version(*modules: str) -> str:
+    """The code part of a cache key: :func:`dpmf_lib.dependencies.code_digest` of ``modules`` and everything local
+    they import — the same digest the runner's staleness uses, so a prose edit keeps the entries and any code change
+    in the closure retires them. Callers pass the module whose closure holds every line that changes the result."""
+    from .dependencies import code_digest
+
+    return code_digest(*modules)[:16]
+
+
 def in_cache(func, *args, ignore: tuple[str, ...] = (), **kwargs) -> bool:
     """Whether ``func(*args, **kwargs)`` would be served from the cache now (False unless ``$DPMF_CACHE`` is on)."""
     if mode() != "on":

@@ -30,22 +30,13 @@ RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "
 
 
 def _code_hash() -> str:
-    """Hash of the code an attack result depends on: ``dpmf_lib/attacks/*.py``,
-    :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code), the data loaders (``dpmf_lib/data``,
-    ``data_fetch``), ``dpmf_lib/validate.py`` (seeds to generators) and ``dpmf_lib/diagnostics.py`` (the chains'
-    R̂); part of the cache key. This module (summaries,
-    claims, plots, the grid's driver) is deliberately not in it: its edits do not change a cached row."""
-    import hashlib
-    from pathlib import Path
+    """The code part of an attack result's key: :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code)
+    and everything it imports (attacks, data loaders, stand-ins, validation), through
+    :func:`dpmf_lib.cache.code_version`. This module (summaries, claims, plots, the grid's driver) is not in it: its
+    edits do not change a cached row."""
+    from ..cache import code_version
 
-    h = hashlib.sha256()
-    rows = Path(_rows.__file__).resolve()
-    pkg = rows.parent.parent
-    # the data loaders and stand-in generators too (as Hua's cache): a changed loader must not be served old rows
-    for f in (sorted((pkg / "attacks").glob("*.py")) + [rows] + sorted((pkg / "data").glob("*.py"))
-              + sorted((pkg.parent / "data_fetch").glob("*.py")) + [pkg / "validate.py", pkg / "diagnostics.py"]):
-        h.update(f.read_bytes())
-    return h.hexdigest()
+    return code_version(_rows.__name__)
 
 
 def _result_key(params: dict, source: DataSource) -> dict:

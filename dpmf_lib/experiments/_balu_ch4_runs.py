@@ -6,7 +6,7 @@ per 20-epoch run, a few hundred MB for the whole chapter at ``paper``).
 What coincides at ``paper`` (params/balu_fig4_*.yaml, balu_table4_*.yaml):
 
 - Figure 4.8 plots the KLD of *the same runs* as Figure 4.7 (identical profiles): every run of 4.8 is served from
-  4.7's entries (before this module 4.8 retrained all of them, ~the cost of 4.7), the claims' fresh-seed re-fits too.
+  4.7's entries (retraining them would cost about as much as 4.7), the claims' fresh-seed re-fits too.
 - Figure 4.6 (count sketch k = 4, λ grid 1e-4 … 1) and Figure 4.1 (k ∈ {1, 4}, λ grid 1e-3 … 0.3) sweep the same
   (d, γ) cells on the same ML-100K splits with the same η grid, epochs and seeds: 4.1's stage-1 evaluations of a k = 4
   cell are 24 of 4.6's 36, and when 4.6's stage-1 winner lies inside 4.1's λ range (it is then 4.1's winner too: the
@@ -20,9 +20,9 @@ The unit of the cache is one training run, :func:`dpmf_lib.sketch.protocol.fit_e
 — the unit in which the notebooks coincide. Its key holds every argument of ``fit_eval`` (method, d, γ, k, clipping
 threshold, epochs, init scale, η, λ, the run's seed, with_kld, track), the split (data source with its checksum,
 seed, standin_scale, max_ratings, fractions, min_freq, the split's seed) and a hash of the code the run depends on
-(:func:`code_files`: ``dpmf_lib/sketch``, the splitmix64 mix it hashes with, the data loaders, the seed helper and
-this module). A cached run is the pickled dict ``fit_eval`` returned, so a row served from the cache is bit-identical
-to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/test_balu_ch4_runs.py checks that the two agree with
+(:func:`code_hash`: this module's import closure — ``dpmf_lib/sketch``, the splitmix64 mix it hashes with, the data
+loaders, the seed helper). A cached run is the pickled dict ``fit_eval`` returned, so a row served from the cache is bit-identical
+to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/experiments/balu/test_ch4_runs.py checks that the two agree with
 :func:`dpmf_lib.sketch.runs.run_configs`).
 
 :func:`run_configs` is :func:`dpmf_lib.sketch.runs.run_configs` with a trainer that routes each training call through
@@ -36,9 +36,7 @@ at 5 fresh seeds with a stated reduced protocol (its module docstring and params
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
-from pathlib import Path
 
 import pandas as pd
 
@@ -49,27 +47,11 @@ from ..sketch.protocol import fit_eval
 from ..sweep import grid_map
 
 
-def code_files() -> list[Path]:
-    """The files a training run's numbers depend on: ``dpmf_lib/sketch/*.py``, ``dpmf_lib/counter_rng.py`` (the
-    splitmix64 mix of the sketch hash, :mod:`dpmf_lib.sketch.hashing`), the data loaders (``dpmf_lib/data``,
-    ``data_fetch``), ``dpmf_lib/privacy/common.py`` (seed resolution), ``dpmf_lib/validate.py`` (seeds to
-    generators), ``dpmf_lib/metrics.py`` (the RMSE) and this module. Every local module these import must be here
-    unless it cannot change a number (tests/test_balu_ch4_runs.py checks it)."""
-    here = Path(__file__).resolve()
-    pkg = here.parent.parent
-    return (sorted((pkg / "sketch").glob("*.py")) + [pkg / "counter_rng.py"] + sorted((pkg / "data").glob("*.py"))
-            + sorted((pkg.parent / "data_fetch").glob("*.py"))
-            + [pkg / "privacy" / "common.py", pkg / "validate.py", pkg / "metrics.py", here])
-
-
 @lru_cache(maxsize=1)
 def code_hash() -> str:
-    """Hash of the code a training run depends on (:func:`code_files`); part of every key."""
-    h = hashlib.sha256()
-    for f in code_files():
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
+    """The code part of every key: this module and everything it imports (``dpmf_lib/sketch``, the splitmix64 mix,
+    the data loaders, the seed and validation helpers, the RMSE), through :func:`dpmf_lib.cache.code_version`."""
+    return cache.code_version(__name__)
 
 
 def data_key(r, params: dict) -> dict:
@@ -82,7 +64,7 @@ def data_key(r, params: dict) -> dict:
             "min_freq": int(params.get("min_freq", 10))}
 
 
-# training runs this process actually did (not served from the cache); tests/test_balu_ch4_runs.py reads it
+# training runs this process actually did (not served from the cache); tests/experiments/balu/test_ch4_runs.py reads it
 TRAINED = {"n": 0}
 
 

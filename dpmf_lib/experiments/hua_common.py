@@ -19,8 +19,6 @@ cache.
 from __future__ import annotations
 
 import functools
-import hashlib
-import inspect
 import math
 import os
 from contextlib import contextmanager
@@ -64,35 +62,12 @@ def eps_holds(run: dict) -> bool:
     return priv.get("epsilon_effective") is not None
 
 
-#: what the cached computation (:func:`_compute`) runs besides its own code, which joblib hashes itself: the
-#: simulations, the data loaders / stand-in generators, and the package modules they import that change numbers
-#: (``privacy/common.py``: the seed policy of ``resolve_seed``; ``validate.py``: seeds to generators; ``metrics.py``:
-#: the RMSE of the summaries); ``errors.py`` and ``paths.py`` change no number.
-#: Package-relative directories (every ``*.py`` in them) and files; ``data_fetch`` lives beside the package.
-_CODE_DIRS = ("objpert", "data")
-_CODE_FILES = ("privacy/common.py", "validate.py", "metrics.py")
-
-
-def _code_files() -> list[Path]:
-    """The source files :func:`_code_version` hashes (see ``_CODE_DIRS``)."""
-    pkg = Path(__file__).resolve().parent.parent
-    files = [f for d in _CODE_DIRS for f in sorted((pkg / d).glob("*.py"))]
-    files += [pkg / f for f in _CODE_FILES] + sorted((pkg.parent / "data_fetch").glob("*.py"))
-    return files
-
-
 def _code_version() -> str:
-    """Hash of the code a cached run depends on beyond :func:`_compute`'s own (which joblib checks): the simulations,
-    the data loaders/stand-in generators and what they import (:func:`_code_files`; a changed stand-in must not be
-    served from the cache; real data is identified by its dataset id and checksummed on load), and the source of
-    :func:`load_data`, the loader ``_compute`` calls from this module."""
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent.parent
-    for f in _code_files():
-        h.update(f.relative_to(root).as_posix().encode())
-        h.update(f.read_bytes())
-    h.update(inspect.getsource(load_data).encode())
-    return h.hexdigest()[:16]
+    """The code part of a cached run's key: this module and everything it imports (the simulations, the data loaders
+    and stand-in generators, the seed policy), through :func:`dpmf_lib.cache.code_version`."""
+    from ..cache import code_version
+
+    return code_version(__name__)
 
 
 def cache_dir() -> Path:
