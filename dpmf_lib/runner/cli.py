@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ..errors import WorkbookError
-from ..outputs import parameter_names
+from ..notebook_params import parameter_names
 from ..params import PROFILES, load_params, read_yaml
 from ..paths import figures_dir
 from ..registry import load_registry, select, unregistered_notebooks

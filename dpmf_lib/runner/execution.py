@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..dependencies import states_of_run
-from ..outputs import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, scratch_dir
+from ..notebook_params import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, scratch_dir
 from ..params import load_params
 from ..paths import figures_dir, notebooks_dir
 from ..registry import Entry, load_registry

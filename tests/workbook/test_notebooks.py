@@ -47,7 +47,7 @@ def test_parameters_cell_declares_every_parameter_of_the_params_file(path):
     params/<name>.yaml, and overrides. After adding or removing a parameter: python -m dpmf_lib.scaffold --regenerate NAME."""
     import papermill as pm
 
-    from dpmf_lib.outputs import parameter_names
+    from dpmf_lib.notebook_params import parameter_names
 
     declared = pm.inspect_notebook(str(path))
     assert list(declared) == ["profile", *parameter_names(path.stem), "overrides"], \

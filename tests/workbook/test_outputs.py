@@ -97,7 +97,7 @@ def test_out_dir_cannot_be_the_canonical_directory(figures_tmp):
 # -- parameters by name (papermill -p), the tidy summary and the result table ------------------------------------------
 
 def test_named_parameters_that_are_not_none_become_overrides(figures_tmp):
-    from dpmf_lib.outputs import parameter_names
+    from dpmf_lib.notebook_params import parameter_names
 
     names = parameter_names("balu_table5_1")
     ns = {k: None for k in names} | {"seed": 3, "profile": "smoke", "overrides": {}}
@@ -120,7 +120,7 @@ def test_an_unknown_name_papermill_injected_is_an_error_naming_it_and_the_fix(fi
     """papermill only warns "Passed unknown parameter" and runs on; the notebook refuses it. The injected cell is
     found in IPython's input history (`In`), so a variable the notebook defines itself is never mistaken for one."""
     from dpmf_lib.errors import ParameterError
-    from dpmf_lib.outputs import injected_names
+    from dpmf_lib.notebook_params import injected_names
 
     injected = "# Parameters\nprofile = \"smoke\"\nseedz = 1\n"
     ns = {"In": ["", "# Parameters (papermill injects ...)\nprofile = 'ci'\nseed = None\n", injected],
