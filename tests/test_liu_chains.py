@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dpmf_lib.privacy import exact_gibbs as eg
 from dpmf_lib.privacy import posterior_sampling as ps
 from mf_toys import dense_toy
 
@@ -53,13 +54,13 @@ def test_gibbs_block_kernel_matches_numpy_reference():
     rng = np.random.default_rng(5)
     d = 3
     w = rng.uniform(0.2, 1.0, r.n_ratings)
-    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, r.n_users)
+    indptr, idx, vals, wts = eg._csr_with_weights(r.users, r.items, r.values, w, r.n_users)
     V, bi = rng.standard_normal((r.n_items, d)), rng.standard_normal(r.n_items) * 0.1
     reg = np.array([1.5, 2.0, 0.7, 1.1])
     xi = rng.standard_normal((r.n_users, d + 1))
     out, out_b = np.zeros((r.n_users, d)), np.zeros(r.n_users)
-    ps._gibbs_side_kernel(indptr, idx, vals, wts, V, bi, True, 3.0, reg, 0.8, xi, out, out_b)
-    ref, ref_b = ps.gibbs_side_reference(indptr, idx, vals, wts, V, bi, 3.0, reg, 0.8, xi)
+    eg._gibbs_side_kernel(indptr, idx, vals, wts, V, bi, True, 3.0, reg, 0.8, xi, out, out_b)
+    ref, ref_b = eg.gibbs_side_reference(indptr, idx, vals, wts, V, bi, 3.0, reg, 0.8, xi)
     np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(out_b, ref_b, rtol=1e-9, atol=1e-10)
 
@@ -69,14 +70,14 @@ def test_gibbs_block_draws_have_the_conditional_moments():
     d = 2
     rng = np.random.default_rng(7)
     w = np.ones(r.n_ratings)
-    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, 1)
+    indptr, idx, vals, wts = eg._csr_with_weights(r.users, r.items, r.values, w, 1)
     V, bi = rng.standard_normal((r.n_items, d)), np.zeros(r.n_items)
     reg = np.array([1.0, 2.0, 0.5])
     n = 20000  # the same user repeated n times: n independent draws of its conditional in one call
     k = indptr[1]
     rep = (np.arange(n + 1) * k).astype(np.int64), np.tile(idx, n), np.tile(vals, n), np.tile(wts, n)
     out, out_b = np.zeros((n, d)), np.zeros(n)
-    ps._gibbs_side_kernel(*rep, V, bi, True, 3.0, reg, 2.0, rng.standard_normal((n, d + 1)), out, out_b)
+    eg._gibbs_side_kernel(*rep, V, bi, True, 3.0, reg, 2.0, rng.standard_normal((n, d + 1)), out, out_b)
     draws = np.hstack([out, out_b[:, None]])
     X = np.hstack([V[idx], np.ones((len(idx), 1))])
     P = 2.0 * X.T @ X + np.diag(reg)
@@ -89,7 +90,7 @@ def test_gibbs_block_draws_have_the_conditional_moments():
 
 def test_gibbs_reference_mixes_on_a_small_problem():
     pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
-    g = ps.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
+    g = eg.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
                            n_chains=2, seed=1)
     assert g["n_chains"] == 2 and g["rhat"] < 1.1 and len(g["models"]) == 2
 
@@ -162,7 +163,7 @@ def test_gibbs_release_is_the_final_state_of_an_exact_gibbs_chain():
     rel = ps.sample_private(pre, 4 * pre.B, **kw, rounds=40, burn_in=20, n_chains=2, seed=5, sampler="gibbs",
                             max_resamples=0)
     assert rel.sampler == "gibbs" and rel.n_chains == 2 and rel.released_chain == 0
-    ref = ps.gibbs_reference(pre, 4 * pre.B, **kw, sweeps=60, burn_in=20, n_chains=2, seed=5)
+    ref = eg.gibbs_reference(pre, 4 * pre.B, **kw, sweeps=60, burn_in=20, n_chains=2, seed=5)
     for got, want in zip(rel.chain_models, ref["models"]):
         np.testing.assert_array_equal(got.V, want.V)
         np.testing.assert_array_equal(got.bi, want.bi)
@@ -199,13 +200,13 @@ def test_gibbs_blocks_sample_the_sgld_paths_target(monkeypatch):
     # check what the blocks are given against the SGLD path's own definition of the target
     pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=3.0, seed=0)
     assert len(np.unique(pre.rating_weights)) > 1  # the weights are not all 1, so dropping them shows
-    calls, real = [], ps._gibbs_side_kernel
+    calls, real = [], eg._gibbs_side_kernel
 
     def spy(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b):
         calls.append((indptr.copy(), wts.copy(), b0, reg.copy(), lik, X.shape[0]))
         return real(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b)
 
-    monkeypatch.setattr(ps, "_gibbs_side_kernel", spy)
+    monkeypatch.setattr(eg, "_gibbs_side_kernel", spy)
     eps, lu, lv, lb, lam_r = 0.7 * pre.B, np.array([2.0, 3.0]), np.array([5.0, 7.0]), 0.5, 2.0
     rel = ps.sample_private(pre, eps, Lambda_u=lu, Lambda_v=lv, lam_bias=lb, d=2, lambda_r=lam_r, rounds=2,
                             burn_in=1, seed=1, sampler="gibbs", check_range=False)

@@ -74,6 +74,7 @@ from ..errors import ParameterError
 from ..outputs import attach
 from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
+from ..privacy import exact_gibbs
 from ..privacy import posterior_sampling as ps
 
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K (issue #14)
@@ -228,10 +229,10 @@ def gibbs_rows(ds: str, pre, priors, train, test, params: dict, release=None) ->
         g = {"models": release.chain_models[:n], "n_chains": n,
              **ps.chain_diagnostics(release.trace[release.trace.chain < n])}
     else:
-        g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
-                               lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
-                               sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
-                               seed=params["seed"], test=test)
+        g = exact_gibbs.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
+                                        lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
+                                        sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                                        seed=params["seed"], test=test)
 
     class _Prior:  # the ridge uses the sampler's prior, as for a private release
         Lambda_u, lam_bias, lambda_r = priors["Lambda_u"], priors["lam_bias"], params["lambda_r"]
