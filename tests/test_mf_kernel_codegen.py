@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.mf import init_model, sample_sgld, tiered_layout, train_sgd
-from dpmf_lib.mf.csgd import aligned_copy
+from dpmf_lib.mf.sgd_kernels import aligned_copy
 from mf_toys import random_ratings
 
 x86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
@@ -53,7 +53,7 @@ def _asm(fn, *args):
 
 @x86
 def test_csgd_loop_is_packed_fma_without_reshape():
-    from dpmf_lib.mf.csgd import _sgd_range
+    from dpmf_lib.mf.sgd_kernels import _sgd_range
 
     r = random_ratings()
     m = init_model(r.n_users, r.n_items, 128, seed=0)

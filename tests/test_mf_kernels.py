@@ -22,7 +22,7 @@ def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
     kernel, which reads the next rating's rows before this rating's update: with 12 items, consecutive ratings often
     share an item or a user, and the kernel must then re-read (a version that does not is off by ~1e-3 here). The
     whole-row kernel at d the host leaves out: ``test_whole_row_sgd_kernel_matches_reference_on_any_host``."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
 
     assert 8 not in ROW_LENGTHS and set(ROW_LENGTHS) <= {16, 32, 64, 128}
     r = random_ratings(n_items=12)
@@ -44,7 +44,7 @@ def test_whole_row_sgd_kernel_matches_reference_on_any_host(d):
     """The whole-row kernel called directly, so that it is tested at every d on every host (``train_sgd`` runs it
     only for d in ``ROW_LENGTHS``, which depends on the host's vector registers): one pass over a 12-item toy order
     where ≥ 20 consecutive ratings share a user or an item, against the float32 reference."""
-    from dpmf_lib.mf.csgd import _sgd_range_rows, aligned_copy
+    from dpmf_lib.mf.sgd_kernels import _sgd_range_rows, aligned_copy
     from dpmf_lib.mf.reference import sgd_epoch_reference
 
     r = random_ratings(n_items=12)
@@ -65,7 +65,7 @@ def test_whole_row_lengths_follow_the_vector_register_file(monkeypatch):
     """Whole-row kernels while two rows fit in half the vector registers: d ≤ 128 with AVX-512, d ≤ 32 with AVX2 (on
     a Zen 3 AVX2 host they were ~2x slower than the loop kernels at d = 64 and 128), none below AVX2."""
     from dpmf_lib.mf import rowvec
-    from dpmf_lib.mf.csgd import MAX_ROW_LENGTH, ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import MAX_ROW_LENGTH, ROW_LENGTHS
 
     assert ROW_LENGTHS == rowvec.whole_row_lengths() and MAX_ROW_LENGTH == max(ROW_LENGTHS, default=0)
     for bits, expected in ((512, (16, 32, 64, 128)), (256, (16, 32)), (128, ())):
@@ -91,7 +91,7 @@ def test_sgld_steps_are_emitted_in_chunks_that_fit_half_the_register_file(monkey
 def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     """The dispatch in the compiled epoch kernel (recompiled without the on-disk cache): it holds the whole-row kernel
     for each D in ``ROW_LENGTHS`` (the symbols end in ``Literal[int](D)``) and for no other D."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS, _sgd_epoch_serial
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS, _sgd_epoch_serial
 
     fresh = numba.njit(fastmath=True)(_sgd_epoch_serial.py_func)
     r = random_ratings()
@@ -107,7 +107,7 @@ def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
 def test_sgd_kernel_repeated_pairs_and_python_float_scalars(d):
     """Consecutive ratings of the same (user, item) pair, and of the same user or item, in a hand-made stream; the
     scalars as Python floats (cast to float32 by the whole-row kernel; the loop kernel computes in float64 then)."""
-    from dpmf_lib.mf.csgd import _sgd_epoch_serial
+    from dpmf_lib.mf.sgd_kernels import _sgd_epoch_serial
     from dpmf_lib.mf.reference import sgd_epoch_reference
 
     users = np.array([0, 0, 0, 1, 1, 2, 0, 2, 2, 1], np.int32)
@@ -226,7 +226,7 @@ def test_two_threads_still_converges(d):
 
 def test_prefetch_emits_instruction():
     """The C-SGD inner loop (recompiled without the on-disk cache, which cannot be inspected) contains prefetches."""
-    from dpmf_lib.mf.csgd import _sgd_range
+    from dpmf_lib.mf.sgd_kernels import _sgd_range
 
     fresh = numba.njit(fastmath=True)(_sgd_range.py_func)
     r = random_ratings()
@@ -240,7 +240,7 @@ def test_prefetch_emits_instruction():
 def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
     """The whole-row C-SGD kernel at d = 128 (recompiled without the on-disk cache): prefetches, packed single
     precision FMAs on full rows (on the host's widest vector registers), and no reference counting in its loop."""
-    from dpmf_lib.mf.csgd import _sgd_range_rows
+    from dpmf_lib.mf.sgd_kernels import _sgd_range_rows
 
     fresh = numba.njit(fastmath=True)(_sgd_range_rows.py_func)
     r = random_ratings()

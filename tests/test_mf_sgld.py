@@ -20,7 +20,7 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
     which reads the next rating's rows before this rating's step and must re-read them when the two share a user or
     an item (12 items: that happens often; a version that does not re-read is off by ~5e-2 here). The whole-row
     kernel at the d a host leaves out: ``test_whole_row_kernel_matches_loop_kernel``."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
 
     assert 6 not in ROW_LENGTHS and set(ROW_LENGTHS) <= {16, 32, 64, 128}
     r = random_ratings(seed=1, n_items=12)
@@ -100,7 +100,7 @@ def test_segment_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     for each D in ``ROW_LENGTHS`` (symbols ending in ``Literal[int](D)``) and for no other D."""
     import numba
 
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
     from dpmf_lib.mf.sgld import _sgld_segment_table
 
     fresh = numba.njit(fastmath=True)(_sgld_segment_table.py_func)

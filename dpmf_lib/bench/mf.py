@@ -279,7 +279,8 @@ def _private_items_measurement(rd, lay, d, epochs):
     """The C-SGD kernel at 2 threads with private item rows per thread (``lay``: the tiered layout of ``rd``): a
     measurement returning the median updates/s over rounds 2.. of a fresh model."""
     from ..mf import init_model
-    from ..mf.csgd import _sgd_epoch, aligned_copy, num_threads
+    from ..mf.csgd import num_threads
+    from ..mf.sgd_kernels import _sgd_epoch, aligned_copy
     from ..mf.model import learning_rate
 
     items, n_tot = private_item_layout(lay, rd.n_items, 2)
@@ -384,7 +385,8 @@ def csgd_steps_cpu(r, d: int = 16, epochs: int = 3):
     copies in and out, the history) on the first round (~4 % of a round at the quick set's size, twenty-eighth
     session)."""
     from ..mf import init_model, tiered_layout
-    from ..mf.csgd import _external_model, _internal_model, _sgd_epoch
+    from ..mf.csgd import _external_model, _internal_model
+    from ..mf.sgd_kernels import _sgd_epoch
     from ..mf.model import learning_rate
 
     with num_threads_ctx(1):

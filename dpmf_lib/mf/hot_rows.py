@@ -32,8 +32,8 @@ Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered o
 default stays ``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
 
 numba's on-disk cache keys ``_private_hot_epoch`` by this file's source only, yet it inlines
-:func:`dpmf_lib.mf.csgd._sgd_range`: after editing ``csgd.py`` or ``rowvec.py``, delete ``dpmf_lib/mf/__pycache__``
-(the tests' fresh clones start without it).
+:func:`dpmf_lib.mf.sgd_kernels._sgd_range`: after editing ``sgd_kernels.py`` or ``rowvec.py``, delete
+``dpmf_lib/mf/__pycache__`` (the tests' fresh clones start without it).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from ..errors import ParameterError
-from .csgd import _sgd_range, aligned_copy
+from .sgd_kernels import _sgd_range, aligned_copy
 
 
 @intrinsic

@@ -39,14 +39,14 @@ describes ζ only as a factor on the noise, Section 6.3) and say so on every fig
 the chain (Figure 4); ``fixed_lambda`` (Algorithm 1, Figure 7) is unaffected.
 
 Speed (#19, d = 128, 1 thread, this machine; before the whole-row kernel below, which now runs at d in
-``csgd.ROW_LENGTHS``): the fused table step (:func:`_sgld_range_table`) compiles to packed
+``sgd_kernels.ROW_LENGTHS``): the fused table step (:func:`_sgld_range_table`) compiles to packed
 AVX-512 FMAs with contiguous table loads, and prefetches the factor rows 8 ratings ahead and the next update's table
 segments. With noise ahead it does C-SGD's row work (a read-only dot pass, one read-modify-write pass) plus two
 random table segments of d + 2 numbers and two more FMAs per element. Seventh session: with an isotropic Λ (every
 ``fixed_lambda`` given as scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients
 (``iso``); its results differ from the general step's in float32 rounding only. Tried and not kept (same-process A/B,
 d = 128, before noise ahead): a read-only first pass with the noised rows recomputed in the second (−8%), no table
-prefetch, no square roots (both within noise). Nineteenth session: for d in ``csgd.ROW_LENGTHS`` the segment runs
+prefetch, no square roots (both within noise). Nineteenth session: for d in ``ROW_LENGTHS`` the segment runs
 :func:`_sgld_range_table_rows` (rows as single vector values, the next rating's dot product read before this
 rating's stores; see :mod:`dpmf_lib.mf.csgd`): SGLD at d = 16 42-43 -> 60M updates/s in the ``mf`` benchmark, no
 change at d = 128 (18.5-19.7M/s). Twentieth session: ``ROW_LENGTHS`` follows the host's vector registers (d ≤ 32 with
@@ -82,12 +82,13 @@ from numba import literally, njit, prange
 
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
-from .csgd import MAX_ROW_LENGTH, _external_model, _internal_model, make_layout, num_threads
+from .csgd import _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
 from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
+from .sgd_kernels import MAX_ROW_LENGTH
 
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
                       pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
     """Ratings ``start:stop`` of one segment with table noise fused into the step (#19): the loop kernel, for d not in
-    ``csgd.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
+    ``sgd_kernels.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
 
     Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
     store, the noise the vector is owed until its next touch (``ahead_u[k]`` / ``ahead_v[k]`` steps, table segments at
@@ -236,7 +237,7 @@ def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start
                            pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso, D):
     """``_sgld_range_table`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's
     dot product read before this rating's step is stored, and read again after it when the two ratings share a user
-    or an item — as :func:`dpmf_lib.mf.csgd._sgd_range_rows` (nineteenth session; why it pays is said there). The same
+    or an item — as :func:`dpmf_lib.mf.sgd_kernels._sgd_range_rows` (nineteenth session; why it pays is said there). The same
     draws in the same order as ``_sgld_range_table``; the dot product's summation order differs (float32 rounding).
     Returns the stream state."""
     literally(D)
