@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dpmf_lib.mf import Schedule
 from dpmf_lib.privacy import exact_gibbs as eg
 from dpmf_lib.privacy import posterior_sampling as ps
 from mf_toys import dense_toy
@@ -33,7 +34,7 @@ def test_ess_of_iid_and_ar1_chains():
 def test_redraws_are_separate_chains_with_their_own_seeds():
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, n_chains=2, eta_n_max=1.0,
-              n_threads=1, seed=3, max_resamples=3)
+              schedule=Schedule(n_threads=1), seed=3, max_resamples=3)
     rel = ps.sample_private(pre, 0.01, **kw)  # broad posterior: every draw violates the range, the loop gives up
     assert rel.n_resamples == 3 and rel.n_chains == 4 and rel.released_chain == 3 and rel.redraw == "fresh"
     seeds = {ps.chain_seed(3, k) for k in range(4)}
@@ -125,7 +126,7 @@ def test_no_two_sgld_runs_of_a_release_share_a_noise_seed(monkeypatch):
     monkeypatch.setattr(mf, "sample_sgld", spy)
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=4, n_chains=3, eta_n_max=1.0,
-              n_threads=1, seed=3, max_resamples=0)
+              schedule=Schedule(n_threads=1), seed=3, max_resamples=0)
     rel = ps.sample_private(pre, 0.01, **kw)
     # burn-in and sampling phase of 3 chains: 6 noise streams (seed → splitmix64 stream and Gaussian table), all
     # distinct — before the fix chain 0's sampling phase reused chain 1's burn-in seed

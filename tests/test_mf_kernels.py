@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
+from dpmf_lib.mf import Schedule, init_model, naive_layout, tiered_layout, top_k, train_sgd
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
 from mf_toys import host_vector_register, lazy_counters, random_ratings, sgld_segment_arguments, whole_row_lengths_in
 
@@ -31,7 +31,7 @@ def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
     shared = (lay.users[1:] == lay.users[:-1]) | (lay.items[1:] == lay.items[:-1])
     assert shared.sum() >= 20  # the re-read path runs
     m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=float(r.values.mean()))
-    res = train_sgd(r, d=d, model=m0, layout=lay, n_threads=1, prefetch_stride=prefetch, **KW)
+    res = train_sgd(r, d=d, model=m0, layout=lay, schedule=Schedule(n_threads=1, prefetch_stride=prefetch), **KW)
     ref = train_sgd_reference(lay, m0, lam=KW["lam"], lamb=KW["lam"], epochs=KW["epochs"], eta0=KW["eta0"],
                               gamma=KW["gamma"])
     for a, b in [(res.model.U, ref.U), (res.model.V, ref.V), (res.model.bu, ref.bu), (res.model.bi, ref.bi)]:
@@ -206,10 +206,11 @@ def test_lazy_counters_sum_to_round_length():
 
 def test_same_seed_one_thread_bit_identical():
     r = random_ratings(n_users=60, n_items=50, n_ratings=600, seed=5)
-    a = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
-    b = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
+    small = Schedule(n_threads=1, block_users=10, tiers=(5, 10))
+    a = train_sgd(r, d=16, epochs=2, schedule=small, seed=7)
+    b = train_sgd(r, d=16, epochs=2, schedule=small, seed=7)
     assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
-    c = train_sgd(r, d=16, epochs=2, n_threads=1, seed=8, block_users=10, tiers=(5, 10))
+    c = train_sgd(r, d=16, epochs=2, schedule=small, seed=8)
     assert a.model.U.tobytes() != c.model.U.tobytes()
 
 
@@ -218,8 +219,8 @@ def test_two_threads_still_converges(d):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 numba threads")
     r = random_ratings(n_users=200, n_items=80, n_ratings=4000, seed=6)
-    res = train_sgd(r, d=d, epochs=10, eta0=0.02, gamma=0.0, lam=0.05, n_threads=2, block_users=20, tiers=(10, 20),
-                    test=r)
+    res = train_sgd(r, d=d, epochs=10, eta0=0.02, gamma=0.0, lam=0.05,
+                    schedule=Schedule(n_threads=2, block_users=20, tiers=(10, 20)), test=r)
     h = res.history["test_rmse"].to_numpy()
     assert np.isfinite(h).all() and h[-1] < h[0]
 
@@ -291,13 +292,13 @@ def test_whole_row_sgld_kernel_keeps_its_vectors_in_registers():
 def test_bad_parameters_raise():
     r = random_ratings()
     with pytest.raises(ParameterError, match="order"):
-        train_sgd(r, order="random")
+        train_sgd(r, schedule=Schedule(order="random"))
     with pytest.raises(ParameterError, match="eta0"):
         train_sgd(r, eta0=float("nan"))
     with pytest.raises(ParameterError, match="d "):
         train_sgd(r, d=0)
     with pytest.raises(ParameterError, match="tiers"):
-        train_sgd(r, tiers=(0, 5))
+        train_sgd(r, schedule=Schedule(tiers=(0, 5)))
 
 
 def test_topk_matches_reference_and_excludes_seen():

@@ -41,8 +41,8 @@ def test_a_release_must_say_which_sampler_ran():
 
 def test_sample_private_reports_the_redraw_that_ran():
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
-    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0, n_threads=1, seed=1,
-              max_resamples=1)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0,
+              schedule=mf.Schedule(n_threads=1), seed=1, max_resamples=1)
     assert ps.sample_private(pre, 0.01, **kw).redraw == "fresh"  # the function's default
     assert ps.sample_private(pre, 0.01, **kw, redraw="continue").redraw == "continue"
 
@@ -63,7 +63,7 @@ def test_a_chain_drops_its_kept_v_draws_once_the_trace_has_read_them(monkeypatch
     monkeypatch.setattr(mf, "sample_sgld", spy)
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     rel = ps.sample_private(pre, 0.01, Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, thin=1,
-                            n_chains=3, eta_n_max=1.0, n_threads=1, seed=2, max_resamples=0)
+                            n_chains=3, eta_n_max=1.0, schedule=mf.Schedule(n_threads=1), seed=2, max_resamples=0)
     assert len(refs) == 3 * 6  # the draws were kept (the trace needs them) ...
     assert len(rel.trace) == 3 * 6 and rel.trace.v_norm2.notna().all()
     assert alive_at_start == [0] * 6  # ... and none outlived its chain (2 sample_sgld calls per chain)

@@ -55,6 +55,7 @@ from ..errors import ParameterError
 from .hot_rows import HotCopies, check_private_hot_layout
 from .layout import Layout, naive_layout, tiered_layout
 from .model import MFModel, check_dim, check_step, init_model, learning_rate
+from .schedule import Schedule, check_schedule
 from .sgd_kernels import _sgd_epoch, aligned_copy
 
 if TYPE_CHECKING:
@@ -115,15 +116,15 @@ def make_layout(train, order: str, *, block_users=1000, tiers=(500, 4000), seed=
 
 
 def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma: float = 1.0, lam: float = 5e-3,
-              lam_bias: float | None = None, order: str = "tiered", block_users: int = 1000, tiers=(500, 4000),
-              prefetch_stride: int = 8, n_threads: int | None = None, seed: int = 0, test=None,
+              lam_bias: float | None = None, schedule: Schedule = Schedule(), seed: int = 0, test=None,
               init_scale: float | None = None, model: MFModel | None = None, layout: Layout | None = None,
-              time_budget: float | None = None, hot_rows: str = "shared") -> TrainResult:
-    """Train the biased MF model with C-SGD (``order="tiered"``) or naive SGD (``order="naive"``).
+              time_budget: float | None = None) -> TrainResult:
+    """Train the biased MF model with C-SGD (``Schedule(order="tiered")``) or naive SGD (``order="naive"``).
 
-    ``hot_rows`` (C-SGD on more than one thread): "shared" — every thread writes the shared item rows (Hogwild, the
-    paper's scheme and the default); "private" — each thread runs its block's top-tier ratings on its own copy of
-    the top tier's rows and adds the block's change to the shared rows once, under a lock
+    ``schedule`` (:class:`~dpmf_lib.mf.schedule.Schedule`): order, block and tier sizes, prefetch stride, threads and
+    ``hot_rows``. ``hot_rows`` (C-SGD on more than one thread): "shared" — every thread writes the shared item rows
+    (Hogwild, the paper's scheme and the default); "private" — each thread runs its block's top-tier ratings on its
+    own copy of the top tier's rows and adds the block's change to the shared rows once, under a lock
     (:mod:`dpmf_lib.mf.hot_rows`, #19: 2-thread scaling ~1.8 against Hogwild's ~1.5 at d = 128). With one thread both
     run the same kernel and give the same model. ``extra["hot_items"]`` is the number of private rows per thread
     (0 when none were used), ``extra["merges"]`` the merges made.
@@ -137,6 +138,9 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "train_sgd")
+    sch = check_schedule(schedule, "train_sgd")
+    order, block_users, tiers, prefetch_stride = sch.order, sch.block_users, sch.tiers, sch.prefetch_stride
+    n_threads, hot_rows = sch.n_threads, sch.hot_rows
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")

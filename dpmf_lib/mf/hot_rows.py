@@ -18,8 +18,8 @@ each user block, the thread that runs it
 4. runs the rest of the block Hogwild on the shared rows (tiers 1.., written rarely by both threads at once).
 A hot row thus sees the other threads' updates once per block (a block's top tier is ~27k updates on the quick set)
 rather than as they happen: asynchronous SGD with bounded staleness on the top tier, Hogwild on the rest. With one thread
-there is nothing to share and ``train_sgd(..., hot_rows="private")`` runs the Hogwild kernel (same model, byte for
-byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
+there is nothing to share and ``train_sgd(..., schedule=Schedule(hot_rows="private"))`` runs the Hogwild kernel (same
+model, byte for byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
 
 Measured (twenty-ninth session, the ``mf`` suite's quick set, d = 128, 5M ratings, repeats interleaved, host
 probe fit): in a scratch A/B of 12 repeats, 2 threads ran 68M updates/s against Hogwild's 60M (per repeat 1.03-1.22x,

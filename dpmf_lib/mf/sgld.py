@@ -8,7 +8,7 @@ N/N_i prior scaling of Section 5.4):
 and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of the round. ζ = 1 samples the posterior;
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
-Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
+Lazy noise (``noise_schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
 closed under addition, so this equals eager noise in distribution). **Noise ahead** (#19, sixteenth session): the
 draw is added at the end of the vector's *previous* touch instead of at the start of this one — its gradient step
 and the noise owed until its next touch (or the round's end) go into the same store — and the steps up to each
@@ -88,6 +88,7 @@ from .model import MFModel, check_dim, check_step, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
 from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
+from .schedule import Schedule, check_schedule
 from .sgd_kernels import MAX_ROW_LENGTH
 
 
@@ -428,9 +429,9 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 zeta: float = 1.0, lambda_r: float = 1.0, alpha: float = 1.0, beta: float = 100.0,
                 lambda_init: float = 1.0, fixed_lambda=None, lam_bias: float = 1.0, likelihood_scale: float = 1.0,
                 weights: np.ndarray | None = None, mode: str = "fast", noise: str | None = None,
-                schedule: str | None = None, noise_table_size: int | None = None, order: str = "tiered",
-                block_users: int = 1000, tiers=(500, 4000), prefetch_stride: int = 8, n_threads: int | None = None,
-                seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0, model: MFModel | None = None,
+                noise_schedule: str | None = None, noise_table_size: int | None = None,
+                schedule: Schedule = Schedule(), seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0,
+                model: MFModel | None = None,
                 init_scale: float | None = None, layout: Layout | None = None, freeze_items: bool = False,
                 keep_users: bool = False, biases: bool = True,
                 time_budget: float | None = None, clip_prediction=None) -> SGLDResult:
@@ -439,7 +440,9 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     ``noise_table_size``: entries of the Gaussian lookup table in fast mode; ``None`` → :func:`default_table_size`
     (grows with ``d``). ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
     is the same ηN). ``mode``: "fast" (lookup table + lazy noise) or "exact" (fresh normals + eager noise);
-    ``noise`` / ``schedule`` override either part. ``weights``: per-rating w_r aligned with ``train``.
+    ``noise`` / ``noise_schedule`` override either part. ``schedule`` (:class:`~dpmf_lib.mf.schedule.Schedule`):
+    order, block and tier sizes, prefetch stride and threads (the eager noise schedule runs on one thread).
+    ``weights``: per-rating w_r aligned with ``train``.
     ``fixed_lambda``: ``(Λ_u, Λ_v)`` scalars or length-d vectors, disables the Gibbs step.
     ``biases=False``: the model without biases (b_i = b_j = 0, and b_0 = 0 unless ``model`` sets it), as in the
     paper's Algorithm 1 (F(U, V) = Σ w_i (R_ij − u_iᵀv_j)² + λ(‖U‖² + ‖V‖²)).
@@ -454,17 +457,23 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
+    sch = check_schedule(schedule, "sample_sgld")
+    if sch.hot_rows != "shared":
+        raise ParameterError(f"sample_sgld has no private hot rows (Schedule.hot_rows is train_sgd's): pass "
+                             f"hot_rows='shared', got {sch.hot_rows!r}")
+    order, block_users, tiers, prefetch_stride, n_threads = (sch.order, sch.block_users, sch.tiers,
+                                                             sch.prefetch_stride, sch.n_threads)
     d = check_dim(d)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
     if mode not in ("fast", "exact"):
         raise ParameterError(f"mode must be 'fast' or 'exact', got {mode!r}")
     noise = noise or ("table" if mode == "fast" else "normal")
-    schedule = schedule or ("lazy" if mode == "fast" else "eager")
+    noise_schedule = noise_schedule or ("lazy" if mode == "fast" else "eager")
     if noise not in ("table", "normal"):
         raise ParameterError(f"noise must be 'table' or 'normal', got {noise!r}")
-    if schedule not in ("lazy", "eager"):
-        raise ParameterError(f"schedule must be 'lazy' or 'eager', got {schedule!r}")
+    if noise_schedule not in ("lazy", "eager"):
+        raise ParameterError(f"noise_schedule must be 'lazy' or 'eager', got {noise_schedule!r}")
     N = train.n_ratings
     eta0 = 0.02 / N if eta0 is None else check_step("eta0", eta0)
     gamma = check_step("gamma", gamma, allow_zero=True)
@@ -483,11 +492,11 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
         if not (np.isfinite(clip_lo) and np.isfinite(clip_hi) and clip_lo < clip_hi):
             raise ParameterError(f"clip_prediction=(lo, hi) needs finite lo < hi, got {clip_prediction!r}")
         clip_on = True
-    if schedule == "eager":
+    if noise_schedule == "eager":
         work = N * (train.n_users + train.n_items) * (d + 1)
         if work > 5e9:
-            raise ParameterError(f"schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per round; "
-                                 "use it only on small validation problems (or schedule='lazy')")
+            raise ParameterError(f"noise_schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per "
+                                 "round; use it only on small validation problems (or noise_schedule='lazy')")
     if layout is not None:
         lay = layout
     else:
@@ -505,7 +514,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     cnt_v = np.bincount(lay.items, minlength=lay.n_items)
     pwu = np.where(cnt_u > 0, N / np.maximum(cnt_u, 1), 0.0).astype(np.float32)
     pwv = np.where(cnt_v > 0, N / np.maximum(cnt_v, 1), 0.0).astype(np.float32)
-    if schedule == "lazy":
+    if noise_schedule == "lazy":
         ahead_u, ahead_v, first_u, first_v = lay.noise_ahead_counters()
     use_table = noise == "table"
     if noise_table_size is None:
@@ -539,13 +548,13 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     pred_sum, n_avg = None, 0
     rows, samples, samples_u, wall = [], [], [], 0.0
     setup_seconds = time.perf_counter() - t_setup  # layout, noise counters, noise table, initialisation
-    with num_threads(n_threads if schedule == "lazy" else 1):
+    with num_threads(n_threads if noise_schedule == "lazy" else 1):
         for t in range(1, epochs + 1):
             eta = np.float32(learning_rate(eta0, gamma, t))
             base = stream_seed(seed, t)
             ze = np.float32(zeta * eta)
             t0 = time.perf_counter()
-            if schedule == "lazy":
+            if noise_schedule == "lazy":
                 # the noise each row is owed for the steps up to its first touch; the rest comes with its touches
                 _row_noise(m.U, m.bu, first_u, cnt_u, ze, use_table, ext, size, stream_seed(seed, t, 1), biases)
                 if not freeze_items:
@@ -590,7 +599,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     m = _fill_unrated(m, unrated_u, unrated_v if not freeze_items else None, Lu, Lv, lam_bias, zeta, biases,
                       np.random.default_rng([seed, 0xF11]))
     return SGLDResult(_external_model(m, lay), pd.DataFrame(rows), samples, samples_u, Lu, Lv, lay,
-                      {"mode": mode, "noise": noise, "schedule": schedule, "d": d, "eta0": eta0,
+                      {"mode": mode, "noise": noise, "noise_schedule": noise_schedule, "d": d, "eta0": eta0,
                        "noise_table_size": int(noise_table_size) if use_table else None,
                        "setup_seconds": setup_seconds})
 

@@ -456,7 +456,7 @@ def step_size(scale: float, eta_n: float, eta_n_max: float, Lambda_u, Lambda_v) 
 def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: int = 16, lambda_r: float = 2.0,
                    lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
-                   mode: str = "fast", seed=None, n_threads: int | None = None, test=None, zeta: float = 1.0,
+                   mode: str = "fast", seed=None, schedule=None, test=None, zeta: float = 1.0,
                    step_scale: float = 1.0, clip_loss: bool = False, burn_in: int = 0, n_chains: int = 1,
                    redraw: str = "fresh", thin: int = 1, sampler: str = "sgld", **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
@@ -493,8 +493,15 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     ``burn_in`` sweeps, then ``rounds`` sweeps keeping a draw every ``thin``; the step-size arguments (``eta_n``,
     ``eta_n_max``, ``gamma``, ``step_scale``, ``mode``) do not apply. It needs ``redraw="fresh"`` and
     ``clip_loss=False``.
+
+    ``schedule`` (a :class:`dpmf_lib.mf.Schedule`; None: the default one): the SGLD chains' order, block and tier
+    sizes, prefetch stride and threads; its ``n_threads`` also sets the threads of the Gibbs blocks.
     """
     from ..mf import init_model, sample_sgld
+    from ..mf.csgd import num_threads
+    from ..mf.schedule import check_schedule
+
+    schedule = check_schedule(schedule, "sample_private")
 
     eps = check_epsilon(epsilon)
     z = _finite("zeta", zeta)
@@ -533,16 +540,14 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     N = train.n_ratings
     b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
     common = dict(d=d, lambda_r=lambda_r, fixed_lambda=(Lambda_u, Lambda_v), lam_bias=lam_bias,
-                  likelihood_scale=s, weights=pre.rating_weights, mode=mode, n_threads=n_threads, test=test,
+                  likelihood_scale=s, weights=pre.rating_weights, mode=mode, schedule=schedule, test=test,
                   clip_prediction=pre.pred_range if clip_loss else None, **sgld_kwargs)
     traces = []
 
     def chain(k):
         sk = chain_seed(seed, k)
         if sampler == "gibbs":
-            from ..mf.csgd import num_threads
-
-            with num_threads(n_threads):  # the Gibbs blocks are numba-parallel over rows
+            with num_threads(schedule.n_threads):  # the Gibbs blocks are numba-parallel over rows
                 g = gibbs_chain(pre, eps, Lambda_u=Lambda_u, Lambda_v=Lambda_v, lam_bias=lam_bias, d=d,
                                 sweeps=int(burn_in) + int(rounds), burn_in=int(burn_in), thin=int(thin), seed=sk,
                                 test=test, chain=k)
