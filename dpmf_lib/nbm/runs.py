@@ -31,7 +31,6 @@ import pandas as pd
 from ..errors import DatasetUnavailable, ParameterError
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
-from . import accounting as acc
 from .data import folds, load
 from .model import knn_rmse, sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
 
@@ -411,8 +410,3 @@ def item_means_rmse(dataset: str, folds_: list) -> float:
         pred = np.clip(means[test.items], *train.rating_scale)
         out.append(float(np.sqrt(np.mean((pred - test.values) ** 2))))
     return float(np.mean(out))
-
-
-def amplification_table(epsilons, K, gamma) -> pd.DataFrame:
-    return pd.DataFrame({"epsilon": list(epsilons),
-                         "epsilon_amplified": [acc.amplified_epsilon(e, int(K), float(gamma)) for e in epsilons]})

@@ -65,11 +65,6 @@ def check_dim(d) -> int:
     return int(d)
 
 
-def gamma_norm_scale(eps: float, delta: float) -> float:
-    """Scale ``2 Delta / eps`` of the Gamma(d, .) law of ``||eta||`` (Theorem 1)."""
-    return 2.0 * check_delta(delta) / check_eps(eps)
-
-
 def laplace_scale(d: int, eps: float, delta: float) -> float:
     """Per-coordinate Laplace scale ``2 Delta sqrt(d) / eps`` of Lemma 1 (0 for eps = None, no privacy)."""
     return 2.0 * check_delta(delta) * math.sqrt(check_dim(d)) / check_eps(eps)
