@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from dpmf_lib.bench.machine import _load_acquire, _store_release
+from dpmf_lib.atomics import load_acquire, store_release, unlock
 from dpmf_lib.errors import ParameterError
 from dpmf_lib.mf import Schedule, init_model, tiered_layout, train_sgd
 from dpmf_lib.mf.csgd import _internal_model, _external_model, num_threads
-from dpmf_lib.mf.hot_rows import HotCopies, _acquire, _unlock, hot_range_ends
+from dpmf_lib.mf.hot_rows import HotCopies, _acquire, hot_range_ends
 from dpmf_lib.mf.model import learning_rate
 from dpmf_lib.mf.reference import train_sgd_reference
 from mf_toys import random_ratings
@@ -99,16 +99,16 @@ def _locked_increments(counter, lock, n):
     for _t in prange(2):
         for _ in range(n):
             _acquire(lock)
-            x = _load_acquire(counter, 0)
-            _store_release(counter, 0, x + 1)  # a read and a write, not an atomic add: only the lock keeps it whole
-            _unlock(lock, 0)
+            x = load_acquire(counter, 0)
+            store_release(counter, 0, x + 1)  # a read and a write, not an atomic add: only the lock keeps it whole
+            unlock(lock, 0)
 
 
 @two_threads
 def test_the_merge_lock_keeps_two_threads_read_modify_writes_whole():
     """Each thread adds 1 to a shared counter 200,000 times as a separate atomic read and atomic write inside the
     lock: with mutual exclusion the count is exact; a lock that lets both in loses increments (checked by hand with
-    ``_try_lock`` always true: 357,171 of 400,000 counted on this VM)."""
+    ``try_lock`` always true: 357,171 of 400,000 counted on this VM)."""
     counter, lock = np.zeros(1, np.int64), np.zeros(1, np.int64)
     n = 200_000
     with num_threads(2):

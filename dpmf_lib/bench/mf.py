@@ -196,13 +196,14 @@ def _throughput_subset(r, d, budget):
 
 
 def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, records, ups, tag="",
-                      extra_cfgs=True, private_items=False, host_probe=None):
+                      extra_cfgs=True, main_group=False, host_probe=None):
     """Every configuration at dimension ``d`` (all thread counts) as one interleaved group of ``repeats`` repeats
     (:func:`dpmf_lib.bench.paired.interleave`); ``ups[(name + tag, d, threads)]`` gets the per-repeat updates/s, so
     that the ratios can be formed within each repeat. Each order's layout is built once per ``d`` and reused.
     ``host_probe`` (a measurement of where the host runs two threads now, :func:`dpmf_lib.bench.machine.host_probe`)
     is taken next to the 2-thread C-SGD measurement in every repeat; its ``(FMA scaling, core-to-core ns)`` pairs go to
-    ``ups[("host_probe" + tag, d, 2)]``."""
+    ``ups[("host_probe" + tag, d, 2)]``. ``main_group``: the suite's main throughput group, the only one that also
+    measures the private hot rows and (at d = 128) the private item rows at 2 threads."""
     from ..mf.csgd import make_layout
 
     max_threads = numba.config.NUMBA_NUM_THREADS
@@ -231,9 +232,9 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
             group[("csgd", 2)] = _sgd_measurement(rd, tiered, d, epochs, 2, 8)
             if host_probe is not None:
                 group[("host_probe", 2)] = host_probe
-            if private_items:
+            if main_group:
                 group[("csgd_private_hot", 2)] = _private_hot_measurement(rd, tiered, d, epochs)
-            if private_items and d == 128:
+            if main_group and d == 128:
                 group[("csgd_private_item_rows", 2)] = _private_items_measurement(rd, tiered, d, epochs)
             group[("sgld", 2)] = _sgld_measurement(rd, tiered, d, epochs, 2)
             group[("naive_sgd", 2)] = _sgd_measurement(rd, naive, d, epochs, 2, 8)
@@ -579,7 +580,7 @@ def run(profile: str = "quick") -> dict:
     _layout_block(full, P, records, ratios)
     ups = {}
     _throughput_block(full, P["dims"], P["threads"], P["budget"], P["epochs"], P["repeats"], label, caches, records,
-                      ups, private_items=True, host_probe=probe)
+                      ups, main_group=True, host_probe=probe)
     if numba.config.NUMBA_NUM_THREADS >= 2:
         _hot_rows_convergence(full, P, label, records, ratios)
     # peers and our solvers: time to a common test RMSE, setup included, one thread each
