@@ -120,6 +120,21 @@ def _add_noise(A, b, row, sd, use_table, ext, size, state, buf, upd_b):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def _likelihood_drift(r, s, bu_i, bi_j, b0, lik, clip_on, clip_lo, clip_hi):
+    """The per-rating start of every SGLD step (``_sgld_step`` and both fused table kernels): the error
+    e = r − (s + b_i + b_j + b_0) of a rating ``r`` whose factor dot product is ``s``, zero when ``clip_on`` and the
+    prediction lies outside [``clip_lo``, ``clip_hi``] (the loss (r − clip(r̂, lo, hi))² is constant there, so its
+    gradient is 0), times ``lik``. Scalars only: an inlined call with array arguments costs reference counting per
+    rating (see :func:`_sgld_range_table`)."""
+    e = r - (s + bu_i + bi_j + b0)
+    if clip_on:
+        pr = s + bu_i + bi_j + b0
+        if pr < clip_lo or pr > clip_hi:
+            e = np.float32(0.0)
+    return lik * e
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
                clip_on, clip_lo, clip_hi):
     d = U.shape[1]
@@ -128,13 +143,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
     s = np.float32(0.0)
     for f in range(d):
         s += U[i, f] * V[j, f]
-    e = vals[k] - (s + bu[i] + bi[j] + b0)
-    if clip_on:
-        # loss (r − clip(r̂, lo, hi))²: outside [lo, hi] the clipped prediction is constant, so its gradient is 0
-        pr = s + bu[i] + bi[j] + b0  # the same expression as in e
-        if pr < clip_lo or pr > clip_hi:
-            e = np.float32(0.0)
-    g = lik * e
+    g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
     if has_w:
         g = g * w[k]
     pu = pwu[i]
@@ -196,12 +205,7 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
         s = np.float32(0.0)
         for f in range(d):
             s += U[i, f] * V[j, f]
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        if clip_on:
-            pr = s + bu[i] + bi[j] + b0
-            if pr < clip_lo or pr > clip_hi:
-                e = np.float32(0.0)
-        g = lik * e
+        g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
         if has_w:
             g = g * w[k]
         pu = pwu[i]
@@ -260,12 +264,7 @@ def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start
         for q in range(0, D + 2, 16):
             prefetch_address(ext, ou_n + q)
             prefetch_address(ext, ov_n + q)
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        if clip_on:
-            pr = s + bu[i] + bi[j] + b0
-            if pr < clip_lo or pr > clip_hi:
-                e = np.float32(0.0)
-        g = lik * e
+        g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
         if has_w:
             g = g * w[k]
         pu = pwu[i]
