@@ -243,8 +243,9 @@ class FreshSeeds:
         callable at ``seed + 1 … seed + n`` with ``n`` what the claims need at the profile
         (:meth:`~dpmf_lib.outputs.NotebookRun.seeds_needed`: 5 at ``paper`` on the claim's real dataset). The first
         seed's own value (the full run: its search, all its splits) is left out: every value judged comes from the
-        same protocol (the whole figure on new splits, or the figure's reduced one). Where the claims need one seed (no verdict at this profile) the first seed's value is
-        kept as the indicative one, at no cost. Returns ``nb.claims_table()``, like ``nb.replicate``."""
+        same protocol (the whole figure on new splits, or the figure's reduced one). Where the claims need one seed
+        (no verdict at this profile) the first seed's value is kept as the indicative one, at no cost. Returns
+        ``nb.claims_table()``, like ``nb.replicate``."""
         from ..claims import merge_replicates
 
         base = list(self.df.attrs.get("measurements", []))

@@ -3,7 +3,8 @@
 
 - :func:`pack_codes` / :func:`unpack_codes` (numba kernels of :mod:`dpmf_lib.lsh._kernels`) and
   :func:`pack_codes_reference` (numpy ``packbits``);
-- ``_as_signs`` / ``_as_packed`` — the checks of a sign code and of a packed code that the encoders and the search share.
+- ``_as_signs`` / ``_as_packed`` — the checks of a sign code and of a packed code, shared by the encoders and the
+  search.
 
 Used by :mod:`dpmf_lib.lsh.encoders` (code statistics) and :mod:`dpmf_lib.lsh.search` (Hamming scans, estimators).
 """

@@ -2,7 +2,8 @@
 
 Public API
 - :func:`train_sgd` (C-SGD with ``Schedule(order="tiered")``, naive baseline with ``order="naive"``;
-  ``hot_rows="private"``: per-thread copies of the top tier's item rows, :mod:`dpmf_lib.mf.hot_rows`) → :class:`TrainResult`
+  ``hot_rows="private"``: per-thread copies of the top tier's item rows, :mod:`dpmf_lib.mf.hot_rows`)
+  → :class:`TrainResult`
 - :class:`Schedule` — order, block and tier sizes, prefetch stride, threads (and hot rows) of a run
 - :func:`sample_sgld` (fast: lookup-table + lazy noise; ``mode="exact"``: fresh normals + eager noise) → :class:`SGLDResult`
 - :class:`MFModel`, :func:`init_model`; :class:`GaussianTable`; :func:`top_k`, :func:`serving_throughput`
