@@ -9,7 +9,7 @@ a bijection of 64-bit words with full avalanche. Because the state is a counter,
 own: ``counter_mix(key, c) = mix64(key + (c + 1)·γ)`` is output ``c + 1`` of the generator seeded with ``key`` (so the
 bytes of a kernel that keys each entry by its index do not depend on the thread count or schedule).
 
-Users: the C-SGD layout's random keys (:mod:`dpmf_lib.mf._layout_kernels`, :func:`dpmf_lib.mf.layout.random_keys`),
+Users: the C-SGD layout's shuffle draws (:mod:`dpmf_lib.mf._layout_kernels`, :func:`dpmf_lib.mf.layout.draw_index_np`),
 the fused NBM noise (:mod:`dpmf_lib.nbm.kernels`), the SGLD streams (:mod:`dpmf_lib.mf.noise`) and the count-sketch hash
 (:mod:`dpmf_lib.sketch.hashing`, ``mix64`` of ``key ^ salt``).
 

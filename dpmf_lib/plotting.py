@@ -39,7 +39,3 @@ def standin_title(title: str, datasets) -> str:
     if any(STANDIN_MARK in lbl for lbl in labels):
         line += " (stand-ins are not the real data)"
     return f"{title}\n{line}"
-
-
-def paper_caption(paper: str, label: str) -> str:
-    return f"reproduces {paper} {label}"

@@ -52,12 +52,6 @@ def blip_mi_single(c, L, K, eps):
                             - p * hb(pe))
 
 
-def blip_mi_single_approx(c, L, K, eps):
-    """L p (h(pi~) - h(p_eps)) (3.18) with pi~ = pi~_c."""
-    pe = _p_eps(eps, K)
-    return np.asarray(L) * bit_probability(L, K) * (hb(pi_tilde(c, L, K, pe)) - hb(pe))
-
-
 def blip_mi_joint(c, L, K, eps):
     """I(B~_P; P) (3.19)."""
     pe = _p_eps(eps, K)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import numba
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
 
+from ..atomics import load_acquire, store_release
 from . import record
 
 DEFAULT_CACHES = {"L1d": 32 * 1024, "L2": 1024 * 1024, "L3": 32 * 1024 * 1024}
@@ -152,32 +152,6 @@ SHARED_CACHE_C2C_NS = 100.0
 _SPIN_BUDGET = 200_000_000
 
 
-@intrinsic
-def _load_acquire(typingctx, arr, idx):
-    """``arr[idx]`` as an atomic acquire load: re-read from memory on every call (a plain load in a spin loop may be
-    hoisted out of it by the compiler)."""
-    sig = types.int64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.load_atomic(builder.gep(ary.data, [args[1]]), ordering="acquire", align=8)
-
-    return sig, codegen
-
-
-@intrinsic
-def _store_release(typingctx, arr, idx, val):
-    """``arr[idx] = val`` as an atomic release store."""
-    sig = types.void(arr, idx, val)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        builder.store_atomic(args[2], builder.gep(ary.data, [args[1]]), ordering="release", align=8)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @njit(parallel=True)
 def _ping_pong(flag, n, spin_budget):
     """Two threads hand a counter back and forth ``n`` times through ``flag[0]`` (int64; start at 0). Returns 0, or
@@ -187,14 +161,14 @@ def _ping_pong(flag, n, spin_budget):
         spins = 0
         for k in range(n):
             want = 2 * k + t
-            while _load_acquire(flag, 0) != want:
+            while load_acquire(flag, 0) != want:
                 spins += 1
-                if spins > spin_budget or _load_acquire(flag, 1) != 0:
-                    _store_release(flag, 1, 1)
+                if spins > spin_budget or load_acquire(flag, 1) != 0:
+                    store_release(flag, 1, 1)
                     break
-            if _load_acquire(flag, 1) != 0:
+            if load_acquire(flag, 1) != 0:
                 break
-            _store_release(flag, 0, want + 1)
+            store_release(flag, 0, want + 1)
     return -1 if flag[1] != 0 else 0
 
 

@@ -93,7 +93,7 @@ PROFILES = {
 }
 SGD = dict(eta0=0.02, gamma=1.0, lam=5e-3)  # the paper's Netflix settings (Section 6.3)
 # train_sgd's layout and model defaults, spelled out where the setup block builds them itself (a test holds them to
-# train_sgd's signature)
+# Schedule's and train_sgd's defaults)
 LAYOUT = dict(block_users=1000, tiers=(500, 4000), seed=0)
 PREFETCH_STRIDE = 8
 SGLD = dict(gamma=0.6, zeta=0.07)  # paper's Netflix γ and ζ; η0 = 0.02/N (its 2e-10 × 1e8 ratings)
@@ -124,20 +124,20 @@ def _later_rounds_rate(res) -> float:
 
 
 def _sgd_measurement(rd, lay, d, epochs, threads, stride):
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
 
     def measure():
-        return _later_rounds_rate(train_sgd(rd, d=d, epochs=epochs, layout=lay, n_threads=threads,
-                                            prefetch_stride=stride, **SGD))
+        return _later_rounds_rate(train_sgd(rd, d=d, epochs=epochs, layout=lay,
+                                            schedule=Schedule(n_threads=threads, prefetch_stride=stride), **SGD))
     return measure
 
 
 def _sgld_measurement(rd, lay, d, epochs, threads):
-    from ..mf import sample_sgld
+    from ..mf import Schedule, sample_sgld
 
     def measure():
-        return _later_rounds_rate(sample_sgld(rd, d=d, epochs=epochs, layout=lay, n_threads=threads,
-                                              fixed_lambda=(1.0, 1.0), **SGLD))
+        return _later_rounds_rate(sample_sgld(rd, d=d, epochs=epochs, layout=lay,
+                                              schedule=Schedule(n_threads=threads), fixed_lambda=(1.0, 1.0), **SGLD))
     return measure
 
 
@@ -160,13 +160,14 @@ def _throughput_subset(r, d, budget):
 
 
 def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, records, ups, tag="",
-                      extra_cfgs=True, private_items=False, host_probe=None):
+                      extra_cfgs=True, main_group=False, host_probe=None):
     """Every configuration at dimension ``d`` (all thread counts) as one interleaved group of ``repeats`` repeats
     (:func:`dpmf_lib.bench.paired.interleave`); ``ups[(name + tag, d, threads)]`` gets the per-repeat updates/s, so
     that the ratios can be formed within each repeat. Each order's layout is built once per ``d`` and reused.
     ``host_probe`` (a measurement of where the host runs two threads now, :func:`dpmf_lib.bench.machine.host_probe`)
     is taken next to the 2-thread C-SGD measurement in every repeat; its ``(FMA scaling, core-to-core ns)`` pairs go to
-    ``ups[("host_probe" + tag, d, 2)]``."""
+    ``ups[("host_probe" + tag, d, 2)]``. ``main_group``: the suite's main throughput group, the only one that also
+    measures the private hot rows and (at d = 128) the private item rows at 2 threads."""
     from ..mf.csgd import make_layout
 
     max_threads = numba.config.NUMBA_NUM_THREADS
@@ -195,9 +196,9 @@ def _throughput_block(r, dims, threads, budget, epochs, repeats, label, caches, 
             group[("csgd", 2)] = _sgd_measurement(rd, tiered, d, epochs, 2, 8)
             if host_probe is not None:
                 group[("host_probe", 2)] = host_probe
-            if private_items:
+            if main_group:
                 group[("csgd_private_hot", 2)] = _private_hot_measurement(rd, tiered, d, epochs)
-            if private_items and d == 128:
+            if main_group and d == 128:
                 group[("csgd_private_item_rows", 2)] = _private_items_measurement(rd, tiered, d, epochs)
             group[("sgld", 2)] = _sgld_measurement(rd, tiered, d, epochs, 2)
             group[("naive_sgd", 2)] = _sgd_measurement(rd, naive, d, epochs, 2, 8)
@@ -243,7 +244,8 @@ def _private_items_measurement(rd, lay, d, epochs):
     """The C-SGD kernel at 2 threads with private item rows per thread (``lay``: the tiered layout of ``rd``): a
     measurement returning the median updates/s over rounds 2.. of a fresh model."""
     from ..mf import init_model
-    from ..mf.csgd import _sgd_epoch, aligned_copy, num_threads
+    from ..mf.csgd import num_threads
+    from ..mf.sgd_kernels import _sgd_epoch, aligned_copy
     from ..mf.model import learning_rate
 
     items, n_tot = private_item_layout(lay, rd.n_items, 2)
@@ -267,11 +269,11 @@ def _private_hot_measurement(rd, lay, d, epochs):
     """C-SGD at 2 threads with private copies of the top tier's item rows per thread (``train_sgd`` with
     ``hot_rows="private"`` on ``lay``, the tiered layout of ``rd``; :mod:`dpmf_lib.mf.hot_rows`), measured as
     :func:`_sgd_measurement` measures the shared rows."""
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
 
     def measure():
-        return _later_rounds_rate(train_sgd(rd, d=d, epochs=epochs, layout=lay, n_threads=2, hot_rows="private",
-                                            prefetch_stride=PREFETCH_STRIDE, **SGD))
+        schedule = Schedule(n_threads=2, hot_rows="private", prefetch_stride=PREFETCH_STRIDE)
+        return _later_rounds_rate(train_sgd(rd, d=d, epochs=epochs, layout=lay, schedule=schedule, **SGD))
     return measure
 
 
@@ -281,11 +283,12 @@ HOT_ROWS_RMSE_LINE = "<= 1.002"
 def _final_test_rmse(scheme, train, test, d, epochs, seed):
     """Test RMSE after ``epochs`` rounds of C-SGD trained by ``scheme``: "1thread" (the sequential algorithm),
     "hogwild" (2 threads, shared rows) or "private_hot" (2 threads, ``hot_rows="private"``)."""
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
 
-    res = train_sgd(train, d=d, epochs=epochs, seed=seed, test=test, prefetch_stride=PREFETCH_STRIDE,
-                    block_users=LAYOUT["block_users"], tiers=LAYOUT["tiers"], n_threads=1 if scheme == "1thread" else 2,
-                    hot_rows="private" if scheme == "private_hot" else "shared", **SGD)
+    schedule = Schedule(prefetch_stride=PREFETCH_STRIDE, block_users=LAYOUT["block_users"], tiers=LAYOUT["tiers"],
+                        n_threads=1 if scheme == "1thread" else 2,
+                        hot_rows="private" if scheme == "private_hot" else "shared")
+    res = train_sgd(train, d=d, epochs=epochs, seed=seed, test=test, schedule=schedule, **SGD)
     return float(res.history["test_rmse"].iloc[-1])
 
 
@@ -323,7 +326,7 @@ def _setup_measurement(big, order, threads):
     ``train_sgd`` does itself when given none). Its ``setup_seconds`` is then "initialisation": the argument checks,
     the model's N(0, 0.1²) draws and the copies into the layout's item order (``_internal_model``: an aligned copy of
     U, V and the item biases gathered by the layout's permutation; ~2 ms of the ~22 at the quick set's size)."""
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
     from ..mf.csgd import make_layout
 
     def measure():
@@ -331,7 +334,8 @@ def _setup_measurement(big, order, threads):
             t0 = time.perf_counter()
             lay = make_layout(big, order, **LAYOUT)
             layout = time.perf_counter() - t0
-        res = train_sgd(big, d=16, epochs=3, layout=lay, n_threads=threads, prefetch_stride=PREFETCH_STRIDE, **SGD)
+        res = train_sgd(big, d=16, epochs=3, layout=lay, schedule=Schedule(n_threads=threads,
+                                                                          prefetch_stride=PREFETCH_STRIDE), **SGD)
         sec = res.history["seconds"].to_numpy()
         return layout, float(res.extra["setup_seconds"]), float(sec[0]), float(np.median(sec[1:]))
     return measure
@@ -341,13 +345,15 @@ def csgd_steps_cpu(r, d: int = 16, epochs: int = 3):
     """``(layout, initialisation, [round 1, round 2, ...], model)``: ``train_sgd``'s own steps at one thread — the
     tiered layout, the model's initialisation and its copy into the layout's item order, then one ``_sgd_epoch`` per
     round with ``train_sgd``'s arguments — each timed in process CPU time; ``model`` is the trained model in the
-    ratings' id space, equal to ``train_sgd(r, d=d, epochs=epochs, n_threads=1, **SGD)``'s (a test holds it so).
+    ratings' id space, equal to ``train_sgd(r, d=d, epochs=epochs, schedule=Schedule(n_threads=1), **SGD)``'s (a
+    test holds it so).
 
     Why not time ``train_sgd`` itself: its rounds are timed only by the wall clock, and the difference of a 3-round
     and a 1-round training's CPU time gives the later rounds but leaves every training's fixed costs (the model's
     copies in and out, the history) on the first round."""
     from ..mf import init_model, tiered_layout
-    from ..mf.csgd import _external_model, _internal_model, _sgd_epoch
+    from ..mf.csgd import _external_model, _internal_model
+    from ..mf.sgd_kernels import _sgd_epoch
     from ..mf.model import learning_rate
 
     with num_threads_ctx(1):
@@ -507,7 +513,7 @@ def _curve_records(name, seconds, rmse, d, label, records, **extra):
 
 
 def run(profile: str = "quick") -> dict:
-    from ..mf import sample_sgld, serving_throughput, train_sgd, warmup
+    from ..mf import Schedule, sample_sgld, serving_throughput, train_sgd, warmup
     from ..mf.data import load_for_mf, train_test
     from ..mf.peers import PeerUnavailable, libmf_curve, surprise_curve, time_to_rmse
     from .machine import cache_sizes, fma_scaling, host_probe
@@ -534,17 +540,18 @@ def run(profile: str = "quick") -> dict:
     _layout_block(full, P, records, ratios)
     ups = {}
     _throughput_block(full, P["dims"], P["threads"], P["budget"], P["epochs"], P["repeats"], label, caches, records,
-                      ups, private_items=True, host_probe=probe)
+                      ups, main_group=True, host_probe=probe)
     if numba.config.NUMBA_NUM_THREADS >= 2:
         _hot_rows_convergence(full, P, label, records, ratios)
     # peers and our solvers: time to a common test RMSE, setup included, one thread each
     train, test = train_test(full, 0.1, seed=0)
     d = P["peer_d"]
     ours = {}
-    for name, fn in (("csgd", lambda: train_sgd(train, d=d, epochs=P["csgd_epochs"], n_threads=1, test=test, **SGD)),
-                     ("naive_sgd", lambda: train_sgd(train, d=d, epochs=P["csgd_epochs"], order="naive", n_threads=1,
-                                                     test=test, **SGD)),
-                     ("sgld", lambda: sample_sgld(train, d=d, epochs=P["csgd_epochs"], n_threads=1, test=test,
+    one = Schedule(n_threads=1)
+    for name, fn in (("csgd", lambda: train_sgd(train, d=d, epochs=P["csgd_epochs"], schedule=one, test=test, **SGD)),
+                     ("naive_sgd", lambda: train_sgd(train, d=d, epochs=P["csgd_epochs"],
+                                                     schedule=Schedule(order="naive", n_threads=1), test=test, **SGD)),
+                     ("sgld", lambda: sample_sgld(train, d=d, epochs=P["csgd_epochs"], schedule=one, test=test,
                                                   fixed_lambda=(1.0, 1.0), **SGLD))):
         res = fn()
         setup = float(res.extra["setup_seconds"])

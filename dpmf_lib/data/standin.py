@@ -293,16 +293,6 @@ def integer_counts(weights: np.ndarray, total: int, lo: int, hi: int) -> np.ndar
     return c
 
 
-def fitted_zipf_exponent(counts: np.ndarray, top_fraction: float = 1.0, min_count: float = 1.0) -> float:
-    """Least-squares slope of log(count) on log(rank) over the top ranks (a diagnostic, used in tests)."""
-    c = np.sort(np.asarray(counts, dtype=np.float64))[::-1]
-    c = c[: max(2, int(len(c) * top_fraction))]
-    c = c[c >= min_count]
-    r = np.arange(1, len(c) + 1, dtype=np.float64)
-    slope = np.polyfit(np.log(r), np.log(c), 1)[0]
-    return float(-slope)
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # targets
 

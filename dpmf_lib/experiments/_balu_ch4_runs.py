@@ -29,9 +29,11 @@ to a fresh one; ``$DPMF_CACHE=off`` turns it off (tests/experiments/balu/test_ch
 the cache (:class:`CachedTrainer`): one row logic, tested to give the same frame. :func:`run_groups` does the same
 for several datasets in one worker pool (Table 4.2).
 
-Claims at fresh seeds (:class:`FreshSeeds`): at ``paper`` the ML-100K claims of Figures 4.1, 4.6, 4.7 and 4.8 need 5
-seeds; re-running a figure's whole search per seed would cost 5× its budget, so each figure re-measures its claims
-at 5 fresh seeds with a stated reduced protocol (its module docstring and params header say which).
+Claims at fresh seeds (:class:`FreshSeeds`): at ``paper`` the ML-100K claims of Figures 4.1 and 4.3–4.8 need 5
+seeds. Figures 4.3–4.5 run the whole figure again at each fresh seed, search and refits
+(:meth:`FreshSeeds.whole_figure`). For Figures 4.1, 4.6, 4.7 and 4.8 the whole search per seed would cost 5× the
+budget, so they re-measure their claims with a stated reduced protocol (their module docstrings and params headers
+say which).
 """
 
 from __future__ import annotations
@@ -166,13 +168,15 @@ FRESH_STRIDE = 10
 
 
 class FreshSeeds:
-    """The claims of a chapter-4 figure at fresh seeds, without its whole search (CONVENTIONS: a cheaper callable
-    that measures the same claims the same way). ``params -> DataFrame`` with the claim measurements attached, and
-    :meth:`replicate` for the notebook (``experiment.fresh_seeds(df, nb.params).replicate(nb)``).
+    """The claims of a chapter-4 figure at fresh seeds: the whole figure on new splits (:meth:`whole_figure`), or a
+    cheaper re-measurement without its whole search (CONVENTIONS: a cheaper callable that measures the same claims
+    the same way). ``params -> DataFrame`` with the claim measurements attached, and :meth:`replicate` for the
+    notebook (``experiment.fresh_seeds(df, nb.params).replicate(nb)``).
 
     ``rerun(df, params, r, splits)``: the figure's own re-measurement on ``splits`` of the ratings ``r`` (loaded at
-    ``params['seed']``), given the full run's frame ``df`` (what it selected). Each figure says what it re-runs
-    (re-fits of the selected (η, λ), or a reduced re-selection where the claim is about the selection).
+    ``params['seed']``), given the full run's frame ``df`` (what it selected). Each figure says what it re-runs (the
+    whole figure, re-fits of the selected (η, λ), or a reduced re-selection where the claim is about the selection);
+    ``protocol`` names it in the notebook's progress bar.
 
     Splits: ``params['claim_splits']`` of them. At the full run's own seed they are its first splits (so a rerun
     with ``claim_splits = n_splits`` reproduces the full run's claims: tested); at a fresh seed ``s`` their split
@@ -183,8 +187,18 @@ class FreshSeeds:
     seed's test set overlaps the full run's first validation set, on which (η, λ) were chosen (about a tenth of
     each at fractions 0.8/0.1/0.1). That gives the fresh seeds' absolute RMSE a small optimistic bias."""
 
-    def __init__(self, df: pd.DataFrame, params: dict, rerun):
-        self.df, self.params, self.rerun = df, dict(params), rerun
+    def __init__(self, df: pd.DataFrame, params: dict, rerun, protocol: str = "reduced protocol"):
+        self.df, self.params, self.rerun, self.protocol = df, dict(params), rerun, protocol
+
+    @classmethod
+    def whole_figure(cls, run_on):
+        """The ``fresh_seeds(df, params)`` of a figure whose fresh seed is the whole figure again, search and refits:
+        ``run_on(r, splits, params)`` is the figure's own run on the given splits (Figures 4.3–4.5)."""
+        def fresh_seeds(df: pd.DataFrame, params: dict) -> FreshSeeds:
+            """``fresh_seeds(df, nb.params).replicate(nb)``: the claims at 5 fresh seeds, each the whole figure on
+            ``claim_splits`` new splits."""
+            return cls(df, params, lambda _df, p, r, splits: run_on(r, splits, p), protocol="the whole figure")
+        return fresh_seeds
 
     def first_split(self, seed: int, claim_splits: int) -> int:
         s0, n_full = int(self.params["seed"]), int(self.params["n_splits"])
@@ -213,8 +227,9 @@ class FreshSeeds:
         callable at ``seed + 1 … seed + n`` with ``n`` what the claims need at the profile
         (:meth:`~dpmf_lib.outputs.NotebookRun.seeds_needed`: 5 at ``paper`` on the claim's real dataset). The first
         seed's own value (the full run: its search, all its splits) is left out: every value judged comes from the
-        same reduced protocol. Where the claims need one seed (no verdict at this profile) the first seed's value is
-        kept as the indicative one, at no cost. Returns ``nb.claims_table()``, like ``nb.replicate``."""
+        same protocol (the whole figure on new splits, or the figure's reduced one). Where the claims need one seed
+        (no verdict at this profile) the first seed's value is kept as the indicative one, at no cost. Returns
+        ``nb.claims_table()``, like ``nb.replicate``."""
         from ..claims import merge_replicates
 
         base = list(self.df.attrs.get("measurements", []))
@@ -227,7 +242,7 @@ class FreshSeeds:
 
             seeds = [seed0 + k for k in range(1, n + 1)]
             runs_ = [list(self({**nb.params, "seed": s}).attrs.get("measurements", []))
-                     for s in tqdm(seeds, desc=f"{nb.name}: claims at fresh seeds (reduced protocol)")]
+                     for s in tqdm(seeds, desc=f"{nb.name}: claims at fresh seeds ({self.protocol})")]
         nb.measurements = merge_replicates(runs_, seeds)
         nb.replicate_seeds = seeds
         return nb.claims_table()

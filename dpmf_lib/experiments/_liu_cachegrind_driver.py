@@ -34,7 +34,7 @@ def marker():
 
 def main(argv):
     path, d, epochs = argv[0], int(argv[1]), int(argv[2])
-    from dpmf_lib.mf.csgd import _sgd_epoch_serial
+    from dpmf_lib.mf.sgd_kernels import _sgd_epoch_serial
 
     z = np.load(path)
     n_rows, n_users, n_items = int(z["n_rows"]), int(z["n_users"]), int(z["n_items"])

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
-from ..mf import sample_sgld, train_sgd, warmup
+from ..mf import Schedule, sample_sgld, train_sgd, warmup
 from ..mf.data import load_for_mf, train_test
 from ..mf.peers import PeerUnavailable, libmf_curve, surprise_curve
 
@@ -245,8 +245,8 @@ def sgld_kw(params: dict, n: int) -> dict:
 def run_csgd(train, test, d, epochs, params, *, order="tiered", threads=None, label="csgd") -> pd.DataFrame:
     ensure_warm()
     bu = block_users_for(train.n_users, threads, params)
-    res = train_sgd(train, d=d, epochs=epochs, order=order, n_threads=threads, test=test, seed=params["seed"],
-                    block_users=bu, init_scale=init_scale_for(d), **sgd_kw(params))
+    res = train_sgd(train, d=d, epochs=epochs, schedule=Schedule(order=order, n_threads=threads, block_users=bu),
+                    test=test, seed=params["seed"], init_scale=init_scale_for(d), **sgd_kw(params))
     require_finite(res.model, solver=label, d=d, dataset=train.source.label, threads=threads,
                    hint=f"eta0={params['sgd_eta0']:g}, lambda={params['sgd_lambda']:g}")
     h = res.history
@@ -269,15 +269,16 @@ def _layout_seconds(train, order, params, block_users=BLOCK_USERS_CAP) -> float:
 def run_sgld(train, test, d, epochs, params, *, threads=None, label="sgld", return_result=False, **kw):
     """Fast SGLD's per-round curve; with ``return_result`` also the :class:`SGLDResult` (kept samples)."""
     ensure_warm()
-    kw.setdefault("block_users", block_users_for(train.n_users, threads, params))
+    bu = block_users_for(train.n_users, threads, params)
     kw.setdefault("init_scale", init_scale_for(d))
-    res = sample_sgld(train, d=d, epochs=epochs, n_threads=threads, test=test, seed=params["seed"],
-                      burn_in=params.get("sgld_burn_in", 0), **{**sgld_kw(params, train.n_ratings), **kw})
+    res = sample_sgld(train, d=d, epochs=epochs, schedule=Schedule(n_threads=threads, block_users=bu), test=test,
+                      seed=params["seed"], burn_in=params.get("sgld_burn_in", 0),
+                      **{**sgld_kw(params, train.n_ratings), **kw})
     require_finite(res.model, solver=label, d=d, dataset=train.source.label, threads=threads,
                    hint=f"eta0*N={params['sgld_eta0_times_n']:g}")
     h = res.history
-    setup = _layout_seconds(train, "tiered", params, kw["block_users"])
-    out = pd.DataFrame({"solver": label, "d": d, "threads": threads or 0, "block_users": kw["block_users"],
+    setup = _layout_seconds(train, "tiered", params, bu)
+    out = pd.DataFrame({"solver": label, "d": d, "threads": threads or 0, "block_users": bu,
                         "epoch": h["epoch"],
                         "seconds": h["seconds"], "wall": h["wall"] + setup, "test_rmse": h["test_rmse"],
                         "test_rmse_avg": h.get("test_rmse_avg", np.nan), "updates_per_s": h["updates_per_s"]})

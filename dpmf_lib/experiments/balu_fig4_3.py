@@ -65,10 +65,7 @@ def run_on(r, splits: list, params: dict) -> pd.DataFrame:
     return attach(df, sources=[r.source], measurements=meas)
 
 
-def fresh_seeds(df: pd.DataFrame, params: dict) -> _balu_ch4_runs.FreshSeeds:
-    """``fresh_seeds(df, nb.params).replicate(nb)``: the claim at 5 fresh seeds, each the whole figure on
-    ``claim_splits`` new splits (module docstring)."""
-    return _balu_ch4_runs.FreshSeeds(df, params, lambda _df, p, r, splits: run_on(r, splits, p))
+fresh_seeds = _balu_ch4_runs.FreshSeeds.whole_figure(run_on)  # the claims at 5 fresh seeds
 
 
 def plot(df: pd.DataFrame, params: dict):

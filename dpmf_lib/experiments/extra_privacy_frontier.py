@@ -238,14 +238,14 @@ def run_hua(train, test, p: dict, seed: int, scenario: str):
 
 def references(train, test, p: dict, seed: int) -> list[dict]:
     """The non-private reference lines: item means (the baseline every model has to beat) and biased MF."""
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
 
     counts = np.bincount(train.items, minlength=train.n_items)
     sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
     means = np.where(counts > 0, sums / np.maximum(counts, 1), float(train.values.mean()))
     m = p["ref_mf"]
     sgd = train_sgd(train, d=int(m.get("d", 16)), epochs=int(m["epochs"]), eta0=float(m["eta0"]), lam=float(m["lam"]),
-                    gamma=float(m["gamma"]), seed=seed, n_threads=1)
+                    gamma=float(m["gamma"]), seed=seed, schedule=Schedule(n_threads=1))
     return [{"mechanism": "item means (non-private)", "key": "ref-item-means", "rmse": _clip_rmse(means[test.items], test)},
             {"mechanism": f"biased MF, SGD (non-private, d={int(m.get('d', 16))})", "key": "ref-mf",
              "rmse": float(sgd.model.rmse(test, clip=True))}]

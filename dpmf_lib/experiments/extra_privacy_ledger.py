@@ -207,6 +207,7 @@ def audit_count_sketch(sub: Ratings, p: dict, n: int, seed: int, conf: float):
 
 def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float, *, least_active=False, lam=None,
               clip_loss: bool = False):
+    from ..mf import Schedule
     from ..privacy import posterior_sampling as ps
 
     d1, u = user_neighbour(sub, least_active=least_active)
@@ -218,7 +219,8 @@ def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float,
         def f(s):
             pre = ps.preprocess(r, tau=int(p["liu_tau"]), kappa=1.0, rho=1.0, seed=s)
             rel = ps.sample_private(pre, eps, Lambda_u=L, Lambda_v=L, d=d, rounds=int(p["liu_rounds"]),
-                                    max_resamples=int(p["liu_max_resamples"]), seed=s, n_threads=1, mode="exact",
+                                    max_resamples=int(p["liu_max_resamples"]), seed=s, mode="exact",
+                                    schedule=Schedule(n_threads=1),
                                     clip_loss=clip_loss)
             info.setdefault("satisfied", []).append(rel.constraint_satisfied)
             info["B"] = pre.B

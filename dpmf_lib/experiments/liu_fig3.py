@@ -36,6 +36,7 @@ ML-100K's 943 users one segment, so its "2 threads" ran on one thread. The ``blo
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -43,7 +44,7 @@ import pandas as pd
 
 from ..claims import Measurement
 from ..errors import ParameterError
-from ..mf import sample_sgld, train_sgd
+from ..mf import Schedule, sample_sgld, train_sgd
 from ..mf.data import load_for_mf
 from ..outputs import attach
 from ..params import require_datasets
@@ -110,13 +111,14 @@ def section5_rate(params: dict, max_t: int) -> tuple[list[dict], list, list]:
 def throughput(r, solver: str, d: int, threads: int, block_users: int, p: dict) -> float:
     """Median updates/s over rounds 2.. of one run; the model is checked to be finite and then released (at d = 2048
     on the Yahoo data one model is 5 GB: two must never be alive at once)."""
-    common = dict(d=d, epochs=p["epochs"], n_threads=threads, seed=p["seed"], block_users=block_users,
-                  init_scale=init_scale_for(d))
+    common = dict(d=d, epochs=p["epochs"], seed=p["seed"], init_scale=init_scale_for(d))
+    schedule = Schedule(n_threads=threads, block_users=block_users)
     if solver == "sgld":
-        res = sample_sgld(r, **common, **sgld_kw(p, r.n_ratings))
+        res = sample_sgld(r, **common, schedule=schedule, **sgld_kw(p, r.n_ratings))
         hint = f"eta0*N={p['sgld_eta0_times_n']:g}"
     elif solver in ("csgd", "naive"):
-        res = train_sgd(r, **common, order="tiered" if solver == "csgd" else "naive", **sgd_kw(p))
+        res = train_sgd(r, **common, schedule=replace(schedule, order="tiered" if solver == "csgd" else "naive"),
+                        **sgd_kw(p))
         hint = f"eta0={p['sgd_eta0']:g}, lambda={p['sgd_lambda']:g}"
     else:
         raise ParameterError(f"unknown solver {solver!r} in solvers (csgd, naive, sgld)")

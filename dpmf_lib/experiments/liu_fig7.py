@@ -74,6 +74,7 @@ from ..errors import ParameterError
 from ..outputs import attach
 from ..params import require_datasets, require_epsilons
 from ..plotting import figure, standin_title
+from ..privacy import exact_gibbs
 from ..privacy import posterior_sampling as ps
 
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K
@@ -110,23 +111,23 @@ def nonprivate_sgld(train, test, params: dict):
 
     Seeded :func:`~dpmf_lib.privacy.posterior_sampling.prior_run_seed` of ``params["seed"]``, a namespace of its own:
     with ``params["seed"]`` itself it replayed the noise of the private chain 0's burn-in (seeded ``seed`` too)."""
-    from ..mf import sample_sgld
+    from ..mf import Schedule, sample_sgld
 
     sl = params["sgld"]
     return sample_sgld(train, d=params["d"], epochs=sl["rounds"], eta0=sl["eta_n"] / train.n_ratings,
                        gamma=sl["gamma"], lambda_r=params["lambda_r"], burn_in=sl["burn_in"], test=test,
-                       seed=ps.prior_run_seed(params["seed"]), n_threads=params["n_threads"])
+                       seed=ps.prior_run_seed(params["seed"]), schedule=Schedule(n_threads=params["n_threads"]))
 
 
 def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
     """Non-private SGD, SGLD and SGLD-V + local ridge; returns (rows, fixed priors for the private chain, SGLD run)."""
-    from ..mf import train_sgd
+    from ..mf import Schedule, train_sgd
 
     sg = params["sgd"]
     rows = []
     t0 = time.perf_counter()
     sgd = train_sgd(train, d=params["d"], epochs=sg["epochs"], eta0=sg["eta0"], lam=sg["lam"], gamma=sg["gamma"],
-                    seed=params["seed"], n_threads=params["n_threads"])
+                    seed=params["seed"], schedule=Schedule(n_threads=params["n_threads"]))
     rows.append({"method": "SGD (non-private)", "test_rmse": sgd.model.rmse(test),
                  "seconds": time.perf_counter() - t0})
     t0 = time.perf_counter()
@@ -153,6 +154,8 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
                   sampler: str = "sgld") -> tuple[dict, object, pd.DataFrame]:
     """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant; ``sampler="gibbs"``: exact
     block Gibbs with the ``gibbs`` section's chain lengths); returns (row, release, per-user accounting)."""
+    from ..mf import Schedule
+
     pv = params["private"]
     t0 = time.perf_counter()
     if sampler == "gibbs":
@@ -168,7 +171,8 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
                             eta_n=pv.get("eta_n", params["sgld"]["eta_n"]), eta_n_max=pv["eta_n_max"],
                             gamma=params["sgld"]["gamma"],
                             max_resamples=pv["max_resamples"], resample_rounds=pv["resample_rounds"],
-                            seed=params["seed"], n_threads=params["n_threads"], clip_loss=clip_loss, test=test,
+                            seed=params["seed"], schedule=Schedule(n_threads=params["n_threads"]),
+                            clip_loss=clip_loss, test=test,
                             sampler=sampler)
     local = rel.local_model(train)
     chain_rmse = [local_rmse(m.V, m.bi, m.b0, rel, train, test) for m in rel.chain_models]
@@ -228,10 +232,10 @@ def gibbs_rows(ds: str, pre, priors, train, test, params: dict, release=None) ->
         g = {"models": release.chain_models[:n], "n_chains": n,
              **ps.chain_diagnostics(release.trace[release.trace.chain < n])}
     else:
-        g = ps.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
-                               lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
-                               sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
-                               seed=params["seed"], test=test)
+        g = exact_gibbs.gibbs_reference(pre, 4.0 * pre.B, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"],
+                                        lam_bias=priors["lam_bias"], d=params["d"], lambda_r=params["lambda_r"],
+                                        sweeps=gp["sweeps"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                                        seed=params["seed"], test=test)
 
     class _Prior:  # the ridge uses the sampler's prior, as for a private release
         Lambda_u, lam_bias, lambda_r = priors["Lambda_u"], priors["lam_bias"], params["lambda_r"]

@@ -264,10 +264,8 @@ def hamming_matrix_kernel(Q, D):
 
 # ----------------------------------------------------------------------------------- shared pieces of the k-NN kernels
 # One copy of each rule (the candidate-list set-up, compaction, counting-sort read-out and padding), used by the
-# threshold, simd, shards and small paths. All are tiny and
-# ``inline="always"`` (numba inlines them into the caller's IR), so the compiled loops are the ones the kernels had
-# written out. The histogram path (:func:`_hamming_knn_hist`) keeps its
-# own loops: it is off the default path and a like-for-like timing of it could not be taken on a loaded machine.
+# threshold, simd and shards paths. All are tiny and ``inline="always"`` (numba inlines them into the caller's IR),
+# so the compiled loops are the ones the kernels had written out.
 #
 # The selection rule of every path: the k smallest (distance, index) pairs. With t the k-th smallest distance (the
 # *threshold*) that is every row at distance < t, then the first ``k − count(d < t)`` rows, in index order, at
@@ -296,13 +294,6 @@ def _dist(q, D, i, nw):
     if nw == 4:
         return np.int64(_dist4(q[0], q[1], q[2], q[3], D, i))
     return np.int64(_dist_words(q, D, i, nw))
-
-
-@njit(cache=True, inline="always")
-def _words4(q, nw):
-    """The first four words of q (0 past its end), to hoist out of a row loop that uses :func:`_dist4` when nw == 4."""
-    return (q[0], q[1] if nw > 1 else np.uint64(0), q[2] if nw > 2 else np.uint64(0),
-            q[3] if nw > 3 else np.uint64(0))
 
 
 @njit(cache=True, inline="always")
@@ -400,122 +391,7 @@ def _accept(x, i, v, t, cand_i, cand_d, size, hist, lt, k, cap):
     return t
 
 
-# ------------------------------------------------------------------------------------------------- k-NN: older paths
-@njit(cache=True)
-def _hamming_row(q, D, buf, hist):
-    n, nw = D.shape
-    for i in range(n):
-        s = np.uint64(0)
-        for w in range(nw):
-            s += popcount64(q[w] ^ D[i, w])
-        buf[i] = np.uint16(s)
-        hist[i & 3, s] += 1
-
-
-@njit(cache=True)
-def _hamming_row4(q, D, buf, hist):
-    # 4 words (256-bit codes) unrolled: the common case of the benchmark and of L = 256.
-    n = D.shape[0]
-    q0, q1, q2, q3 = q[0], q[1], q[2], q[3]
-    for i in range(n):
-        s = (popcount64(q0 ^ D[i, 0]) + popcount64(q1 ^ D[i, 1]) + popcount64(q2 ^ D[i, 2])
-             + popcount64(q3 ^ D[i, 3]))
-        buf[i] = np.uint16(s)
-        hist[i & 3, s] += 1  # four interleaved histograms: no store-to-load dependency between consecutive rows
-
-
-@njit(cache=True, parallel=True)
-def _hamming_knn_hist(Q, D, k, n_bits):
-    """k-NN by distance histogram (large k). One pass computes the distances of a query to the whole database into a
-    uint16 buffer and their histogram (distances lie in 0..n_bits); the histogram gives the threshold distance t; a
-    second pass over the buffer collects the indices with distance < t and the first ones (in index order) with
-    distance t, placed by counting sort on distance. Returns (indices (nq, k) int64, distances (nq, k) int32), each row
-    in increasing (distance, index) order.
-    """
-    nq, nw = Q.shape
-    n = D.shape[0]
-    idx = np.empty((nq, k), np.int64)
-    dist = np.empty((nq, k), np.int32)
-    for a in prange(nq):
-        buf = np.empty(n, np.uint16)
-        hist4 = np.zeros((4, n_bits + 2), np.int64)
-        if nw == 4:
-            _hamming_row4(Q[a], D, buf, hist4)
-        else:
-            _hamming_row(Q[a], D, buf, hist4)
-        hist = hist4[0] + hist4[1] + hist4[2] + hist4[3]
-        # threshold: smallest t with count(d <= t) >= k
-        cum = 0
-        t = 0
-        while t <= n_bits:
-            if cum + hist[t] >= k:
-                break
-            cum += hist[t]
-            t += 1
-        take_t = k - cum  # how many at distance t
-        # start offset of each distance bucket in the output
-        pos = np.empty(t + 1, np.int64)
-        acc = 0
-        for v in range(t + 1):
-            pos[v] = acc
-            acc += hist[v]
-        for i in range(n):
-            v = np.int64(buf[i])
-            if v < t:
-                idx[a, pos[v]] = i
-                dist[a, pos[v]] = v
-                pos[v] += 1
-            elif v == t and take_t > 0:
-                idx[a, pos[v]] = i
-                dist[a, pos[v]] = v
-                pos[v] += 1
-                take_t -= 1
-    return idx, dist
-
-
-@njit(cache=True)
-def _knn_small_block(q, D, lo, hi, k, idx, dist):
-    # rows lo..hi-1 into a sorted list of the k best (distance, index) (dist/idx hold the list so far, worst last); a
-    # row enters only when strictly closer than the k-th, so equal distances keep the smaller (earlier) index; nearly
-    # every row is rejected by one comparison
-    nw = D.shape[1]
-    worst = dist[k - 1]
-    q0, q1, q2, q3 = _words4(q, nw)
-    for i in range(lo, hi):
-        dv = np.int32(_dist4(q0, q1, q2, q3, D, i) if nw == 4 else _dist_words(q, D, i, nw))
-        if dv < worst:
-            pos = k - 1
-            while pos > 0 and dist[pos - 1] > dv:
-                dist[pos] = dist[pos - 1]
-                idx[pos] = idx[pos - 1]
-                pos -= 1
-            dist[pos] = dv
-            idx[pos] = i
-            worst = dist[k - 1]
-
-
-@njit(cache=True, parallel=True)
-def _hamming_knn_small(Q, D, k, n_groups, block):
-    """Small-k search. Queries are split into ``n_groups`` groups (one per thread); each group walks the database in
-    blocks of ``block`` rows and scans every block for all its queries while the block is in cache (the database is
-    read from memory once per group, not once per query)."""
-    nq = Q.shape[0]
-    n = D.shape[0]
-    idx = np.empty((nq, k), np.int64)
-    dist = np.empty((nq, k), np.int32)
-    per = (nq + n_groups - 1) // n_groups
-    for g in prange(n_groups):
-        a0 = g * per
-        a1 = min(nq, a0 + per)
-        for a in range(a0, a1):
-            _pad(idx[a], dist[a])
-        for lo in range(0, n, block):
-            hi = min(n, lo + block)
-            for a in range(a0, a1):
-                _knn_small_block(Q[a], D, lo, hi, k, idx[a], dist[a])
-    return idx, dist
-
-
+# ---------------------------------------------------------------------------- k-NN: the previous default path
 @njit(cache=True, parallel=True)
 def _hamming_knn_threshold(Q, D, k, n_bits, n_groups, block):
     """Any k, one pass. Queries are split into ``n_groups`` groups (one per thread); each group walks the
@@ -697,14 +573,14 @@ def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     ``auto``: ``simd`` (:func:`_hamming_knn_simd`: per thread a group of queries, the database in transposed L1 blocks,
     distances and block minimum vectorised, rows visited only when the block's minimum beats the query's threshold)
     or, with fewer queries than threads, ``shards`` (the database split over the threads, then a
-    merge: :func:`_hamming_knn_shards`). Older paths kept for the agreement tests and the bench: ``threshold`` (one
-    scalar pass, queries four at a time: :func:`_hamming_knn_threshold`), ``small`` (a sorted list of the k best:
-    :func:`_hamming_knn_small`), ``hist`` (distance histogram and counting select: :func:`_hamming_knn_hist`). All
+    merge: :func:`_hamming_knn_shards`). ``threshold`` (one scalar pass, queries four at a time:
+    :func:`_hamming_knn_threshold`) is kept for the agreement tests and the ``lsh`` bench, which times it beside
+    ``simd``. All
     return the same (indices (nq, k) int64, distances (nq, k) int32), each row in increasing (distance, index) order;
     ``simd``/``shards`` also accept k > len(D) (missing neighbours: index −1, distance 2³¹−1; the public
     :func:`dpmf_lib.lsh.hamming_knn` refuses k > len(D), so the padding never reaches its callers). Raises
     ``ParameterError`` on calls that could index out of bounds (word counts, n_bits vs width, k < 1, k > len(D) for
-    the paths that do not pad).
+    the path that does not pad).
     """
     from numba import get_num_threads
 
@@ -729,8 +605,6 @@ def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
     # n_bits) are then ranked by their full-width distances, never written out of bounds. The answers are the same
     # for any size ≥ the largest distance (the threshold starts above every distance either way).
     n_bits = 64 * nw
-    if method == "hist" and n_bits > 65535:
-        raise ParameterError(f"method 'hist' keeps distances in uint16: codes of at most 65,535 bits, got {n_bits}")
     threads = get_num_threads()
     groups = max(1, min(len(Q), threads))
     if method == "auto":
@@ -739,12 +613,8 @@ def hamming_knn_kernel(Q, D, k, n_bits, method: str = "auto"):
         return _hamming_knn_simd(Q, D, k, n_bits, groups, SCAN_BLOCK)
     if method == "shards":
         return _hamming_knn_shards(Q, D, k, n_bits, max(1, threads), SCAN_BLOCK)
-    if method == "hist":
-        return _hamming_knn_hist(Q, D, k, n_bits)
-    if method == "small":
-        return _hamming_knn_small(Q, D, k, groups, 4096)
     if method != "threshold":
-        raise ValueError(f"method must be 'auto', 'simd', 'shards', 'threshold', 'small' or 'hist', got {method!r}")
+        raise ValueError(f"method must be 'auto', 'simd', 'shards' or 'threshold', got {method!r}")
     return _hamming_knn_threshold(Q, D, k, n_bits, groups, 1024)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from .. import validate
 from ..errors import ParameterError
 from . import _kernels as K
+from .packing import pack_codes
 
 METHODS = ("lsh", "lsh+frame", "antisparse", "optimal", "qolsh")
 
@@ -390,8 +391,6 @@ def mse(X, W, codes) -> float:
 
 def code_entropy(codes) -> float:
     """Empirical (plug-in) entropy in bits of the code distribution: −Σ p̂ log2 p̂ over distinct codes."""
-    from .search import pack_codes
-
     P = pack_codes(codes) if np.asarray(codes).dtype == np.int8 else np.asarray(codes)
     _, cnt = np.unique(P, axis=0, return_counts=True)
     p = cnt / cnt.sum()

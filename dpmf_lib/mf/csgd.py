@@ -11,7 +11,7 @@ Both orders run the same kernel ``_sgd_epoch`` (``prange`` over segments, see :m
 the tiered user-block layout and software prefetch of the item and user vectors ``prefetch_stride`` ratings ahead
 (Section 6.5 uses stride 2), naive SGD a random permutation of all ratings.
 
-Kernels: for d in ``ROW_LENGTHS`` (16, 32, 64, 128 on a host with AVX-512; 16, 32 with AVX2; none below AVX2) a segment runs
+Kernels (:mod:`dpmf_lib.mf.sgd_kernels`): for d in ``ROW_LENGTHS`` (16, 32, 64, 128 on a host with AVX-512; 16, 32 with AVX2; none below AVX2) a segment runs
 the whole-row kernel ``_sgd_range_rows``, for other d the loop kernel (the rest of ``_sgd_range``); both take C-layout
 float32 factor matrices (:func:`aligned_copy`). The two differ in the dot product's float32 summation order, so
 results at those d depend on the host's vector width (as the loop kernel's own reductions already did).
@@ -35,120 +35,19 @@ from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-from numba import literally, njit, prange
 
 from .. import validate
 from ..metrics import rmse
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
+from .hot_rows import HotCopies, check_private_hot_layout
 from .layout import Layout, naive_layout, tiered_layout
 from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
-from .prefetch import prefetch_row
-from .rowvec import row_dot, sgd_row_step, whole_row_lengths
-
+from .schedule import Schedule, check_schedule
+from .sgd_kernels import _sgd_epoch, aligned_copy
 
 if TYPE_CHECKING:
     import pandas as pd
-
-# d with a whole-row kernel, from the host's vector registers (others run the loop kernel). MAX_ROW_LENGTH is a
-# compile-time constant of the kernels' dispatch, fixed by the host features that numba's on-disk cache is keyed by.
-# That cache is keyed by this module's source, not by the globals a kernel reads: after editing
-# rowvec.whole_row_lengths, delete dpmf_lib/mf/__pycache__, or the kernels cached with the old lengths are loaded.
-# The same holds for hot_rows._private_hot_epoch, which inlines _sgd_range: after editing this file, delete it too.
-ROW_LENGTHS = whole_row_lengths()
-MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
-
-
-@njit(cache=True, fastmath=True)
-def _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, D):
-    """``_sgd_range`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's dot
-    product read *before* this rating's update is stored.
-
-    Why: at d = 128 the loop kernel is bound neither by its loads nor by its FP work but by the chain dot -> error ->
-    update -> the next rating's loads, which must wait for the stores they might alias (in cache: ~84 cycles per
-    update against ~58 with the error off the chain). Reading rating k+1's rows before rating k's stores takes the
-    dot product off that chain. When rating k+1 shares its user or its item with rating k, its dot product is read
-    again after the update, so every update sees exactly the rows the sequential order gives it (with one thread;
-    with several, segments race on shared item rows as before, Hogwild). Same updates, same order; the dot product's
-    summation order differs from the loop kernel's (float32 rounding)."""
-    literally(D)
-    if start >= stop:
-        return
-    shrink = np.float32(1.0) - eta * lam
-    i = np.uint32(users[start])
-    j = np.uint32(items[start])
-    s = row_dot(U, i, V, j, D)
-    for k in range(start, stop):
-        if pf > 0 and k + pf < stop:
-            prefetch_row(V, items[k + pf])
-            prefetch_row(U, users[k + pf])
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        more = k + 1 < stop
-        i_next = i
-        j_next = j
-        s_next = s
-        if more:
-            i_next = np.uint32(users[k + 1])
-            j_next = np.uint32(items[k + 1])
-            s_next = row_dot(U, i_next, V, j_next, D)
-        sgd_row_step(U, i, V, j, shrink, eta * e, D)
-        bu[i] += eta * (e - lamb * bu[i])
-        bi[j] += eta * (e - lamb * bi[j])
-        if more and (i_next == i or j_next == j):
-            s_next = row_dot(U, i_next, V, j_next, D)
-        i = i_next
-        j = j_next
-        s = s_next
-
-
-@njit(cache=True, fastmath=True, inline="always")
-def _sgd_range(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf):
-    d = U.shape[1]
-    if MAX_ROW_LENGTH >= 16 and d == 16:
-        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 16)
-        return
-    if MAX_ROW_LENGTH >= 32 and d == 32:
-        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 32)
-        return
-    if MAX_ROW_LENGTH >= 64 and d == 64:
-        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 64)
-        return
-    if MAX_ROW_LENGTH >= 128 and d == 128:
-        _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, 128)
-        return
-    shrink = np.float32(1.0) - eta * lam
-    for k in range(start, stop):
-        if pf > 0 and k + pf < stop:
-            prefetch_row(V, items[k + pf])
-            prefetch_row(U, users[k + pf])
-        i = users[k]
-        j = items[k]
-        s = np.float32(0.0)
-        for f in range(d):
-            s += U[i, f] * V[j, f]
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        ee = eta * e
-        for f in range(d):
-            uf = U[i, f]
-            vf = V[j, f]
-            U[i, f] = shrink * uf + ee * vf
-            V[j, f] = shrink * vf + ee * uf
-        bu[i] += eta * (e - lamb * bu[i])
-        bi[j] += eta * (e - lamb * bi[j])
-
-
-@njit(cache=True, parallel=True, fastmath=True)
-def _sgd_epoch(users, items, vals, seg, U, V, bu, bi, b0, eta, lam, lamb, pf):
-    n_seg = seg.shape[0] - 1
-    for s in prange(n_seg):
-        _sgd_range(users, items, vals, seg[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
-
-
-@njit(cache=True, fastmath=True)
-def _sgd_epoch_serial(users, items, vals, seg, U, V, bu, bi, b0, eta, lam, lamb, pf):
-    """The same loop without the parallel backend (one thread; used under cachegrind)."""
-    for s in range(seg.shape[0] - 1):
-        _sgd_range(users, items, vals, seg[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
 
 
 @contextmanager
@@ -180,20 +79,6 @@ class TrainResult:
         return float(h["updates"].sum() / h["seconds"].sum())
 
 
-CACHE_LINE = 64
-
-
-def aligned_copy(a: np.ndarray, align: int = CACHE_LINE) -> np.ndarray:
-    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary. numpy's large allocations
-    start 16 bytes past a page boundary here, so with d = 128 every 512-byte factor row straddled 9 cache lines and
-    every 64-byte vector load crossed a line; aligned, a row is exactly 8 lines when d·4 is a multiple of 64."""
-    buf = np.empty(a.nbytes + align, dtype=np.uint8)
-    off = (-buf.ctypes.data) % align
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
-    out[...] = a
-    return out
-
-
 def _internal_model(model: MFModel, layout: Layout) -> MFModel:
     return MFModel(aligned_copy(model.U), aligned_copy(model.V[layout.item_perm]),
                    np.ascontiguousarray(model.bu), np.ascontiguousarray(model.bi[layout.item_perm]), model.b0)
@@ -219,15 +104,15 @@ def make_layout(train, order: str, *, block_users=1000, tiers=(500, 4000), seed=
 
 
 def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma: float = 1.0, lam: float = 5e-3,
-              lam_bias: float | None = None, order: str = "tiered", block_users: int = 1000, tiers=(500, 4000),
-              prefetch_stride: int = 8, n_threads: int | None = None, seed: int = 0, test=None,
+              lam_bias: float | None = None, schedule: Schedule = Schedule(), seed: int = 0, test=None,
               init_scale: float | None = None, model: MFModel | None = None, layout: Layout | None = None,
-              time_budget: float | None = None, hot_rows: str = "shared") -> TrainResult:
-    """Train the biased MF model with C-SGD (``order="tiered"``) or naive SGD (``order="naive"``).
+              time_budget: float | None = None) -> TrainResult:
+    """Train the biased MF model with C-SGD (``Schedule(order="tiered")``) or naive SGD (``order="naive"``).
 
-    ``hot_rows`` (C-SGD on more than one thread): "shared" — every thread writes the shared item rows (Hogwild, the
-    paper's scheme and the default); "private" — each thread runs its block's top-tier ratings on its own copy of
-    the top tier's rows and adds the block's change to the shared rows once, under a lock
+    ``schedule`` (:class:`~dpmf_lib.mf.schedule.Schedule`): order, block and tier sizes, prefetch stride, threads and
+    ``hot_rows``. ``hot_rows`` (C-SGD on more than one thread): "shared" — every thread writes the shared item rows
+    (Hogwild, the paper's scheme and the default); "private" — each thread runs its block's top-tier ratings on its
+    own copy of the top tier's rows and adds the block's change to the shared rows once, under a lock
     (:mod:`dpmf_lib.mf.hot_rows`: better 2-thread scaling than Hogwild at d = 128). With one thread both
     run the same kernel and give the same model. ``extra["hot_items"]`` is the number of private rows per thread
     (0 when none were used), ``extra["merges"]`` the merges made.
@@ -241,6 +126,9 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "train_sgd")
+    sch = check_schedule(schedule, "train_sgd")
+    order, block_users, tiers, prefetch_stride = sch.order, sch.block_users, sch.tiers, sch.prefetch_stride
+    n_threads, hot_rows = sch.n_threads, sch.hot_rows
     d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
@@ -258,8 +146,6 @@ def train_sgd(train, *, d: int = 16, epochs: int = 15, eta0: float = 0.02, gamma
         lay = layout if layout is not None else make_layout(train, order, block_users=block_users, tiers=tiers,
                                                             seed=seed)
     if hot_rows == "private":
-        from .hot_rows import HotCopies, check_private_hot_layout  # hot_rows imports this module's kernel
-
         check_private_hot_layout(lay)  # on any thread count, so that a call valid on one machine is on another
     b0 = float(train.values.mean())
     m0 = model.copy() if model is not None else init_model(train.n_users, train.n_items, d, seed=seed,

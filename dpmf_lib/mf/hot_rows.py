@@ -16,8 +16,8 @@ thread that runs it
 4. runs the rest of the block Hogwild on the shared rows (tiers 1.., written rarely by both threads at once).
 A hot row thus sees the other threads' updates once per block (a block's top tier is ~27k updates on the quick set)
 rather than as they happen: asynchronous SGD with bounded staleness on the top tier, Hogwild on the rest. With one thread
-there is nothing to share and ``train_sgd(..., hot_rows="private")`` runs the Hogwild kernel (same model, byte for
-byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
+there is nothing to share and ``train_sgd(..., schedule=Schedule(hot_rows="private"))`` runs the Hogwild kernel (same
+model, byte for byte); copies would only add float32 rounding ((base + (copy − base)) need not equal copy).
 
 Measured speed-ups and the convergence check are in docs/performance.md (the ``mf`` benchmark reports both schemes).
 
@@ -25,62 +25,19 @@ Use: :func:`dpmf_lib.mf.train_sgd` with ``hot_rows="private"`` (C-SGD's tiered o
 default stays ``"shared"`` (Hogwild): it is the paper's scheme, and the experiments keep it.
 
 numba's on-disk cache keys ``_private_hot_epoch`` by this file's source only, yet it inlines
-:func:`dpmf_lib.mf.csgd._sgd_range`: after editing ``csgd.py`` or ``rowvec.py``, delete ``dpmf_lib/mf/__pycache__``
-(the tests' fresh clones start without it).
+:func:`dpmf_lib.mf.sgd_kernels._sgd_range`: after editing ``sgd_kernels.py`` or ``rowvec.py``, delete
+``dpmf_lib/mf/__pycache__`` (the tests' fresh clones start without it).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
 
+from ..atomics import load_relaxed, try_lock, unlock
 from ..errors import ParameterError
-from .csgd import _sgd_range, aligned_copy
-
-
-@intrinsic
-def _try_lock(typingctx, arr, idx):
-    """Atomically set ``arr[idx]`` (int64) from 0 to 1 (acquire); True if this call did."""
-    sig = types.boolean(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        zero = context.get_constant(types.int64, 0)
-        one = context.get_constant(types.int64, 1)
-        res = builder.cmpxchg(ptr, zero, one, "acquire", "monotonic")
-        return builder.extract_value(res, 1)
-
-    return sig, codegen
-
-
-@intrinsic
-def _unlock(typingctx, arr, idx):
-    """``arr[idx] = 0`` as an atomic release store."""
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        zero = context.get_constant(types.int64, 0)
-        builder.store_atomic(zero, builder.gep(ary.data, [args[1]]), ordering="release", align=8)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _load_relaxed(typingctx, arr, idx):
-    """``arr[idx]`` (int64) as an atomic monotonic load: re-read on every call of a spin loop."""
-    sig = types.int64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.load_atomic(builder.gep(ary.data, [args[1]]), ordering="monotonic", align=8)
-
-    return sig, codegen
-
+from .sgd_kernels import _sgd_range, aligned_copy
 
 MERGES = 8  # lock[MERGES]: the merge counter, a cache line away from the lock word lock[0]
 
@@ -90,7 +47,7 @@ def _acquire(lock):
     """Spin until this thread holds ``lock[0]``: test, then test-and-set, so that a waiting thread reads the lock's
     line instead of claiming it from the holder on every turn."""
     while True:
-        if _load_relaxed(lock, 0) == 0 and _try_lock(lock, 0):
+        if load_relaxed(lock, 0) == 0 and try_lock(lock, 0):
             return
 
 
@@ -107,9 +64,10 @@ def check_private_hot_layout(layout) -> None:
 
 @njit(cache=True)
 def hot_range_ends(items, seg, n_hot):
-    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range). If in some segment ``s`` an item
-    ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at ``n_hot``), it
-    stops there and returns with ``out[0] = -1 - s`` (the rest of ``out`` is then undefined)."""
+    """Per segment ``s``: the end of its prefix of items ``< n_hot`` (the hot range). When in some segment an item
+    ``< n_hot`` follows a colder one (the hot items are then not a prefix: not a tiered layout cut at ``n_hot``), the
+    scan stops at the first such segment ``s`` and ``out[0]`` holds ``-1 - s`` (negative; the rest of ``out`` is then
+    not to be read)."""
     n = seg.shape[0] - 1
     out = np.empty(n, np.int64)
     for s in range(n):
@@ -151,7 +109,7 @@ def _private_hot_epoch(users, items, vals, seg, hot_end, U, V, bu, bi, V_work, V
                     V[j, f] += Vw[j, f] - Vb[j, f]
                 bi[j] += bw[j] - bb[j]
             lock[MERGES] += 1  # merges made under the lock (read by the tests)
-            _unlock(lock, 0)
+            unlock(lock, 0)
         _sgd_range(users, items, vals, hot_end[s], seg[s + 1], U, V, bu, bi, b0, eta, lam, lamb, pf)
 
 

@@ -3,13 +3,13 @@
 ``row_dot(A, i, B, j, D)`` returns <A[i, :D], B[j, :D]>; ``sgd_row_step``, ``sgld_row_step_iso`` and
 ``sgld_row_step_diag`` write the SGD update and the SGLD update (isotropic or diagonal Λ, with its noise) of both rows. Each row is read as one ``<D x float>`` LLVM value (16 float32 per AVX-512
 register), so the update is straight-line vector code with no loop, no remainder and no runtime alias check; the
-row-update kernels (:func:`dpmf_lib.mf.csgd._sgd_range_rows`, :func:`dpmf_lib.mf.sgld._sgld_range_table_rows`) use
+row-update kernels (:func:`dpmf_lib.mf.sgd_kernels._sgd_range_rows`, :func:`dpmf_lib.mf.sgld._sgld_range_table_rows`) use
 them to read the *next* rating's rows before this rating's update stores (see those kernels for why that is what
 pays). ``D`` must be an integer literal at the call site (the kernels get it through ``numba.literally``) and equal
 the arrays' row length; rows must be contiguous (C-layout 2-D float32 arrays) and the indices in range: like the
 loop kernels (boundscheck off), nothing is checked at run time. Scalars may be any real type; they are cast to float32.
 numba types every branch of the kernels' ``if d == ...`` dispatch, so the kernels now take only C-layout float32
-factor matrices at every d (a ``TypingError`` otherwise): every caller passes :func:`dpmf_lib.mf.csgd.aligned_copy`
+factor matrices at every d (a ``TypingError`` otherwise): every caller passes :func:`dpmf_lib.mf.sgd_kernels.aligned_copy`
 copies.
 
 Caching: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own source file only, so after

@@ -8,7 +8,7 @@ N/N_i prior scaling of Section 5.4):
 and likewise for v_j (N/M_j), b_i, b_j. Each vector gets N(0, ζη) per step of the round. ζ = 1 samples the posterior;
 ζ < 1 is the paper's temperature (noise N(0, ζ·η_t), Section 6.3), i.e. the chain targets p^(1/ζ).
 
-Lazy noise (``schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
+Lazy noise (``noise_schedule="lazy"``): a vector touched after c untouched steps receives one N(0, c ζ η) draw (Gaussians are
 closed under addition, so this equals eager noise in distribution). **Noise ahead**: the draw is added at the end of the
 vector's *previous* touch instead of at the start of this one — its gradient step and the noise owed until its next
 touch (or the round's end) go into the same store — and the steps up to each vector's first touch are added before the
@@ -39,9 +39,9 @@ Speed: the fused table step (:func:`_sgld_range_table`) does C-SGD's row work (a
 read-modify-write pass) plus two random table segments of d + 2 numbers and two more FMAs per element, prefetching the
 factor rows 8 ratings ahead and the next update's table segments. With an isotropic Λ (every ``fixed_lambda`` given as
 scalars, and the first round of the Gibbs mode) the gradient step uses scalar coefficients (``iso``); its results differ
-from the general step's in float32 rounding only. For d in ``csgd.ROW_LENGTHS`` the segment runs
+from the general step's in float32 rounding only. For d in ``sgd_kernels.ROW_LENGTHS`` the segment runs
 :func:`_sgld_range_table_rows` (whole rows as vector values emitted in register-sized chunks, see
-:mod:`dpmf_lib.mf.csgd` and :mod:`dpmf_lib.mf.rowvec`). Throughput figures are in docs/performance.md.
+:mod:`dpmf_lib.mf.sgd_kernels` and :mod:`dpmf_lib.mf.rowvec`). Throughput figures are in docs/performance.md.
 
 **Default table size** (:func:`default_table_size`): the smallest power of two
 ≥ 512 (d + 1) numbers, at least 2^16 — i.e. at least 512 non-overlapping segments of a vector's d + 1 numbers,
@@ -70,12 +70,14 @@ from .. import validate
 from ..data.ratings import require_ratings
 from ..errors import ParameterError
 from ..metrics import rmse
-from .csgd import MAX_ROW_LENGTH, _external_model, _internal_model, make_layout, num_threads
+from .csgd import _external_model, _internal_model, make_layout, num_threads
 from .layout import Layout
 from .model import DIM_HINT, MAX_DIM, MFModel, init_model, learning_rate
 from .noise import GaussianTable, randint_below, splitmix_next, standard_normals, stream_seed
 from .prefetch import prefetch_address, prefetch_row
 from .rowvec import row_dot, sgld_row_step_diag, sgld_row_step_iso
+from .schedule import Schedule, check_schedule
+from .sgd_kernels import MAX_ROW_LENGTH
 
 
 if TYPE_CHECKING:
@@ -106,6 +108,21 @@ def _add_noise(A, b, row, sd, use_table, ext, size, state, buf, upd_b):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def _likelihood_drift(r, s, bu_i, bi_j, b0, lik, clip_on, clip_lo, clip_hi):
+    """The per-rating start of every SGLD step (``_sgld_step`` and both fused table kernels): the error
+    e = r − (s + b_i + b_j + b_0) of a rating ``r`` whose factor dot product is ``s``, zero when ``clip_on`` and the
+    prediction lies outside [``clip_lo``, ``clip_hi``] (the loss (r − clip(r̂, lo, hi))² is constant there, so its
+    gradient is 0), times ``lik``. Scalars only: an inlined call with array arguments costs reference counting per
+    rating (see :func:`_sgld_range_table`)."""
+    e = r - (s + bu_i + bi_j + b0)
+    if clip_on:
+        pr = s + bu_i + bi_j + b0
+        if pr < clip_lo or pr > clip_hi:
+            e = np.float32(0.0)
+    return lik * e
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, pwv, Lu, Lv, lamb, upd_v, upd_b,
                clip_on, clip_lo, clip_hi):
     d = U.shape[1]
@@ -114,13 +131,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
     s = np.float32(0.0)
     for f in range(d):
         s += U[i, f] * V[j, f]
-    e = vals[k] - (s + bu[i] + bi[j] + b0)
-    if clip_on:
-        # loss (r − clip(r̂, lo, hi))²: outside [lo, hi] the clipped prediction is constant, so its gradient is 0
-        pr = s + bu[i] + bi[j] + b0  # the same expression as in e
-        if pr < clip_lo or pr > clip_hi:
-            e = np.float32(0.0)
-    g = lik * e
+    g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
     if has_w:
         g = g * w[k]
     pu = pwu[i]
@@ -144,7 +155,7 @@ def _sgld_step(k, users, items, vals, w, has_w, U, V, bu, bi, b0, h, lik, pwu, p
 def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, stop, U, V, bu, bi, b0, h, ze, lik, pwu,
                       pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso=False):
     """Ratings ``start:stop`` of one segment with table noise fused into the step: the loop kernel, for d not in
-    ``csgd.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
+    ``sgd_kernels.ROW_LENGTHS`` (:func:`_sgld_range_table_rows` runs the others).
 
     Per rating: a read-only pass computes <u_i, v_j>; a second pass does the gradient step and adds, in the same
     store, the noise the vector is owed until its next touch (``ahead_u[k]`` / ``ahead_v[k]`` steps, table segments at
@@ -182,12 +193,7 @@ def _sgld_range_table(users, items, vals, w, has_w, ahead_u, ahead_v, start, sto
         s = np.float32(0.0)
         for f in range(d):
             s += U[i, f] * V[j, f]
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        if clip_on:
-            pr = s + bu[i] + bi[j] + b0
-            if pr < clip_lo or pr > clip_hi:
-                e = np.float32(0.0)
-        g = lik * e
+        g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
         if has_w:
             g = g * w[k]
         pu = pwu[i]
@@ -224,7 +230,7 @@ def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start
                            pwu, pwv, Lu, Lv, lamb, ext, size, state, pf, upd_b, clip_on, clip_lo, clip_hi, iso, D):
     """``_sgld_range_table`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's
     dot product read before this rating's step is stored, and read again after it when the two ratings share a user
-    or an item — as :func:`dpmf_lib.mf.csgd._sgd_range_rows` (why it pays is said there). The same
+    or an item — as :func:`dpmf_lib.mf.sgd_kernels._sgd_range_rows` (why it pays is said there). The same
     draws in the same order as ``_sgld_range_table``; the dot product's summation order differs (float32 rounding).
     Returns the stream state."""
     literally(D)
@@ -246,12 +252,7 @@ def _sgld_range_table_rows(users, items, vals, w, has_w, ahead_u, ahead_v, start
         for q in range(0, D + 2, 16):
             prefetch_address(ext, ou_n + q)
             prefetch_address(ext, ov_n + q)
-        e = vals[k] - (s + bu[i] + bi[j] + b0)
-        if clip_on:
-            pr = s + bu[i] + bi[j] + b0
-            if pr < clip_lo or pr > clip_hi:
-                e = np.float32(0.0)
-        g = lik * e
+        g = _likelihood_drift(vals[k], s, bu[i], bi[j], b0, lik, clip_on, clip_lo, clip_hi)
         if has_w:
             g = g * w[k]
         pu = pwu[i]
@@ -415,9 +416,9 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
                 zeta: float = 1.0, lambda_r: float = 1.0, alpha: float = 1.0, beta: float = 100.0,
                 lambda_init: float = 1.0, fixed_lambda=None, lam_bias: float = 1.0, likelihood_scale: float = 1.0,
                 weights: np.ndarray | None = None, mode: str = "fast", noise: str | None = None,
-                schedule: str | None = None, noise_table_size: int | None = None, order: str = "tiered",
-                block_users: int = 1000, tiers=(500, 4000), prefetch_stride: int = 8, n_threads: int | None = None,
-                seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0, model: MFModel | None = None,
+                noise_schedule: str | None = None, noise_table_size: int | None = None,
+                schedule: Schedule = Schedule(), seed: int = 0, test=None, burn_in: int = 0, keep_every: int = 0,
+                model: MFModel | None = None,
                 init_scale: float | None = None, layout: Layout | None = None, freeze_items: bool = False,
                 keep_users: bool = False, biases: bool = True,
                 time_budget: float | None = None, clip_prediction=None) -> SGLDResult:
@@ -426,7 +427,9 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     ``noise_table_size``: entries of the Gaussian lookup table in fast mode; ``None`` → :func:`default_table_size`
     (grows with ``d``). ``eta0``: step size of round 1 (η_t = η0 / t^γ); default 0.02 / N (the paper's 2·10⁻¹⁰ on Netflix's 10⁸ ratings
     is the same ηN). ``mode``: "fast" (lookup table + lazy noise) or "exact" (fresh normals + eager noise);
-    ``noise`` / ``schedule`` override either part. ``weights``: per-rating w_r aligned with ``train``.
+    ``noise`` / ``noise_schedule`` override either part. ``schedule`` (:class:`~dpmf_lib.mf.schedule.Schedule`):
+    order, block and tier sizes, prefetch stride and threads (the eager noise schedule runs on one thread).
+    ``weights``: per-rating w_r aligned with ``train``.
     ``fixed_lambda``: ``(Λ_u, Λ_v)`` scalars or length-d vectors, disables the Gibbs step.
     ``biases=False``: the model without biases (b_i = b_j = 0, and b_0 = 0 unless ``model`` sets it), as in the
     paper's Algorithm 1 (F(U, V) = Σ w_i (R_ij − u_iᵀv_j)² + λ(‖U‖² + ‖V‖²)).
@@ -441,17 +444,23 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
 
     t_setup = time.perf_counter()
     require_ratings(train, "train", "sample_sgld")  # N = 0 would divide by zero in the step size
+    sch = check_schedule(schedule, "sample_sgld")
+    if sch.hot_rows != "shared":
+        raise ParameterError(f"sample_sgld has no private hot rows (Schedule.hot_rows is train_sgd's): pass "
+                             f"hot_rows='shared', got {sch.hot_rows!r}")
+    order, block_users, tiers, prefetch_stride, n_threads = (sch.order, sch.block_users, sch.tiers,
+                                                             sch.prefetch_stride, sch.n_threads)
     d = validate.integer(d, "d", hi=MAX_DIM, fix=DIM_HINT)
     if not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ParameterError(f"epochs must be a positive integer, got {epochs!r}")
     if mode not in ("fast", "exact"):
         raise ParameterError(f"mode must be 'fast' or 'exact', got {mode!r}")
     noise = noise or ("table" if mode == "fast" else "normal")
-    schedule = schedule or ("lazy" if mode == "fast" else "eager")
+    noise_schedule = noise_schedule or ("lazy" if mode == "fast" else "eager")
     if noise not in ("table", "normal"):
         raise ParameterError(f"noise must be 'table' or 'normal', got {noise!r}")
-    if schedule not in ("lazy", "eager"):
-        raise ParameterError(f"schedule must be 'lazy' or 'eager', got {schedule!r}")
+    if noise_schedule not in ("lazy", "eager"):
+        raise ParameterError(f"noise_schedule must be 'lazy' or 'eager', got {noise_schedule!r}")
     N = train.n_ratings
     eta0 = 0.02 / N if eta0 is None else validate.positive(eta0, "eta0")
     gamma = validate.positive(gamma, "gamma", strict=False)
@@ -470,11 +479,11 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
         if not (np.isfinite(clip_lo) and np.isfinite(clip_hi) and clip_lo < clip_hi):
             raise ParameterError(f"clip_prediction=(lo, hi) needs finite lo < hi, got {clip_prediction!r}")
         clip_on = True
-    if schedule == "eager":
+    if noise_schedule == "eager":
         work = N * (train.n_users + train.n_items) * (d + 1)
         if work > 5e9:
-            raise ParameterError(f"schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per round; "
-                                 "use it only on small validation problems (or schedule='lazy')")
+            raise ParameterError(f"noise_schedule='eager' costs N·(users+items)·(d+1) = {work:.2g} noise draws per "
+                                 "round; use it only on small validation problems (or noise_schedule='lazy')")
     if layout is not None:
         lay = layout
     else:
@@ -492,7 +501,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     cnt_v = np.bincount(lay.items, minlength=lay.n_items)
     pwu = np.where(cnt_u > 0, N / np.maximum(cnt_u, 1), 0.0).astype(np.float32)
     pwv = np.where(cnt_v > 0, N / np.maximum(cnt_v, 1), 0.0).astype(np.float32)
-    if schedule == "lazy":
+    if noise_schedule == "lazy":
         ahead_u, ahead_v, first_u, first_v = lay.noise_ahead_counters()
     use_table = noise == "table"
     if noise_table_size is None:
@@ -526,13 +535,13 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     pred_sum, n_avg = None, 0
     rows, samples, samples_u, wall = [], [], [], 0.0
     setup_seconds = time.perf_counter() - t_setup  # layout, noise counters, noise table, initialisation
-    with num_threads(n_threads if schedule == "lazy" else 1):
+    with num_threads(n_threads if noise_schedule == "lazy" else 1):
         for t in range(1, epochs + 1):
             eta = np.float32(learning_rate(eta0, gamma, t))
             base = stream_seed(seed, t)
             ze = np.float32(zeta * eta)
             t0 = time.perf_counter()
-            if schedule == "lazy":
+            if noise_schedule == "lazy":
                 # the noise each row is owed for the steps up to its first touch; the rest comes with its touches
                 _row_noise(m.U, m.bu, first_u, cnt_u, ze, use_table, ext, size, stream_seed(seed, t, 1), biases)
                 if not freeze_items:
@@ -577,7 +586,7 @@ def sample_sgld(train, *, d: int = 16, epochs: int = 30, eta0: float | None = No
     m = _fill_unrated(m, unrated_u, unrated_v if not freeze_items else None, Lu, Lv, lam_bias, zeta, biases,
                       np.random.default_rng([seed, 0xF11]))
     return SGLDResult(_external_model(m, lay), pd.DataFrame(rows), samples, samples_u, Lu, Lv, lay,
-                      {"mode": mode, "noise": noise, "schedule": schedule, "d": d, "eta0": eta0,
+                      {"mode": mode, "noise": noise, "noise_schedule": noise_schedule, "d": d, "eta0": eta0,
                        "noise_table_size": int(noise_table_size) if use_table else None,
                        "setup_seconds": setup_seconds})
 

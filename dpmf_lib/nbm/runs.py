@@ -32,7 +32,6 @@ from ..errors import DatasetUnavailable, ParameterError
 from ..metrics import clipped_rmse
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
-from . import accounting as acc
 from .data import folds, load
 from .model import knn_rmse, sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
 
@@ -113,6 +112,7 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
     global _ETA_N_MAX
     if _ETA_N_MAX is None:
         _ETA_N_MAX = float(_sample_private_default("eta_n_max"))
+    from ..mf import Schedule
     from ..privacy import posterior_sampling as ps
 
     pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
@@ -128,7 +128,7 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
             return memo[key]
     rel = ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
                             rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
-                            step_scale=float(rho), seed=int(seed), n_threads=1)
+                            step_scale=float(rho), seed=int(seed), schedule=Schedule(n_threads=1))
     if key is not None:
         ran = float(rel.history["eta"].iloc[0]) if rel.history is not None and "eta" in rel.history else math.nan
         want = float(rho) * key[1] / pre.train.n_ratings
@@ -410,8 +410,3 @@ def item_means_rmse(dataset: str, folds_: list) -> float:
         means = np.where(counts > 0, sums / np.maximum(counts, 1), mu)
         out.append(clipped_rmse(means[test.items], test.values, *train.rating_scale))
     return float(np.mean(out))
-
-
-def amplification_table(epsilons, K, gamma) -> pd.DataFrame:
-    return pd.DataFrame({"epsilon": list(epsilons),
-                         "epsilon_amplified": [acc.amplified_epsilon(e, int(K), float(gamma)) for e in epsilons]})

@@ -38,11 +38,6 @@ def check_eps(eps) -> float:
     return math.inf if e is None else e
 
 
-def gamma_norm_scale(eps: float, delta: float) -> float:
-    """Scale ``2 Delta / eps`` of the Gamma(d, .) law of ``||eta||`` (Theorem 1)."""
-    return 2.0 * validate.positive(delta, "delta", what=_DELTA) / check_eps(eps)
-
-
 def laplace_scale(d: int, eps: float, delta: float) -> float:
     """Per-coordinate Laplace scale ``2 Delta sqrt(d) / eps`` of Lemma 1 (0 for eps = None, no privacy)."""
     return 2.0 * validate.positive(delta, "delta", what=_DELTA) * math.sqrt(validate.integer(d, "d")) / check_eps(eps)

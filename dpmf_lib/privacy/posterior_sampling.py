@@ -75,17 +75,16 @@ import pandas as pd
 from numba import njit, prange
 
 from .. import validate
-from ..diagnostics import ess, split_rhat
 from ..errors import ParameterError
-from ..metrics import rmse
+# the chains' seeds and diagnostics, exact Gibbs and the target's checks live in their own modules; those named here
+# are also this module's API (``ps.chain_seed``, ``ps.prior_run_seed``, ``ps.check_epsilon``, ...)
+from .chains import chain_diagnostics, chain_seed, phase_seed, prior_run_seed  # noqa: F401
 from .common import PrivacyRecord, WithPrivacyRecord, resolve_seed
+from .exact_gibbs import gibbs_chain
+from .linalg import _cholesky_solve
+from .target import check_epsilon, likelihood_scale
 
 # ----------------------------------------------------------------------------------------------- parameter checks
-
-
-def check_epsilon(epsilon) -> float:
-    """ε of Algorithm 1 (:func:`dpmf_lib.validate.epsilon`); no None here: ε = 4B is the non-private posterior."""
-    return validate.epsilon(epsilon, fix="use a large value such as 4B for the non-private posterior")
 
 
 def check_privacy_params(*, epsilon=None, tau=None, kappa=None, rho=None) -> dict:
@@ -200,15 +199,6 @@ def preprocess(train, *, tau: int, kappa: float, rho: float, seed=None, weights_
                         (float(train.rating_scale[0]), float(train.rating_scale[1])),
                         int(train.n_ratings - trimmed.n_ratings), seed_used, fixed)
 
-
-def likelihood_scale(epsilon: float, B: float, lambda_r: float) -> float:
-    """The ``likelihood_scale`` s of :func:`dpmf_lib.mf.sample_sgld` for the density exp(−ε/(4B) Σ w (r − r̂)²).
-
-    The sampler's data term is (s λ_r / 2) Σ w (r − r̂)², hence s = ε / (2 B λ_r).
-    """
-    return check_epsilon(epsilon) / (2.0 * float(B) * float(lambda_r))
-
-
 # ----------------------------------------------------------------------------------------------- range constraint
 
 
@@ -278,57 +268,6 @@ def range_violations_reference(U, V, bu, bi, b0, lo, hi, users=None) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- local ridge (eq. 5)
-
-
-@njit(cache=True)
-def _cholesky(A):
-    """Lower-triangular L with A = L Lᵀ for symmetric positive definite A (float64): the one factorisation of the
-    local ridge and the exact Gibbs blocks."""
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for i in range(n):
-        for j in range(i + 1):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            if i == j:
-                L[i, i] = np.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return L
-
-
-@njit(cache=True)
-def _solve_lower(L, b):
-    """y with L y = b, L lower triangular (forward substitution)."""
-    n = L.shape[0]
-    y = np.empty(n)
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * y[k]
-        y[i] = s / L[i, i]
-    return y
-
-
-@njit(cache=True)
-def _solve_upper_t(L, y):
-    """x with Lᵀ x = y, L lower triangular (back substitution)."""
-    n = L.shape[0]
-    x = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        s = y[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * x[k]
-        x[i] = s / L[i, i]
-    return x
-
-
-@njit(cache=True)
-def _cholesky_solve(A, b):
-    """Solve A x = b for symmetric positive definite A (Cholesky, then two triangular solves; float64)."""
-    L = _cholesky(A)
-    return _solve_upper_t(L, _solve_lower(L, b))
 
 
 @njit(cache=True, parallel=True)
@@ -478,7 +417,7 @@ def step_size(scale: float, eta_n: float, eta_n_max: float, Lambda_u, Lambda_v) 
 def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: int = 16, lambda_r: float = 2.0,
                    lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
-                   mode: str = "fast", seed=None, n_threads: int | None = None, test=None, zeta: float = 1.0,
+                   mode: str = "fast", seed=None, schedule=None, test=None, zeta: float = 1.0,
                    step_scale: float = 1.0, clip_loss: bool = False, burn_in: int = 0, n_chains: int = 1,
                    redraw: str = "fresh", thin: int = 1, sampler: str = "sgld", **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
@@ -515,8 +454,15 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     ``burn_in`` sweeps, then ``rounds`` sweeps keeping a draw every ``thin``; the step-size arguments (``eta_n``,
     ``eta_n_max``, ``gamma``, ``step_scale``, ``mode``) do not apply. It needs ``redraw="fresh"`` and
     ``clip_loss=False``.
+
+    ``schedule`` (a :class:`dpmf_lib.mf.Schedule`; None: the default one): the SGLD chains' order, block and tier
+    sizes, prefetch stride and threads; its ``n_threads`` also sets the threads of the Gibbs blocks.
     """
     from ..mf import init_model, sample_sgld
+    from ..mf.csgd import num_threads
+    from ..mf.schedule import check_schedule
+
+    schedule = check_schedule(schedule, "sample_private")
 
     eps = check_epsilon(epsilon)
     z = validate.finite(zeta, "zeta")
@@ -549,16 +495,14 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     N = train.n_ratings
     b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
     common = dict(d=d, lambda_r=lambda_r, fixed_lambda=(Lambda_u, Lambda_v), lam_bias=lam_bias,
-                  likelihood_scale=s, weights=pre.rating_weights, mode=mode, n_threads=n_threads, test=test,
+                  likelihood_scale=s, weights=pre.rating_weights, mode=mode, schedule=schedule, test=test,
                   clip_prediction=pre.pred_range if clip_loss else None, **sgld_kwargs)
     traces = []
 
     def chain(k):
         sk = chain_seed(seed, k)
         if sampler == "gibbs":
-            from ..mf.csgd import num_threads
-
-            with num_threads(n_threads):  # the Gibbs blocks are numba-parallel over rows
+            with num_threads(schedule.n_threads):  # the Gibbs blocks are numba-parallel over rows
                 g = gibbs_chain(pre, eps, Lambda_u=Lambda_u, Lambda_v=Lambda_v, lam_bias=lam_bias, d=d,
                                 sweeps=int(burn_in) + int(rounds), burn_in=int(burn_in), thin=int(thin), seed=sk,
                                 test=test, chain=k)
@@ -714,185 +658,3 @@ def privacy_summary(pre: Preprocessed, epsilon: float, acc: pd.DataFrame | None 
                     "eps_hat_over_eps_p90": float(acc["eps_hat_over_eps"].quantile(0.9)),
                     "share_users_within_bound": float(acc["bound_ok"].mean())})
     return out
-
-
-# ----------------------------------------------------------------------------------------------- chains and diagnostics
-
-
-def chain_seed(seed: int, k: int) -> int:
-    """The seed of independent chain ``k`` of a run seeded ``seed`` (k = 0: ``seed`` itself; k ≥ 1: a SeedSequence
-    child, so the chains' counter-based noise streams, noise tables and initialisations do not overlap)."""
-    if int(k) == 0:
-        return int(seed)
-    return int(np.random.SeedSequence([int(seed), 0xC4A1, int(k)]).generate_state(1, np.uint64)[0] >> np.uint64(2))
-
-
-def phase_seed(chain: int) -> int:
-    """The seed of the constant-step (sampling) phase of the chain seeded ``chain`` (a :func:`chain_seed`). A
-    namespace of its own: deriving it as ``chain_seed(chain, 1)`` made chain 0's sampling phase replay chain 1's
-    burn-in noise (chain 0's seed is the run's seed itself), so the "independent" redraw and the R̂ over the two
-    chains shared noise. A chain stays a function of its own seed alone."""
-    return int(np.random.SeedSequence([int(chain), 0x5A3E]).generate_state(1, np.uint64)[0] >> np.uint64(2))
-
-
-def prior_run_seed(seed: int) -> int:
-    """The seed of the non-private SGLD run whose Λ the private chains of a run seeded ``seed`` hold fixed (Section
-    6.6; ``liu_fig7.nonprivate_sgld``). A namespace of its own: seeding that run with ``seed`` itself gave it chain 0's
-    burn-in noise stream (``chain_seed(seed, 0) == seed``), so the priors and the first private chain shared noise."""
-    return int(np.random.SeedSequence([int(seed), 0x7A1B]).generate_state(1, np.uint64)[0] >> np.uint64(2))
-
-
-def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> dict:
-    """Split-R̂ (max over ``stats``) and ESS (min over ``stats``) of a per-draw trace with columns ``chain``, ``draw``
-    and the statistics; every chain is cut to the shortest one's length."""
-    out = {"rhat": float("nan"), "ess": float("nan"), "n_chains": 0, "n_draws": 0}
-    if trace is None or not len(trace):
-        return out
-    chains = [g.sort_values("draw") for _, g in trace.groupby("chain")]
-    n = min(len(g) for g in chains)
-    out["n_chains"], out["n_draws"] = len(chains), n
-    rh, es = [], []
-    for s in stats:
-        if s not in trace or trace[s].isna().all():
-            continue
-        x = np.stack([g[s].to_numpy()[-n:] for g in chains])
-        rh.append(split_rhat(x))
-        es.append(ess(x))
-        out[f"rhat_{s}"], out[f"ess_{s}"] = rh[-1], es[-1]
-    if rh:  # one unmeasurable statistic leaves the chain unvouched for: NaN (a guard on it then fails)
-        out["rhat"] = float("nan") if np.any(np.isnan(rh)) else float(max(rh))
-        out["ess"] = float("nan") if np.any(np.isnan(es)) else float(min(es))
-    return out
-
-
-# ----------------------------------------------------------------------------------------------- exact block Gibbs
-
-
-@njit(cache=True, parallel=True)
-def _gibbs_side_kernel(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b):
-    """One block of exact Gibbs: every row's (factor, bias) from its Gaussian conditional given the other side.
-
-    Precision P = lik Σ w x xᵀ + diag(reg), x = (x_j, 1); mean = P⁻¹ lik Σ w x (r − b0 − b_other); draw = mean + L⁻ᵀ ξ
-    with P = L Lᵀ."""
-    n = indptr.shape[0] - 1
-    d = X.shape[1]
-    for i in prange(n):
-        A = np.zeros((d + 1, d + 1))
-        rhs = np.zeros(d + 1)
-        x = np.empty(d + 1)
-        for p in range(indptr[i], indptr[i + 1]):
-            j = idx[p]
-            for f in range(d):
-                x[f] = X[j, f]
-            x[d] = 1.0
-            w = lik * wts[p]
-            y = vals[p] - b0 - xb[j]
-            for a in range(d + 1):
-                rhs[a] += w * x[a] * y
-                for c in range(a + 1):
-                    A[a, c] += w * x[a] * x[c]
-        for a in range(d + 1):
-            A[a, a] += reg[a]
-            for c in range(a):
-                A[c, a] = A[a, c]
-        L = _cholesky(A)
-        # mean: L y = rhs, Lᵀ mu = y; noise: Lᵀ e = ξ; the draw mu + e solves Lᵀ z = y + ξ
-        z = _solve_upper_t(L, _solve_lower(L, rhs) + xi[i])
-        for f in range(d):
-            out[i, f] = z[f]
-        out_b[i] = z[d] if own_b else 0.0
-
-
-def gibbs_side_reference(indptr, idx, vals, wts, X, xb, b0, reg, lik, xi):
-    """Plain numpy version of one Gibbs block (``np.linalg``): returns (factors, biases)."""
-    n, d = indptr.shape[0] - 1, X.shape[1]
-    out, out_b = np.zeros((n, d)), np.zeros(n)
-    for i in range(n):
-        sl = slice(indptr[i], indptr[i + 1])
-        Xi = np.hstack([X[idx[sl]].astype(np.float64), np.ones((indptr[i + 1] - indptr[i], 1))])
-        w = lik * wts[sl].astype(np.float64)
-        P = (Xi * w[:, None]).T @ Xi + np.diag(reg)
-        mu = np.linalg.solve(P, (Xi * w[:, None]).T @ (vals[sl] - b0 - xb[idx[sl]]))
-        L = np.linalg.cholesky(P)
-        z = mu + np.linalg.solve(L.T, xi[i])
-        out[i], out_b[i] = z[:d], z[d]
-    return out, out_b
-
-
-def _csr_with_weights(users, items, values, weights, n_rows):
-    order = np.argsort(users, kind="stable")
-    indptr = np.zeros(n_rows + 1, np.int64)
-    np.cumsum(np.bincount(users, minlength=n_rows), out=indptr[1:])
-    return (indptr, np.ascontiguousarray(items[order].astype(np.int64)),
-            np.ascontiguousarray(values[order].astype(np.float64)),
-            np.ascontiguousarray(weights[order].astype(np.float64)))
-
-
-@dataclass
-class GibbsChain:
-    """One exact block-Gibbs chain: its final sample, per-draw trace and per-sweep history."""
-    model: object  # MFModel (float32), the final sweep's (U, V, b_i, b_j), b_0 fixed
-    trace: pd.DataFrame  # chain, draw, v_norm2, sample_rmse (with ``test``) every ``thin`` sweeps after burn-in
-    history: pd.DataFrame  # epoch (= sweep), phase, seconds
-
-
-def gibbs_chain(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, lam_bias: float, d: int = 16,
-                sweeps: int = 200, burn_in: int = 100, thin: int = 1, seed: int = 0, test=None,
-                init_scale: float = 0.1, chain: int = 0) -> GibbsChain:
-    """One chain of exact block Gibbs on Algorithm 1's target exp(−ε/(4B) Σ w_i (r − r̂)²) × prior (Λ_u, Λ_v, λ_b
-    fixed, b_0 at the rating-scale midpoint, the trimmed data of ``pre``): every sweep draws all (u_i, b_i) from their
-    exact Gaussian conditional given (V, b_j), then all (v_j, b_j) given (U, b_i). ``seed`` is the chain's own seed
-    (its initialisation, N(0, ``init_scale``²) factors and zero biases, and its normals). A function of ``seed``
-    alone: the same seed gives the same chain."""
-    import time
-
-    from ..mf import MFModel, init_model
-
-    eps = check_epsilon(epsilon)
-    t = pre.train
-    lik = likelihood_scale(eps, pre.B, 1.0)  # s λ_r = ε / (2B): the SGLD path's exponent ε/(4B) Σ w (r − r̂)², any λ_r
-    Lu = np.broadcast_to(np.asarray(Lambda_u, np.float64), (d,))
-    Lv = np.broadcast_to(np.asarray(Lambda_v, np.float64), (d,))
-    reg_u = np.concatenate([Lu, [float(lam_bias)]])
-    reg_v = np.concatenate([Lv, [float(lam_bias)]])
-    b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
-    w = pre.rating_weights
-    cu = _csr_with_weights(t.users, t.items, t.values, w, t.n_users)
-    cv = _csr_with_weights(t.items, t.users, t.values, w, t.n_items)
-    rng = np.random.default_rng([int(seed), 0x61B5])
-    m0 = init_model(t.n_users, t.n_items, d, seed=[int(seed), 0xD9], scale=init_scale, b0=b0)
-    U, V = m0.U.astype(np.float64), m0.V.astype(np.float64)
-    bu, bi = np.zeros(t.n_users), np.zeros(t.n_items)
-    rows, hist = [], []
-    for s in range(1, int(sweeps) + 1):
-        t0 = time.perf_counter()
-        _gibbs_side_kernel(*cu, V, bi, True, b0, reg_u, lik, rng.standard_normal((t.n_users, d + 1)), U, bu)
-        _gibbs_side_kernel(*cv, U, bu, True, b0, reg_v, lik, rng.standard_normal((t.n_items, d + 1)), V, bi)
-        hist.append({"epoch": s, "phase": "burn_in" if s <= burn_in else "sampling",
-                     "seconds": time.perf_counter() - t0})
-        if s > burn_in and (s - burn_in) % thin == 0:
-            row = {"chain": chain, "draw": s, "v_norm2": float(np.mean(V * V))}
-            if test is not None:
-                p = (np.einsum("ij,ij->i", U[test.users], V[test.items]) + bu[test.users] + bi[test.items] + b0)
-                row["sample_rmse"] = rmse(p, test.values)
-            rows.append(row)
-    model = MFModel(U.astype(np.float32), V.astype(np.float32), bu.astype(np.float32), bi.astype(np.float32),
-                    float(b0))
-    trace = pd.DataFrame(rows, columns=["chain", "draw", "v_norm2"] + (["sample_rmse"] if test is not None else []))
-    return GibbsChain(model, trace, pd.DataFrame(hist))
-
-
-def gibbs_reference(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, lam_bias: float, d: int = 16,
-                    lambda_r: float = 2.0, sweeps: int = 200, burn_in: int = 100, n_chains: int = 2, thin: int = 1,
-                    seed: int = 0, test=None, init_scale: float = 0.1) -> dict:
-    """``n_chains`` chains of :func:`gibbs_chain` (seeds :func:`chain_seed`), e.g. at ε = 4B: the reference a
-    converged SGLD chain should land on (the non-private posterior of the private pipeline). ``lambda_r`` is implied
-    by the target (kept for the callers' signature).
-
-    Returns ``{"models": final sample per chain, "trace": per-draw v_norm2 / sample_rmse, **chain_diagnostics}``."""
-    chains = [gibbs_chain(pre, epsilon, Lambda_u=Lambda_u, Lambda_v=Lambda_v, lam_bias=lam_bias, d=d, sweeps=sweeps,
-                          burn_in=burn_in, thin=thin, seed=chain_seed(seed, k), test=test, init_scale=init_scale,
-                          chain=k)
-              for k in range(int(n_chains))]
-    trace = pd.concat([c.trace for c in chains], ignore_index=True)
-    return {"models": [c.model for c in chains], "trace": trace, **chain_diagnostics(trace)}

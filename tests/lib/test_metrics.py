@@ -7,7 +7,7 @@ import pytest
 
 from dpmf_lib import metrics
 from dpmf_lib.errors import ParameterError
-from nbm_toys import toy
+from tests.nbm_toys import toy
 
 
 def test_rmse_hand_made():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.privacy.common import PrivacyRecord
-from nbm_toys import toy
+from tests.nbm_toys import toy
 
 RECORD_KEYS = ["epsilon_stated", "epsilon_effective", "seed_used", "seed_was_fixed", "caveats"]
 

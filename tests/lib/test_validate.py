@@ -6,7 +6,7 @@ import pytest
 
 from dpmf_lib import validate
 from dpmf_lib.errors import ParameterError
-from nbm_toys import toy
+from tests.nbm_toys import toy
 
 NAN, INF = float("nan"), float("inf")
 

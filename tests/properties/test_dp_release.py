@@ -13,7 +13,7 @@ from dpmf_lib import nbm
 from dpmf_lib.attacks.mechanisms import BLIP, JLT, bloom_codebook, bloom_filter, jlt_codebook, jlt_guarantee_void
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import MFModel, sample_sgld
+from dpmf_lib.mf import MFModel, Schedule, sample_sgld
 from dpmf_lib.nbm import accounting as acc
 from dpmf_lib.nbm import model as nbm_model
 from dpmf_lib.nbm import runs
@@ -320,7 +320,7 @@ def test_sgld_weights_reach_the_kernel_in_layout_order():
                     np.zeros(n_items, np.float32), 0.0)
     res = sample_sgld(r, d=d, epochs=400, eta0=0.01 / r.n_ratings, gamma=0.0, zeta=1e-12, lambda_r=1.0,
                       fixed_lambda=(1.0, 1.0), weights=w, model=start, freeze_items=True, biases=False,
-                      n_threads=1, seed=0)
+                      schedule=Schedule(n_threads=1), seed=0)
 
     def ridge(wt):
         out = np.zeros((n_users, d))
@@ -347,7 +347,8 @@ def test_exact_mode_sgld_honours_zeta(zeta):
     r = random_ratings(n_users=40, n_items=20, per_user=6, seed=12)
     d = 4
     res = sample_sgld(r, d=d, epochs=60, eta0=0.2 / r.n_ratings, gamma=0.0, zeta=zeta, fixed_lambda=(1.0, 1.0),
-                      weights=np.zeros(r.n_ratings, np.float32), mode="exact", biases=False, n_threads=1, seed=13)
+                      weights=np.zeros(r.n_ratings, np.float32), mode="exact", biases=False,
+                      schedule=Schedule(n_threads=1), seed=13)
     x = np.concatenate([res.model.U.ravel(), res.model.V.ravel()]).astype(np.float64)
     n = len(x)
     stat = float((x ** 2).sum() / zeta)  # mean 0 is exact here (no data term)
@@ -362,7 +363,7 @@ def _liu_toy():
 
 def test_sample_private_refuses_a_temperature_and_offers_a_step_scale():
     r, pre = _liu_toy()
-    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=3, check_range=False, n_threads=1, seed=5)
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=3, check_range=False, schedule=Schedule(n_threads=1), seed=5)
     eps = 4 * pre.B  # likelihood scale 1: the step is eta_n itself, below the cap
     with pytest.raises(ParameterError, match="zeta"):
         ps.sample_private(pre, eps, zeta=0.006, **kw)
@@ -433,7 +434,7 @@ def test_resolve_seed_policy():
 
 def test_dp_releases_default_to_fresh_entropy_and_a_recorded_seed_replays_them():
     r, pre = _liu_toy()
-    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, check_range=False, n_threads=1)
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, check_range=False, schedule=Schedule(n_threads=1))
     a, b = ps.sample_private(pre, 10.0, **kw), ps.sample_private(pre, 10.0, **kw)
     assert not a.seed_was_fixed and a.seed_used != b.seed_used and a.V.tobytes() != b.V.tobytes()
     again = ps.sample_private(pre, 10.0, seed=a.seed_used, **kw)
@@ -480,7 +481,7 @@ def test_liu_release_claims_its_epsilon_only_when_the_range_rule_held(monkeypatc
     """Theorem 1 needs every prediction within the range (Algorithm 1 lines 5–6): a sample that did not meet it
     carries epsilon_effective None; one that met it (here: a range check forced to pass) carries the stated ε."""
     r, pre = _liu_toy()
-    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, n_threads=1, seed=5)
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, schedule=Schedule(n_threads=1), seed=5)
     eps = 4 * pre.B
     assert ps.sample_private(pre, eps, check_range=False, **kw).epsilon_effective is None
     monkeypatch.setattr(ps, "range_violations", lambda *a, **k: {"n_out": 0, "n_pairs": 1, "min": 1.0, "max": 5.0})

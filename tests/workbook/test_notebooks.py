@@ -55,10 +55,9 @@ def test_parameters_cell_declares_every_parameter_of_the_params_file(path):
     assert all(declared[k]["default"] == "None" for k in parameter_names(path.stem))
 
 
-# Parameter cells whose comments (the per-profile values papermill --help-notebook shows) lag their params file.
-# Regenerating a code cell makes the notebook's paper row stale, so these wait for the next change that re-takes
-# their rows anyway (seventeenth session: found by the test below); a notebook leaves this set when regenerated.
-PARAMETER_COMMENTS_LAG = {"balu_fig3_3", "balu_fig3_5"}
+# Parameter cells whose comments (the per-profile values papermill --help-notebook shows) lag their params file
+# (found by the test below); a notebook leaves this set when regenerated.
+PARAMETER_COMMENTS_LAG: set[str] = set()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -7,7 +7,7 @@ import pytest
 
 from dpmf_lib.privacy import posterior_sampling as ps
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import GaussianTable, init_model, sample_sgld, tiered_layout
+from dpmf_lib.mf import GaussianTable, Schedule, init_model, sample_sgld, tiered_layout
 from dpmf_lib.mf.noise import stream_seed
 from dpmf_lib.mf.reference import sgld_epoch_lazy_reference
 from dpmf_lib.mf.sgld import _sgld_epoch_lazy
@@ -86,8 +86,8 @@ def test_clipped_user_loss_is_bounded_by_B_i_for_any_factors():
 
 def test_clipped_loss_release_holds_epsilon_without_the_range_loop():
     r = random_ratings(n_users=40, n_items=20, n_ratings=300, seed=5)
-    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=3, eta_n_max=1.0, resample_rounds=1, n_threads=1,
-              seed=0, max_resamples=2)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=3, eta_n_max=1.0, resample_rounds=1,
+              schedule=Schedule(n_threads=1), seed=0, max_resamples=2)
     pre = ps.preprocess(r, tau=5, kappa=1e-4, rho=1.0, seed=0)
     paper = ps.sample_private(pre, 0.01, **kw)  # a broad sample: the range rule binds and the loop gives up
     assert not paper.constraint_satisfied and paper.epsilon_effective is None
@@ -102,7 +102,7 @@ def test_clipped_loss_release_holds_epsilon_without_the_range_loop():
 def test_bad_clip_prediction_raises(bad):
     r = random_ratings(seed=2)
     with pytest.raises(ParameterError):
-        sample_sgld(r, d=2, epochs=1, clip_prediction=bad, n_threads=1)
+        sample_sgld(r, d=2, epochs=1, clip_prediction=bad, schedule=Schedule(n_threads=1))
 
 
 def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():

@@ -19,7 +19,7 @@ def test_fig3_runs_have_enough_user_blocks_per_thread_on_ml100k(monkeypatch):
 
     def fake(name):
         def f(r, **kw):
-            calls.append((name, r.n_users, kw["n_threads"], kw.get("block_users", 1000)))
+            calls.append((name, r.n_users, kw["schedule"].n_threads, kw["schedule"].block_users))
             return _Res()
         return f
 

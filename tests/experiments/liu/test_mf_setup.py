@@ -15,7 +15,7 @@ from dpmf_lib.errors import ParameterError
 from dpmf_lib.experiments import _liu_mf as lm
 from dpmf_lib.experiments import liu_fig3, liu_fig6
 from dpmf_lib.experiments import liu_table2 as t2
-from dpmf_lib.mf import train_sgd
+from dpmf_lib.mf import Schedule, train_sgd
 from dpmf_lib.mf.model import init_model
 from dpmf_lib.params import load_params
 
@@ -77,8 +77,8 @@ def test_at_d16_run_csgd_gives_the_bytes_of_the_library_default():
     p = load_params("liu_fig6", "smoke")
     r = toy()
     h = lm.run_csgd(r, r, 16, 2, p, threads=1)
-    ref = train_sgd(r, d=16, epochs=2, n_threads=1, test=r, seed=p["seed"],
-                    block_users=lm.block_users_for(r.n_users, 1, p), **lm.sgd_kw(p))
+    ref = train_sgd(r, d=16, epochs=2, schedule=Schedule(n_threads=1, block_users=lm.block_users_for(r.n_users, 1, p)),
+                    test=r, seed=p["seed"], **lm.sgd_kw(p))
     assert h.test_rmse.tolist() == ref.history.test_rmse.tolist()
 
 
@@ -200,7 +200,8 @@ def test_fig3_off_sweep_dims_run_csgd_on_all_threads_only(monkeypatch):
         history = pd.DataFrame({"epoch": [1, 2], "updates_per_s": [1.0, 1.0]})
         model = init_model(3, 3, 2)
 
-    monkeypatch.setattr(liu_fig3, "train_sgd", lambda r, **kw: calls.append(("sgd", kw["d"], kw["order"])) or Res())
+    monkeypatch.setattr(liu_fig3, "train_sgd",
+                        lambda r, **kw: calls.append(("sgd", kw["d"], kw["schedule"].order)) or Res())
     monkeypatch.setattr(liu_fig3, "sample_sgld", lambda r, **kw: calls.append(("sgld", kw["d"], "")) or Res())
     monkeypatch.setattr(liu_fig3, "ensure_warm", lambda: None)
     p = load_params("liu_fig3", "smoke", {"dims": [8, 32], "sweep_dims": [32], "max_threads": 1})

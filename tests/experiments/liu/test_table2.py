@@ -113,7 +113,7 @@ def test_parse_callgrind_summary_and_bad_cache_geometry(tmp_path):
 def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp_path, monkeypatch):
     """What each measured segment runs: the row's stored order, its segments and its prefetch stride, in row order
     (a driver that ran every row at one stride, or one order, would make the table compare nothing)."""
-    import dpmf_lib.mf.csgd as csgd
+    import dpmf_lib.mf.sgd_kernels as sgd_kernels
 
     params = {**load_params("liu_table2", "smoke"), "prefetch": 0, "prefetch_row": 2}
     specs = t2.row_specs(params)
@@ -123,7 +123,7 @@ def test_driver_passes_each_rows_own_order_and_prefetch_stride_to_the_kernel(tmp
     assert len(set(orders)) == 3  # tiered, single tier and random are three orders here (items past the first tier)
     seen, segment = [], []
     monkeypatch.setattr(driver.os, "getppid", lambda: segment.append(len(seen)))
-    monkeypatch.setattr(csgd, "_sgd_epoch_serial", lambda users, items, values, seg, *rest: seen.append(
+    monkeypatch.setattr(sgd_kernels, "_sgd_epoch_serial", lambda users, items, values, seg, *rest: seen.append(
         (users.copy(), items.copy(), values.copy(), seg.copy(), rest[-1])))
     with contextlib.redirect_stdout(io.StringIO()):
         driver.main([str(tmp_path / "rows.npz"), "8", "2"])

@@ -290,9 +290,10 @@ def test_the_setup_block_builds_what_train_sgd_would_and_hands_it_over(monkeypat
     import dpmf_lib.mf.csgd as csgd
     from dpmf_lib.mf.data import load_for_mf
 
-    sig = inspect.signature(csgd.train_sgd).parameters
-    assert {k: sig[k].default for k in mf.LAYOUT} == mf.LAYOUT
-    assert sig["prefetch_stride"].default == mf.PREFETCH_STRIDE and sig["init_scale"].default is None
+    sig, schedule = inspect.signature(csgd.train_sgd).parameters, mflib.Schedule()
+    defaults = {k: getattr(schedule, k) if k in ("block_users", "tiers") else sig[k].default for k in mf.LAYOUT}
+    assert defaults == mf.LAYOUT
+    assert schedule.prefetch_stride == mf.PREFETCH_STRIDE and sig["init_scale"].default is None
     r = load_for_mf("netflix", seed=0, standin_scale=0.002)
     seen = {}
     real_make_layout, real_train = csgd.make_layout, mflib.train_sgd
@@ -314,7 +315,7 @@ def test_the_setup_block_builds_what_train_sgd_would_and_hands_it_over(monkeypat
     assert all(np.isfinite([layout, init, first, later])) and min(layout, init, first, later) > 0
     monkeypatch.setattr(mflib, "train_sgd", real_train)
     *_, model = mf.csgd_steps_cpu(r, 16, 3)
-    ref = real_train(r, d=16, epochs=3, n_threads=1, **mf.SGD).model
+    ref = real_train(r, d=16, epochs=3, schedule=mflib.Schedule(n_threads=1), **mf.SGD).model
     for a, b in ((model.U, ref.U), (model.V, ref.V), (model.bu, ref.bu), (model.bi, ref.bi)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 

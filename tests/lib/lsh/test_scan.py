@@ -178,12 +178,11 @@ def test_kernel_wrapper_refuses_unsafe_calls_and_survives_dirty_padding():
     rng = np.random.default_rng(9)
     Q, D = _packed(rng, 5, 70), _packed(rng, 60, 70)
     for args in ((Q, D, 0, 70), (Q, D, 5, 16), (Q, D, 5, 129), (Q[:, :1], D, 5, 64), (Q[:, :0], D[:, :0], 5, 0)):
-        for method in ("auto", "simd", "shards", "threshold", "small", "hist"):
+        for method in ("auto", "simd", "shards", "threshold"):
             with pytest.raises(ParameterError):
                 K.hamming_knn_kernel(*args, method)
-    for method in ("threshold", "small", "hist"):  # these paths never pad: k > n would return np.empty garbage
-        with pytest.raises(ParameterError, match="k <= len"):
-            K.hamming_knn_kernel(Q, D, 61, 70, method)
+    with pytest.raises(ParameterError, match="k <= len"):  # this path never pads: k > n would return np.empty garbage
+        K.hamming_knn_kernel(Q, D, 61, 70, "threshold")
     # padding bits set (the public function refuses them; a direct kernel call must still stay in bounds): every
     # path returns the k smallest of the full-width distances
     Dd = D.copy()
@@ -192,7 +191,7 @@ def test_kernel_wrapper_refuses_unsafe_calls_and_survives_dirty_padding():
     H = lsh.hamming(Q, Dd)
     assert H.min() > 70 and H.max() == 128
     i_ref = np.argsort(H, axis=1, kind="stable")[:, :9]
-    for method in ("auto", "simd", "shards", "threshold", "small", "hist"):
+    for method in ("auto", "simd", "shards", "threshold"):
         i1, d1 = K.hamming_knn_kernel(Q, Dd, 9, 70, method)
         assert np.array_equal(i1, i_ref) and np.array_equal(d1, np.take_along_axis(H, i_ref, 1)), method
 
@@ -272,9 +271,7 @@ def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
     A, B = _signs(rng, 7, 4), _signs(rng, 3000, 4)
     PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
     for k in (1, 10, 100, 333, 2999, 3000):
-        for method in ("auto", "simd", "shards", "threshold", "small", "hist"):
-            if method == "small" and k > 333:
-                continue  # the sorted list is quadratic in k
+        for method in ("auto", "simd", "shards", "threshold"):
             _check(PA, PB, A, B, k, 4, *K.hamming_knn_kernel(PA, PB, k, 4, method))
         for block in (1, 7):  # block edges between tied rows, groups of 1 and 2 queries
             for groups in (1, 4):
@@ -286,7 +283,7 @@ def test_every_path_ties_at_the_threshold_compaction_and_k_equal_n():
     B[400:420] = A[2]
     PA, PB = lsh.pack_codes(A), lsh.pack_codes(B)
     for k in (30, 40, 45, 60, 700):
-        for method in ("simd", "shards", "threshold", "hist"):
+        for method in ("simd", "shards", "threshold"):
             _check(PA, PB, A, B, k, 256, *K.hamming_knn_kernel(PA, PB, k, 256, method))
         _check(PA, PB, A, B, k, 256, *K._hamming_knn_threshold(PA, PB, k, 256, 2, 3))
         _check(PA, PB, A, B, k, 256, *K._hamming_knn_threshold(PA, PB, k, 256, 1, 3))

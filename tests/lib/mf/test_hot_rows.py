@@ -1,16 +1,18 @@
 """C-SGD with private hot item rows per thread (:mod:`dpmf_lib.mf.hot_rows`, #19): the one-thread path, the
 snapshot / merge path against the numpy reference, the hot ranges, the merge lock, and two threads against one."""
 
+from dataclasses import replace
+
 import numba
 import numpy as np
 import pytest
 from numba import njit, prange
 
-from dpmf_lib.bench.machine import _load_acquire, _store_release
+from dpmf_lib.atomics import load_acquire, store_release, unlock
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import init_model, tiered_layout, train_sgd
+from dpmf_lib.mf import Schedule, init_model, tiered_layout, train_sgd
 from dpmf_lib.mf.csgd import _internal_model, _external_model, num_threads
-from dpmf_lib.mf.hot_rows import HotCopies, _acquire, _unlock, hot_range_ends
+from dpmf_lib.mf.hot_rows import HotCopies, _acquire, hot_range_ends
 from dpmf_lib.mf.model import learning_rate
 from dpmf_lib.mf.reference import train_sgd_reference
 from tests.mf_toys import random_ratings
@@ -21,8 +23,9 @@ KW = dict(eta0=0.05, gamma=0.5, lam=0.02)
 
 def test_one_thread_is_train_sgd_byte_for_byte():
     r = random_ratings(n_users=120, n_items=40, n_ratings=1500, seed=2)
-    a = train_sgd(r, d=16, epochs=3, tiers=(6, 12), block_users=10, n_threads=1, test=r, **KW)
-    b = train_sgd(r, d=16, epochs=3, tiers=(6, 12), block_users=10, n_threads=1, test=r, hot_rows="private", **KW)
+    one = Schedule(tiers=(6, 12), block_users=10, n_threads=1)
+    a = train_sgd(r, d=16, epochs=3, schedule=one, test=r, **KW)
+    b = train_sgd(r, d=16, epochs=3, schedule=replace(one, hot_rows="private"), test=r, **KW)
     for x, y in ((a.model.U, b.model.U), (a.model.V, b.model.V), (a.model.bu, b.model.bu), (a.model.bi, b.model.bi)):
         assert x.tobytes() == y.tobytes()
     assert a.history["test_rmse"].tolist() == b.history["test_rmse"].tolist()
@@ -73,11 +76,11 @@ def test_hot_rows_need_a_tier_boundary_of_a_tiered_layout():
             HotCopies(lay, 8, bad)
     # on one thread too: a call must not be valid on one machine and invalid on another
     with pytest.raises(ParameterError, match="tiered layout"):
-        train_sgd(r, d=8, epochs=1, order="naive", hot_rows="private", n_threads=1)
+        train_sgd(r, d=8, epochs=1, schedule=Schedule(order="naive", hot_rows="private", n_threads=1))
     with pytest.raises(ParameterError, match="at least two tiers"):
-        train_sgd(r, d=8, epochs=1, tiers=(500, 4000), hot_rows="private", n_threads=1)
+        train_sgd(r, d=8, epochs=1, schedule=Schedule(tiers=(500, 4000), hot_rows="private", n_threads=1))
     with pytest.raises(ParameterError, match="hot_rows must be 'shared'"):
-        train_sgd(r, d=8, epochs=1, hot_rows="hogwild")
+        train_sgd(r, d=8, epochs=1, schedule=Schedule(hot_rows="hogwild"))
     copies = HotCopies(lay, 8, threads=1)
     m = _internal_model(init_model(r.n_users, r.n_items, 16, seed=0), lay)
     with pytest.raises(ParameterError, match="made for another layout, d = 8"):
@@ -96,16 +99,16 @@ def _locked_increments(counter, lock, n):
     for _t in prange(2):
         for _ in range(n):
             _acquire(lock)
-            x = _load_acquire(counter, 0)
-            _store_release(counter, 0, x + 1)  # a read and a write, not an atomic add: only the lock keeps it whole
-            _unlock(lock, 0)
+            x = load_acquire(counter, 0)
+            store_release(counter, 0, x + 1)  # a read and a write, not an atomic add: only the lock keeps it whole
+            unlock(lock, 0)
 
 
 @two_threads
 def test_the_merge_lock_keeps_two_threads_read_modify_writes_whole():
     """Each thread adds 1 to a shared counter 200,000 times as a separate atomic read and atomic write inside the
     lock: with mutual exclusion the count is exact; a lock that lets both in loses increments (checked by hand with
-    ``_try_lock`` always true: 357,171 of 400,000 counted on this VM)."""
+    ``try_lock`` always true: 357,171 of 400,000 counted on this VM)."""
     counter, lock = np.zeros(1, np.int64), np.zeros(1, np.int64)
     n = 200_000
     with num_threads(2):
@@ -121,10 +124,11 @@ def test_two_threads_lose_no_blocks_change_to_the_hot_rows():
     adding, or adds a block's change twice is off by a whole block's share (here 1/2 to 1/6 of the change). (Two
     merges at once, the lock's case, are rare with 6 blocks: the lock is tested on its own above.)"""
     r = random_ratings(n_users=600, n_items=40, n_ratings=9000, seed=3)
-    kw = dict(d=16, epochs=1, eta0=1e-4, gamma=0.0, lam=0.0, tiers=(8, 16), block_users=100, seed=4)
+    kw = dict(d=16, epochs=1, eta0=1e-4, gamma=0.0, lam=0.0, seed=4)
+    layout = dict(tiers=(8, 16), block_users=100)
     m0 = init_model(r.n_users, r.n_items, 16, seed=4, b0=float(r.values.mean()))
-    one = train_sgd(r, n_threads=1, **kw)
-    two = train_sgd(r, n_threads=2, hot_rows="private", **kw)
+    one = train_sgd(r, schedule=Schedule(n_threads=1, **layout), **kw)
+    two = train_sgd(r, schedule=Schedule(n_threads=2, hot_rows="private", **layout), **kw)
     assert two.extra["hot_items"] == 8 and len(one.layout.seg) - 1 == 6
     assert two.extra["merges"] == 6  # one merge per block, each under the lock
     hot = one.layout.item_perm[:8]
@@ -144,9 +148,11 @@ def test_two_threads_train_as_well_as_one():
     r = random_ratings(n_users=2000, n_items=200, n_ratings=40_000, seed=7, power=1.0)
     for seed in range(4):
         tr, te = train_test(r, 0.1, seed=seed)
-        kw = dict(d=16, epochs=6, seed=seed, test=te, tiers=(20, 80), block_users=100, eta0=0.02, lam=0.05)
-        one = train_sgd(tr, n_threads=1, **kw).history["test_rmse"].iloc[-1]
-        two = train_sgd(tr, n_threads=2, hot_rows="private", **kw).history["test_rmse"].iloc[-1]
+        kw = dict(d=16, epochs=6, seed=seed, test=te, eta0=0.02, lam=0.05)
+        layout = dict(tiers=(20, 80), block_users=100)
+        one = train_sgd(tr, schedule=Schedule(n_threads=1, **layout), **kw).history["test_rmse"].iloc[-1]
+        private = Schedule(n_threads=2, hot_rows="private", **layout)
+        two = train_sgd(tr, schedule=private, **kw).history["test_rmse"].iloc[-1]
         assert abs(two / one - 1) <= 0.005, (seed, one, two)
 
 

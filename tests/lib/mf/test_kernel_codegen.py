@@ -8,8 +8,8 @@ import numba
 import numpy as np
 import pytest
 
-from dpmf_lib.mf import init_model, sample_sgld, tiered_layout, train_sgd
-from dpmf_lib.mf.csgd import aligned_copy
+from dpmf_lib.mf import Schedule, init_model, sample_sgld, tiered_layout, train_sgd
+from dpmf_lib.mf.sgd_kernels import aligned_copy
 from tests.mf_toys import random_ratings
 
 x86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 assembly")
@@ -30,17 +30,17 @@ def test_prefetch_stride_does_not_change_results():
     r = random_ratings(n_users=90, n_items=40, n_ratings=1500, seed=8)
     lay = tiered_layout(r, block_users=20, tiers=(5, 15))
     m0 = init_model(r.n_users, r.n_items, 16, seed=1, b0=float(r.values.mean()))
-    kw = dict(d=16, model=m0, layout=lay, n_threads=1, epochs=2)
-    a, b = (train_sgd(r, prefetch_stride=p, **kw).model for p in (0, 8))
+    kw = dict(d=16, model=m0, layout=lay, epochs=2)
+    a, b = (train_sgd(r, schedule=Schedule(n_threads=1, prefetch_stride=p), **kw).model for p in (0, 8))
     assert a.U.tobytes() == b.U.tobytes() and a.V.tobytes() == b.V.tobytes() and a.bi.tobytes() == b.bi.tobytes()
-    kw = dict(d=16, layout=lay, n_threads=1, epochs=2, seed=2, noise_table_size=4096)
-    a, b = (sample_sgld(r, prefetch_stride=p, **kw).model for p in (0, 3))
+    kw = dict(d=16, layout=lay, epochs=2, seed=2, noise_table_size=4096)
+    a, b = (sample_sgld(r, schedule=Schedule(n_threads=1, prefetch_stride=p), **kw).model for p in (0, 3))
     assert a.U.tobytes() == b.U.tobytes() and a.V.tobytes() == b.V.tobytes() and a.bu.tobytes() == b.bu.tobytes()
 
 
 def test_sgd_result_is_deterministic_with_default_prefetch():
     r = random_ratings(n_users=90, n_items=40, n_ratings=1500, seed=9)
-    kw = dict(d=32, n_threads=1, epochs=2, block_users=20, tiers=(5, 15), seed=4)
+    kw = dict(d=32, schedule=Schedule(n_threads=1, block_users=20, tiers=(5, 15)), epochs=2, seed=4)
     a, b = train_sgd(r, **kw).model, train_sgd(r, **kw).model
     assert a.U.tobytes() == b.U.tobytes() and a.V.tobytes() == b.V.tobytes()
 
@@ -53,7 +53,7 @@ def _asm(fn, *args):
 
 @x86
 def test_csgd_loop_is_packed_fma_without_reshape():
-    from dpmf_lib.mf.csgd import _sgd_range
+    from dpmf_lib.mf.sgd_kernels import _sgd_range
 
     r = random_ratings()
     m = init_model(r.n_users, r.n_items, 128, seed=0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import init_model, naive_layout, tiered_layout, top_k, train_sgd
+from dpmf_lib.mf import Schedule, init_model, naive_layout, tiered_layout, top_k, train_sgd
 from dpmf_lib.mf.reference import topk_reference, train_sgd_reference
 from tests.mf_toys import (host_vector_register, lazy_counters, random_ratings, sgld_segment_arguments,
                            whole_row_lengths_in)
@@ -23,7 +23,7 @@ def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
     kernel, which reads the next rating's rows before this rating's update: with 12 items, consecutive ratings often
     share an item or a user, and the kernel must then re-read (a version that does not is off by ~1e-3 here). The
     whole-row kernel at d the host leaves out: ``test_whole_row_sgd_kernel_matches_reference_on_any_host``."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
 
     assert 8 not in ROW_LENGTHS and set(ROW_LENGTHS) <= {16, 32, 64, 128}
     r = random_ratings(n_items=12)
@@ -32,7 +32,7 @@ def test_sgd_kernel_matches_reference_same_order(order, prefetch, d):
     shared = (lay.users[1:] == lay.users[:-1]) | (lay.items[1:] == lay.items[:-1])
     assert shared.sum() >= 20  # the re-read path runs
     m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=float(r.values.mean()))
-    res = train_sgd(r, d=d, model=m0, layout=lay, n_threads=1, prefetch_stride=prefetch, **KW)
+    res = train_sgd(r, d=d, model=m0, layout=lay, schedule=Schedule(n_threads=1, prefetch_stride=prefetch), **KW)
     ref = train_sgd_reference(lay, m0, lam=KW["lam"], lamb=KW["lam"], epochs=KW["epochs"], eta0=KW["eta0"],
                               gamma=KW["gamma"])
     for a, b in [(res.model.U, ref.U), (res.model.V, ref.V), (res.model.bu, ref.bu), (res.model.bi, ref.bi)]:
@@ -45,7 +45,7 @@ def test_whole_row_sgd_kernel_matches_reference_on_any_host(d):
     """The whole-row kernel called directly, so that it is tested at every d on every host (``train_sgd`` runs it
     only for d in ``ROW_LENGTHS``, which depends on the host's vector registers): one pass over a 12-item toy order
     where ≥ 20 consecutive ratings share a user or an item, against the float32 reference."""
-    from dpmf_lib.mf.csgd import _sgd_range_rows, aligned_copy
+    from dpmf_lib.mf.sgd_kernels import _sgd_range_rows, aligned_copy
     from dpmf_lib.mf.reference import sgd_epoch_reference
 
     r = random_ratings(n_items=12)
@@ -66,7 +66,7 @@ def test_whole_row_lengths_follow_the_vector_register_file(monkeypatch):
     """Whole-row kernels while two rows fit in half the vector registers: d ≤ 128 with AVX-512, d ≤ 32 with AVX2 (on
     a Zen 3 AVX2 host they were ~2x slower than the loop kernels at d = 64 and 128), none below AVX2."""
     from dpmf_lib.mf import rowvec
-    from dpmf_lib.mf.csgd import MAX_ROW_LENGTH, ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import MAX_ROW_LENGTH, ROW_LENGTHS
 
     assert ROW_LENGTHS == rowvec.whole_row_lengths() and MAX_ROW_LENGTH == max(ROW_LENGTHS, default=0)
     for bits, expected in ((512, (16, 32, 64, 128)), (256, (16, 32)), (128, ())):
@@ -92,7 +92,7 @@ def test_sgld_steps_are_emitted_in_chunks_that_fit_half_the_register_file(monkey
 def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     """The dispatch in the compiled epoch kernel (recompiled without the on-disk cache): it holds the whole-row kernel
     for each D in ``ROW_LENGTHS`` (the symbols end in ``Literal[int](D)``) and for no other D."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS, _sgd_epoch_serial
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS, _sgd_epoch_serial
 
     fresh = numba.njit(fastmath=True)(_sgd_epoch_serial.py_func)
     r = random_ratings()
@@ -108,7 +108,7 @@ def test_epoch_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
 def test_sgd_kernel_repeated_pairs_and_python_float_scalars(d):
     """Consecutive ratings of the same (user, item) pair, and of the same user or item, in a hand-made stream; the
     scalars as Python floats (cast to float32 by the whole-row kernel; the loop kernel computes in float64 then)."""
-    from dpmf_lib.mf.csgd import _sgd_epoch_serial
+    from dpmf_lib.mf.sgd_kernels import _sgd_epoch_serial
     from dpmf_lib.mf.reference import sgd_epoch_reference
 
     users = np.array([0, 0, 0, 1, 1, 2, 0, 2, 2, 1], np.int32)
@@ -207,10 +207,11 @@ def test_lazy_counters_sum_to_round_length():
 
 def test_same_seed_one_thread_bit_identical():
     r = random_ratings(n_users=60, n_items=50, n_ratings=600, seed=5)
-    a = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
-    b = train_sgd(r, d=16, epochs=2, n_threads=1, seed=7, block_users=10, tiers=(5, 10))
+    small = Schedule(n_threads=1, block_users=10, tiers=(5, 10))
+    a = train_sgd(r, d=16, epochs=2, schedule=small, seed=7)
+    b = train_sgd(r, d=16, epochs=2, schedule=small, seed=7)
     assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
-    c = train_sgd(r, d=16, epochs=2, n_threads=1, seed=8, block_users=10, tiers=(5, 10))
+    c = train_sgd(r, d=16, epochs=2, schedule=small, seed=8)
     assert a.model.U.tobytes() != c.model.U.tobytes()
 
 
@@ -219,15 +220,15 @@ def test_two_threads_still_converges(d):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 numba threads")
     r = random_ratings(n_users=200, n_items=80, n_ratings=4000, seed=6)
-    res = train_sgd(r, d=d, epochs=10, eta0=0.02, gamma=0.0, lam=0.05, n_threads=2, block_users=20, tiers=(10, 20),
-                    test=r)
+    res = train_sgd(r, d=d, epochs=10, eta0=0.02, gamma=0.0, lam=0.05,
+                    schedule=Schedule(n_threads=2, block_users=20, tiers=(10, 20)), test=r)
     h = res.history["test_rmse"].to_numpy()
     assert np.isfinite(h).all() and h[-1] < h[0]
 
 
 def test_prefetch_emits_instruction():
     """The C-SGD inner loop (recompiled without the on-disk cache, which cannot be inspected) contains prefetches."""
-    from dpmf_lib.mf.csgd import _sgd_range
+    from dpmf_lib.mf.sgd_kernels import _sgd_range
 
     fresh = numba.njit(fastmath=True)(_sgd_range.py_func)
     r = random_ratings()
@@ -241,7 +242,7 @@ def test_prefetch_emits_instruction():
 def test_whole_row_kernel_is_straight_vector_code_with_prefetch():
     """The whole-row C-SGD kernel at d = 128 (recompiled without the on-disk cache): prefetches, packed single
     precision FMAs on full rows (on the host's widest vector registers), and no reference counting in its loop."""
-    from dpmf_lib.mf.csgd import _sgd_range_rows
+    from dpmf_lib.mf.sgd_kernels import _sgd_range_rows
 
     fresh = numba.njit(fastmath=True)(_sgd_range_rows.py_func)
     r = random_ratings()
@@ -292,13 +293,13 @@ def test_whole_row_sgld_kernel_keeps_its_vectors_in_registers():
 def test_bad_parameters_raise():
     r = random_ratings()
     with pytest.raises(ParameterError, match="order"):
-        train_sgd(r, order="random")
+        train_sgd(r, schedule=Schedule(order="random"))
     with pytest.raises(ParameterError, match="eta0"):
         train_sgd(r, eta0=float("nan"))
     with pytest.raises(ParameterError, match="d "):
         train_sgd(r, d=0)
     with pytest.raises(ParameterError, match="tiers"):
-        train_sgd(r, tiers=(0, 5))
+        train_sgd(r, schedule=Schedule(tiers=(0, 5)))
 
 
 def test_topk_matches_reference_and_excludes_seen():

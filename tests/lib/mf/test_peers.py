@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.data.ratings import DataSource, Ratings
-from dpmf_lib.mf import train_sgd
+from dpmf_lib.mf import Schedule, train_sgd
 from dpmf_lib.mf.peers import PeerUnavailable, libmf_fit, run_with_watchdog, surprise_fit, time_to_rmse
 
 
@@ -35,8 +35,8 @@ def test_peer_beats_global_mean(fit, kw):
 def test_csgd_beats_global_mean_on_same_toy():
     tr, te = _lowrank()
     base = float(np.sqrt(np.mean((te.values - tr.values.mean()) ** 2)))
-    res = train_sgd(tr, d=8, epochs=20, eta0=0.02, gamma=0.0, lam=0.02, test=te, n_threads=1, block_users=50,
-                    tiers=(20, 50))
+    res = train_sgd(tr, d=8, epochs=20, eta0=0.02, gamma=0.0, lam=0.02, test=te,
+                    schedule=Schedule(n_threads=1, block_users=50, tiers=(20, 50)))
     assert res.history.test_rmse.iloc[-1] < 0.9 * base
 
 

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import GaussianTable, MFModel, init_model, sample_sgld, tiered_layout
+from dpmf_lib.mf import GaussianTable, MFModel, Schedule, init_model, sample_sgld, tiered_layout
 from dpmf_lib.mf.noise import stream_seed
 from dpmf_lib.mf.reference import conjugate_posterior, sgld_epoch_lazy_reference
 from dpmf_lib.mf.sgld import _sgld_epoch_lazy
@@ -20,7 +20,7 @@ def test_lazy_kernel_matches_reference_one_round(iso, d):
     which reads the next rating's rows before this rating's step and must re-read them when the two share a user or
     an item (12 items: that happens often; a version that does not re-read is off by ~5e-2 here). The whole-row
     kernel at the d a host leaves out: ``test_whole_row_kernel_matches_loop_kernel``."""
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
 
     assert 6 not in ROW_LENGTHS and set(ROW_LENGTHS) <= {16, 32, 64, 128}
     r = random_ratings(seed=1, n_items=12)
@@ -100,7 +100,7 @@ def test_segment_kernel_compiles_the_whole_row_kernel_exactly_for_row_lengths():
     for each D in ``ROW_LENGTHS`` (symbols ending in ``Literal[int](D)``) and for no other D."""
     import numba
 
-    from dpmf_lib.mf.csgd import ROW_LENGTHS
+    from dpmf_lib.mf.sgd_kernels import ROW_LENGTHS
     from dpmf_lib.mf.sgld import _sgld_segment_table
 
     fresh = numba.njit(fastmath=True)(_sgld_segment_table.py_func)
@@ -115,8 +115,8 @@ def _toy_run(mode, seed, rounds, r, V, d, **kw):
     N = r.n_ratings
     return sample_sgld(r, d=d, epochs=rounds, eta0=kw.pop("h", 0.005) / N, gamma=0.0, zeta=kw.pop("zeta", 1.0),
                        lambda_r=1.0, fixed_lambda=(2.0, 1.0), lam_bias=1.0, mode=mode, model=model, freeze_items=True,
-                       keep_every=1, keep_users=True, n_threads=1, seed=seed, tiers=(3, 3), block_users=50,
-                       noise_table_size=1 << 16, **kw)
+                       keep_every=1, keep_users=True, schedule=Schedule(n_threads=1, tiers=(3, 3), block_users=50),
+                       seed=seed, noise_table_size=1 << 16, **kw)
 
 
 def _standardized(res, r, V, d, burn, thin, zeta=1.0):
@@ -172,7 +172,7 @@ def test_lookup_table_noise_is_normal():
 
 def test_sgld_same_seed_one_thread_bit_identical():
     r = random_ratings(n_users=60, n_items=50, n_ratings=600, seed=5)
-    kw = dict(d=8, epochs=3, n_threads=1, block_users=10, tiers=(5, 10), noise_table_size=4096)
+    kw = dict(d=8, epochs=3, schedule=Schedule(n_threads=1, block_users=10, tiers=(5, 10)), noise_table_size=4096)
     a = sample_sgld(r, seed=3, **kw)
     b = sample_sgld(r, seed=3, **kw)
     c = sample_sgld(r, seed=4, **kw)
@@ -183,7 +183,8 @@ def test_sgld_same_seed_one_thread_bit_identical():
 def test_weights_and_scale_enter_likelihood():
     """Halving the likelihood scale equals halving every per-rating weight (same stream, same seed)."""
     r = random_ratings(seed=7)
-    kw = dict(d=4, epochs=2, n_threads=1, seed=1, noise_table_size=1024, tiers=(5, 10), block_users=7)
+    kw = dict(d=4, epochs=2, schedule=Schedule(n_threads=1, tiers=(5, 10), block_users=7), seed=1,
+              noise_table_size=1024)
     a = sample_sgld(r, likelihood_scale=0.5, **kw)
     b = sample_sgld(r, weights=np.full(r.n_ratings, 0.5), **kw)
     np.testing.assert_allclose(a.model.U, b.model.U, rtol=1e-5, atol=1e-6)
@@ -203,7 +204,8 @@ def test_sgld_bad_parameters_raise():
 
 def test_no_bias_mode_keeps_biases_zero():
     r = random_ratings(seed=8)
-    res = sample_sgld(r, d=4, epochs=2, biases=False, n_threads=1, noise_table_size=1024, tiers=(5, 10), block_users=7)
+    res = sample_sgld(r, d=4, epochs=2, biases=False, noise_table_size=1024,
+                      schedule=Schedule(n_threads=1, tiers=(5, 10), block_users=7))
     assert res.model.b0 == 0.0 and not res.model.bu.any() and not res.model.bi.any()
     assert np.isfinite(res.model.U).all()
 
@@ -228,7 +230,8 @@ def test_isotropic_lambda_detection_selects_the_scalar_step():
     assert is_isotropic(one, 2 * one) and not is_isotropic(one, vec) and not is_isotropic(vec, one)
     # a fixed scalar Λ runs the scalar step; the same Λ given as an isotropic vector runs it too (same bytes)
     r = random_ratings(n_users=40, n_items=30, n_ratings=400, seed=2)
-    kw = dict(d=8, epochs=2, n_threads=1, block_users=10, tiers=(5, 10), noise_table_size=4096, seed=1)
+    kw = dict(d=8, epochs=2, schedule=Schedule(n_threads=1, block_users=10, tiers=(5, 10)), noise_table_size=4096,
+              seed=1)
     a = sample_sgld(r, fixed_lambda=(1.5, 2.0), **kw)
     b = sample_sgld(r, fixed_lambda=(np.full(8, 1.5), np.full(8, 2.0)), **kw)
     assert a.model.U.tobytes() == b.model.U.tobytes() and a.model.V.tobytes() == b.model.V.tobytes()
@@ -272,7 +275,7 @@ def test_rounds_of_noise_have_the_rounds_variance(noise, epochs):
     m0 = init_model(r.n_users, r.n_items, d, seed=1, b0=0.0)
     res = sample_sgld(r, d=d, epochs=epochs, eta0=1.0 / N, gamma=gamma, zeta=zeta, likelihood_scale=1e-12,
                       fixed_lambda=(1e-9, 1e-9), lam_bias=1e-9, model=m0, noise=noise, noise_table_size=1 << 21,
-                      n_threads=1, seed=5, tiers=(20, 100), block_users=100)
+                      schedule=Schedule(n_threads=1, tiers=(20, 100), block_users=100), seed=5)
     expected = zeta * sum(t ** -gamma for t in range(1, epochs + 1))  # Σ_t N ζ η_t with η_t = 1 / (N t^γ)
     rated_u = np.bincount(r.users, minlength=r.n_users) > 0
     rated_v = np.bincount(r.items, minlength=r.n_items) > 0

@@ -9,6 +9,8 @@ import pytest
 
 import dpmf_lib.mf as mf
 from dpmf_lib.diagnostics import ess, split_rhat
+from dpmf_lib.mf import Schedule
+from dpmf_lib.privacy import exact_gibbs as eg
 from dpmf_lib.privacy import posterior_sampling as ps
 from tests.mf_toys import dense_toy
 
@@ -38,7 +40,7 @@ def test_ess_of_iid_and_ar1_chains():
 def test_redraws_are_separate_chains_with_their_own_seeds():
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, n_chains=2, eta_n_max=1.0,
-              n_threads=1, seed=3, max_resamples=3)
+              schedule=Schedule(n_threads=1), seed=3, max_resamples=3)
     rel = ps.sample_private(pre, 0.01, **kw)  # broad posterior: every draw violates the range, the loop gives up
     assert rel.n_resamples == 3 and rel.n_chains == 4 and rel.released_chain == 3 and rel.redraw == "fresh"
     seeds = {ps.chain_seed(3, k) for k in range(4)}
@@ -59,13 +61,13 @@ def test_gibbs_block_kernel_matches_numpy_reference():
     rng = np.random.default_rng(5)
     d = 3
     w = rng.uniform(0.2, 1.0, r.n_ratings)
-    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, r.n_users)
+    indptr, idx, vals, wts = eg._csr_with_weights(r.users, r.items, r.values, w, r.n_users)
     V, bi = rng.standard_normal((r.n_items, d)), rng.standard_normal(r.n_items) * 0.1
     reg = np.array([1.5, 2.0, 0.7, 1.1])
     xi = rng.standard_normal((r.n_users, d + 1))
     out, out_b = np.zeros((r.n_users, d)), np.zeros(r.n_users)
-    ps._gibbs_side_kernel(indptr, idx, vals, wts, V, bi, True, 3.0, reg, 0.8, xi, out, out_b)
-    ref, ref_b = ps.gibbs_side_reference(indptr, idx, vals, wts, V, bi, 3.0, reg, 0.8, xi)
+    eg._gibbs_side_kernel(indptr, idx, vals, wts, V, bi, True, 3.0, reg, 0.8, xi, out, out_b)
+    ref, ref_b = eg.gibbs_side_reference(indptr, idx, vals, wts, V, bi, 3.0, reg, 0.8, xi)
     np.testing.assert_allclose(out, ref, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(out_b, ref_b, rtol=1e-9, atol=1e-10)
 
@@ -75,14 +77,14 @@ def test_gibbs_block_draws_have_the_conditional_moments():
     d = 2
     rng = np.random.default_rng(7)
     w = np.ones(r.n_ratings)
-    indptr, idx, vals, wts = ps._csr_with_weights(r.users, r.items, r.values, w, 1)
+    indptr, idx, vals, wts = eg._csr_with_weights(r.users, r.items, r.values, w, 1)
     V, bi = rng.standard_normal((r.n_items, d)), np.zeros(r.n_items)
     reg = np.array([1.0, 2.0, 0.5])
     n = 20000  # the same user repeated n times: n independent draws of its conditional in one call
     k = indptr[1]
     rep = (np.arange(n + 1) * k).astype(np.int64), np.tile(idx, n), np.tile(vals, n), np.tile(wts, n)
     out, out_b = np.zeros((n, d)), np.zeros(n)
-    ps._gibbs_side_kernel(*rep, V, bi, True, 3.0, reg, 2.0, rng.standard_normal((n, d + 1)), out, out_b)
+    eg._gibbs_side_kernel(*rep, V, bi, True, 3.0, reg, 2.0, rng.standard_normal((n, d + 1)), out, out_b)
     draws = np.hstack([out, out_b[:, None]])
     X = np.hstack([V[idx], np.ones((len(idx), 1))])
     P = 2.0 * X.T @ X + np.diag(reg)
@@ -95,7 +97,7 @@ def test_gibbs_block_draws_have_the_conditional_moments():
 
 def test_gibbs_reference_mixes_on_a_small_problem():
     pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=1.0, seed=0)
-    g = ps.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
+    g = eg.gibbs_reference(pre, 4 * pre.B, Lambda_u=2.0, Lambda_v=2.0, lam_bias=1.0, d=2, sweeps=300, burn_in=100,
                            n_chains=2, seed=1)
     assert g["n_chains"] == 2 and g["rhat"] < 1.1 and len(g["models"]) == 2
 
@@ -130,7 +132,7 @@ def test_no_two_sgld_runs_of_a_release_share_a_noise_seed(monkeypatch):
     monkeypatch.setattr(mf, "sample_sgld", spy)
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=4, n_chains=3, eta_n_max=1.0,
-              n_threads=1, seed=3, max_resamples=0)
+              schedule=Schedule(n_threads=1), seed=3, max_resamples=0)
     rel = ps.sample_private(pre, 0.01, **kw)
     # burn-in and sampling phase of 3 chains: 6 noise streams (seed → splitmix64 stream and Gaussian table), all
     # distinct — before the fix chain 0's sampling phase reused chain 1's burn-in seed
@@ -168,7 +170,7 @@ def test_gibbs_release_is_the_final_state_of_an_exact_gibbs_chain():
     rel = ps.sample_private(pre, 4 * pre.B, **kw, rounds=40, burn_in=20, n_chains=2, seed=5, sampler="gibbs",
                             max_resamples=0)
     assert rel.sampler == "gibbs" and rel.n_chains == 2 and rel.released_chain == 0
-    ref = ps.gibbs_reference(pre, 4 * pre.B, **kw, sweeps=60, burn_in=20, n_chains=2, seed=5)
+    ref = eg.gibbs_reference(pre, 4 * pre.B, **kw, sweeps=60, burn_in=20, n_chains=2, seed=5)
     for got, want in zip(rel.chain_models, ref["models"]):
         np.testing.assert_array_equal(got.V, want.V)
         np.testing.assert_array_equal(got.bi, want.bi)
@@ -205,13 +207,13 @@ def test_gibbs_blocks_sample_the_sgld_paths_target(monkeypatch):
     # check what the blocks are given against the SGLD path's own definition of the target
     pre = ps.preprocess(dense_toy(4, 30, 20), tau=10, kappa=1.0, rho=3.0, seed=0)
     assert len(np.unique(pre.rating_weights)) > 1  # the weights are not all 1, so dropping them shows
-    calls, real = [], ps._gibbs_side_kernel
+    calls, real = [], eg._gibbs_side_kernel
 
     def spy(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b):
         calls.append((indptr.copy(), wts.copy(), b0, reg.copy(), lik, X.shape[0]))
         return real(indptr, idx, vals, wts, X, xb, own_b, b0, reg, lik, xi, out, out_b)
 
-    monkeypatch.setattr(ps, "_gibbs_side_kernel", spy)
+    monkeypatch.setattr(eg, "_gibbs_side_kernel", spy)
     eps, lu, lv, lb, lam_r = 0.7 * pre.B, np.array([2.0, 3.0]), np.array([5.0, 7.0]), 0.5, 2.0
     rel = ps.sample_private(pre, eps, Lambda_u=lu, Lambda_v=lv, lam_bias=lb, d=2, lambda_r=lam_r, rounds=2,
                             burn_in=1, seed=1, sampler="gibbs", check_range=False)
@@ -245,7 +247,7 @@ def test_a_chain_drops_its_kept_v_draws_once_the_trace_has_read_them(monkeypatch
     monkeypatch.setattr(mf, "sample_sgld", spy)
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     rel = ps.sample_private(pre, 0.01, Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, burn_in=2, thin=1,
-                            n_chains=3, eta_n_max=1.0, n_threads=1, seed=2, max_resamples=0)
+                            n_chains=3, eta_n_max=1.0, schedule=mf.Schedule(n_threads=1), seed=2, max_resamples=0)
     assert len(refs) == 3 * 6  # the draws were kept (the trace needs them) ...
     assert len(rel.trace) == 3 * 6 and rel.trace.v_norm2.notna().all()
     assert alive_at_start == [0] * 6  # ... and none outlived its chain (2 sample_sgld calls per chain)

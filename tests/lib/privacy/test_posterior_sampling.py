@@ -7,7 +7,7 @@ from scipy import stats
 
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.mf import MFModel
+from dpmf_lib.mf import MFModel, Schedule
 from dpmf_lib.privacy import posterior_sampling as ps
 from tests.mf_toys import dense_toy
 
@@ -164,8 +164,8 @@ def test_range_violations_hand_made_and_against_reference():
 def test_rejection_loop_counts_how_often_the_range_binds():
     r, _ = lowrank_toy(n_users=60, n_items=20, per_user=8, seed=5)
     # ε tiny: the sample is (nearly) a draw from the broad prior N(0, 1/0.5), which leaves [1 − κ, 5 + κ]
-    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=3, eta_n_max=1.0, resample_rounds=1, n_threads=1,
-              seed=0)  # DP releases default to fresh entropy; tests fix their seeds
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=3, eta_n_max=1.0, resample_rounds=1,
+              schedule=Schedule(n_threads=1), seed=0)  # DP releases default to fresh entropy; tests fix their seeds
     pre = ps.preprocess(r, tau=5, kappa=1e-4, rho=1.0, seed=0)
     rel = ps.sample_private(pre, 0.01, max_resamples=2, **kw)
     assert rel.n_resamples == 2 and len(rel.violations) == 3 and not rel.constraint_satisfied
@@ -179,7 +179,7 @@ def test_rejection_loop_counts_how_often_the_range_binds():
 def test_same_seed_same_release_bytes():
     r, _ = lowrank_toy(n_users=50, n_items=20, per_user=6, seed=6)
     pre = ps.preprocess(r, tau=5, kappa=1.0, rho=1.0, seed=1)
-    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=3, max_resamples=1, n_threads=1, seed=9)
+    kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=3, max_resamples=1, schedule=Schedule(n_threads=1), seed=9)
     a, b = ps.sample_private(pre, 10.0, **kw), ps.sample_private(pre, 10.0, **kw)
     assert a.V.tobytes() == b.V.tobytes() and a.violations == b.violations
 
@@ -197,7 +197,8 @@ def test_smaller_epsilon_gives_noisier_V():
     """Independent chains (disjoint seed pairs) agree on V Vᵀ when ε is large and disagree when ε is small."""
     r, _ = lowrank_toy(n_users=300, n_items=40, per_user=25, d=2, seed=7)
     pre = ps.preprocess(r, tau=25, kappa=1.0, rho=1.0, seed=0)
-    kw = dict(Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=40, eta_n=0.02, gamma=0.3, check_range=False, n_threads=1)
+    kw = dict(Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=40, eta_n=0.02, gamma=0.3, check_range=False,
+              schedule=Schedule(n_threads=1))
 
     def disagreements(eps):
         out = []
@@ -262,7 +263,7 @@ def test_a_release_must_say_which_sampler_ran():
 
 def test_sample_private_reports_the_redraw_that_ran():
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
-    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0, n_threads=1, seed=1,
-              max_resamples=1)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0,
+              schedule=mf.Schedule(n_threads=1), seed=1, max_resamples=1)
     assert ps.sample_private(pre, 0.01, **kw).redraw == "fresh"  # the function's default
     assert ps.sample_private(pre, 0.01, **kw, redraw="continue").redraw == "continue"
