@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from dpmf_lib.mf import Schedule
 from dpmf_lib.privacy.common import PrivacyRecord
 from tests.nbm_toys import toy
 
@@ -55,7 +56,7 @@ def test_every_release_type_reads_its_fields_from_one_record():
                 nbm.sample_pnbm(r, epsilon=1.0, T=1, L=5, Nk=5, seed=4),
                 nbm.train_dpsgd_mf(r, epsilon=1.0, K=1, seed=4),
                 ps.sample_private(ps.preprocess(r, tau=8, kappa=1.0, rho=1.0, seed=1), 1.0, Lambda_u=1.0,
-                                  Lambda_v=1.0, d=2, rounds=2, n_threads=1, seed=4)]
+                                  Lambda_v=1.0, d=2, rounds=2, schedule=Schedule(n_threads=1), seed=4)]
     for rel in releases:
         rec = rel.privacy
         assert isinstance(rec, PrivacyRecord) and rec.epsilon_stated == rel.epsilon == 1.0

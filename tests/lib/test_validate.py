@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 
+from dpmf_lib.mf import Schedule
 from dpmf_lib import validate
 from dpmf_lib.errors import ParameterError
 from tests.nbm_toys import toy
@@ -148,7 +149,7 @@ def _entry_points(r):
         ("validate.epsilon(allow_none)", lambda e: validate.epsilon(e, allow_none=True), True, False),
         ("check_dp_epsilon", lambda e: check_dp_epsilon(e), True, False),
         ("ps.sample_private", lambda e: ps.sample_private(pre, e, Lambda_u=1.0, Lambda_v=1.0, d=2, rounds=1,
-                                                          n_threads=1, seed=0), False, False),
+                                                          schedule=Schedule(n_threads=1), seed=0), False, False),
         ("ps.gibbs_chain", lambda e: ps.gibbs_chain(pre, e, Lambda_u=1.0, Lambda_v=1.0, lam_bias=1.0, d=2, sweeps=2,
                                                     burn_in=1), False, False),
         ("ps.likelihood_scale", lambda e: ps.likelihood_scale(e, pre.B, 2.0), False, False),

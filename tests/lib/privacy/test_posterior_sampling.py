@@ -264,6 +264,6 @@ def test_a_release_must_say_which_sampler_ran():
 def test_sample_private_reports_the_redraw_that_ran():
     pre = ps.preprocess(dense_toy(), tau=5, kappa=1.0, rho=1.0, seed=0)
     kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=4, burn_in=2, eta_n_max=1.0,
-              schedule=mf.Schedule(n_threads=1), seed=1, max_resamples=1)
+              schedule=Schedule(n_threads=1), seed=1, max_resamples=1)
     assert ps.sample_private(pre, 0.01, **kw).redraw == "fresh"  # the function's default
     assert ps.sample_private(pre, 0.01, **kw, redraw="continue").redraw == "continue"
