@@ -484,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
             other = (f"  (taken on another CPU or numpy build: {r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')}"
                      f" SIMD {r['cpu'].get('numpy_simd')})")
         print(f"{r['name']:32s} {state_label(r):8s} {t}  {r['why'] or ''}{other}")
-    print(f"scorecard: {write_scorecard()}")
+    # on stderr: stdout stays one line per row (name, state, ...), which scripts and tests parse
+    print(f"scorecard: {write_scorecard()}", file=sys.stderr)
     return 0
 
 
