@@ -416,8 +416,27 @@ def lean_text(claim: Claim, values: list[float] | None, lo: float, hi: float) ->
 
 
 def judge_measurement(claim: Claim, m: dict, notes: Notes | None = None) -> Judgement:
-    """The verdict of one real measurement dict (as written to measurements.json)."""
+    """The verdict of one real measurement dict (as written to measurements.json), as a notebook's own claims table
+    shows it: a value shown only, or the paper's form of an unfair comparison, is *shown* with the reason."""
     notes = notes_for(claim) if notes is None else notes
+    j = _judge_one(claim, m, notes)
+    if notes.show_only:
+        j.verdict, j.reason, j.category, j.lean = SHOWN, notes.show_only, "", ""
+    elif notes.fair_form:
+        _as_paper_form(j, notes)
+    return j
+
+
+def _as_paper_form(j: Judgement, notes: Notes) -> None:
+    would = j.verdict + (f" ({j.reason})" if j.reason else "")
+    j.verdict = SHOWN
+    j.reason = (f"the paper's form of an unfair comparison: its headline verdict is that of its fair form "
+                f"{notes.fair_form}; this form alone would be: {would}")
+    j.category = j.lean = ""
+
+
+def _judge_one(claim: Claim, m: dict, notes: Notes) -> Judgement:
+    """The verdict of one measurement under the claim's rule, guards and audit rule (before show_only / fair_form)."""
     values = [float(v) for v in (m.get("values") or [m["value"]])]
     if not all(math.isfinite(v) for v in values):
         return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m,
@@ -555,12 +574,12 @@ def judge(claim: Claim, measurements: list[dict], notes: Notes | None = None) ->
     real, standin = _mine(claim, measurements)
     if not real:
         if standin:
-            parts = [judge_measurement(claim, m, notes) for m in standin]
+            parts = [_judge_one(claim, m, notes) for m in standin]
             p = parts[0]
             return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence", p.mean, p.lo,
                              p.hi, p.n, standin[0], parts, p.asymmetric)
         return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet")
-    parts = [judge_measurement(claim, m, notes) for m in real]
+    parts = [_judge_one(claim, m, notes) for m in real]
     first = parts[0]
     shown = claim.shown_not_judged or notes.show_only
     if shown:
@@ -585,11 +604,7 @@ def judge(claim: Claim, measurements: list[dict], notes: Notes | None = None) ->
         whole = Judgement(REPRODUCED, first.reason if len(parts) == 1 else f"all {len(parts)} settings", first.mean,
                           first.lo, first.hi, first.n, first.measurement, parts, first.asymmetric)
     if notes.fair_form:
-        would = whole.verdict + (f" ({whole.reason})" if whole.reason else "")
-        whole.verdict = SHOWN
-        whole.reason = (f"the paper's form of an unfair comparison: its headline verdict is that of its fair form "
-                        f"{notes.fair_form}; this form alone would be: {would}")
-        whole.category = whole.lean = ""
+        _as_paper_form(whole, notes)
     return whole
 
 

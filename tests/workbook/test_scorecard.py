@@ -287,3 +287,13 @@ def test_a_row_current_only_by_canary_revalidation_is_named_on_the_scorecard(mon
     card = snapshot.scorecard(states, {})
     assert "2 of 3 notebooks current, 1 of them only by canary revalidation (liu_fig1 at abc1234)" in card["rows_text"]
     assert "stale or missing (their claims are not judged): liu_fig4" in card["rows_text"]
+
+
+def test_a_notebooks_own_claims_table_shows_what_the_report_shows(snapshot_measurements):
+    """judge_measurement (what a notebook prints) agrees with judge for values shown only and for paper forms."""
+    from dpmf_lib.verdicts import judge_measurement
+
+    for cid in ("hua-5-msg-download-12kb", "balu-3.5-blip-joint-beats-single"):
+        m = next(x for x in snapshot_measurements if x["claim"] == cid and x["real"])
+        j = judge_measurement(CLAIMS[cid], m)
+        assert j.verdict == SHOWN and j.reason == judge(CLAIMS[cid], [m]).reason
