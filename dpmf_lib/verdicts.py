@@ -358,8 +358,8 @@ class Judgement:
 
     ``category`` names the kind of reason of an *inconclusive* (for the scorecard): ``guard not measured``, ``guard
     failed``, ``interval straddles``, ``seeds``, ``no proof``, ``no audit power``, ``not significant``, ``cells``,
-    ``non-finite``. ``lean`` is the verdict the interval alone gives when a guard or the seeds keep it from
-    counting (``""`` when nothing is withheld)."""
+    ``non-finite``. ``lean`` is the verdict the interval alone gives when a guard that failed or was not measured
+    keeps it from counting (``""`` when nothing is withheld or the interval straddles the line)."""
 
     verdict: str
     reason: str = ""
@@ -539,7 +539,7 @@ def judge_audit(claim: Claim, m: dict, rule: AuditRule, values: list[float]) -> 
     p = float(stats.binom.sf(k - 1, n, alpha)) if k else 1.0
     name = "ε_stated" if rule.against == "stated" else "ε_provable"
     reach = audit_reach(rule.runs, CONFIDENCE, rule.delta)
-    pair = "" if rule.pair is None else f"; the audited pair's exact loss ε_pair = {rule.pair:.3g}"
+    pair = "" if rule.pair is None else f"; the audited pair's exact loss ε_pair = {rule.pair:.3g} (first seed)"
     over = (f"{k} of {n} seeds' 95 % lower bounds exceed {name} = {eps:g}"
             + (f" (ε_lower {exceed[0]:.3g}–{exceed[-1]:.3g})" if k else ""))
     chance = f"under {name}-DP each seed does so with probability ≤ {alpha:g}, independently: P ≤ {p:.2g}"
