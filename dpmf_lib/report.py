@@ -312,7 +312,7 @@ def page_context(fig_dir: Path, papers: dict, rows: list[dict], claims: list[dic
                                                                              if v},
             "verdicts": VERDICTS, "legend": LEGEND, "verdict_class": VERDICT_CLASS, "status_legend": STATUS_LEGEND,
             "status_class": STATUS_CLASS, "extra_headers": headers, "fig_dir_name": fig_dir.name,
-            "snapshot_summary": ""}
+            "snapshot_summary": "", "scorecard": None}
 
 
 def _md_cell(text) -> str:
@@ -337,14 +337,17 @@ def _fmt_paper(v: dict) -> str | None:
     return f"{_fmt(v['mean'])}{ci} (n = {v['n']})"
 
 
-def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> str:
+def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> tuple[str, dict]:
     """The committed ``paper`` snapshot (results/paper, :mod:`dpmf_lib.snapshot`) beside this run: per figure its
     state (current / stale and why / not in the snapshot) with the measured time and peak memory, per claim the
-    verdict of the current snapshot rows. A stale row's verdict is never shown as a verdict, only as "stale".
-    Returns the summary line of the snapshot for the top of the page."""
+    verdict of the current snapshot rows and, where it is differs or inconclusive, its cause and evidence. A stale
+    row's verdict is never shown as a verdict, only as "stale". Returns the summary line of the snapshot and its
+    scorecard (:func:`dpmf_lib.snapshot.scorecard`), which open the page."""
     from . import snapshot
+    from .verdicts import notes_for
 
-    states = {r["name"]: r for r in snapshot.rows()}
+    snapshot_rows = snapshot.rows()
+    states = {r["name"]: r for r in snapshot_rows}
     for r in rows:
         s = states.get(r["name"])
         r["snapshot_text"], r["snapshot_link"] = "—", None
@@ -370,17 +373,35 @@ def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> str:
         v = verdicts.get(c["id"]) or {}
         return v.get("verdict") or ({"stale": "stale snapshot"}.get(v.get("state")))
 
+    by_id = {x.id: x for x in current_claims()}
+
+    def cause(c: dict) -> str | None:
+        v = verdicts.get(c["id"]) or {}
+        if v.get("verdict") not in (DIFFERS, INCONCLUSIVE):
+            return None
+        notes = notes_for(by_id[c["id"]]) if c["id"] in by_id else None
+        lean = f"the data lean to {v['lean']}; " if v.get("lean") else ""
+        if notes is None or not notes.cause:
+            return lean + "no cause given"
+        return f"{lean}{notes.cause}: {notes.evidence}"
+
     register_claim_column("paper profile (snapshot)", verdict)
     register_claim_column("paper: ours ± 95 %", lambda c: _fmt_paper(verdicts.get(c["id"]) or {}))
-    return summary_text
+    register_claim_column("paper: why not reproduced", cause)
+    card = snapshot.scorecard(snapshot_rows, verdicts)
+    card["markdown"] = snapshot.scorecard_markdown(card)
+    return summary_text, card
 
 
 def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
     fig_dir = fig_dir or figures_dir()
     fig_dir.mkdir(parents=True, exist_ok=True)
     papers, rows, claims = collect(fig_dir)
-    snapshot_summary = add_paper_snapshot(fig_dir, rows)
-    ctx = {**page_context(fig_dir, papers, rows, claims), "snapshot_summary": snapshot_summary}
+    snapshot_summary, card = add_paper_snapshot(fig_dir, rows)
+    # the scorecard opens both pages; in REPORT.md its headings sit one level below the page's title
+    card["markdown_in_report"] = "\n".join(("#" + line) if line.startswith("#") else line
+                                            for line in card["markdown"].splitlines())
+    ctx = {**page_context(fig_dir, papers, rows, claims), "snapshot_summary": snapshot_summary, "scorecard": card}
     env = _environment()
     env.autoescape = False
     md_path = fig_dir / "REPORT.md"

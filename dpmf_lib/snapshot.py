@@ -9,6 +9,7 @@ notebooks.
     python -m dpmf_lib.snapshot --take [--only P]  # keep paper runs already in figures/
     python -m dpmf_lib.snapshot --compact          # re-encode the kept figures (rows taken before compacting)
     python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
+    python -m dpmf_lib.snapshot --scorecard        # write and print results/paper/SCORECARD.md (every listing writes it)
     python -m dpmf_lib.snapshot --rehash           # move rows hashed by the old byte scheme (no re-run)
     python -m dpmf_lib.snapshot --canary-record    # record each current row's canary (dpmf_lib.runner.canary)
     python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
@@ -19,6 +20,12 @@ it read is in the state it read. A stale row stays in the snapshot so its number
 marks it stale with the reason, and its measurements are never judged as if current. A row stale only by a code
 change whose canary run is byte-identical is current again, labelled ``current (revalidated at <commit>)``
 (:mod:`dpmf_lib.runner.canary`).
+
+``results/paper/SCORECARD.md`` (:func:`scorecard_markdown`) is what the snapshot answers, first: per paper and
+chapter, the claims judged at ``paper`` on real data — reproduced, differs by cause, inconclusive by reason and which
+way the data lean, needs data — then the reproduced claims with their intervals and every differs / inconclusive
+with its cause and evidence. It is rewritten by every listing, so a committed scorecard is current when the listing
+leaves it unchanged (tested).
 """
 
 from __future__ import annotations
@@ -210,8 +217,185 @@ def paper_verdicts() -> dict[str, dict]:
             continue
         j = judge(c, current)
         out[c.id] = {"verdict": j.verdict, "mean": j.mean, "lo": j.lo, "hi": j.hi, "n": j.n, "reason": j.reason,
+                     "category": j.category, "lean": j.lean, "asymmetric": j.asymmetric,
                      "state": "current", "why": None}
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the scorecard: what the paper snapshot says about each paper, first
+
+SCORECARD = "SCORECARD.md"
+
+
+def chapter(claim) -> str:
+    """The paper and chapter a claim belongs to on the scorecard (Balu's thesis by chapter; the privacy ledger's
+    audits of a paper's stated ε count with that paper)."""
+    from .report import paper_short_name
+    from .registry import load_registry
+
+    papers = load_registry()[0]
+    short = paper_short_name(claim.paper, papers.get(claim.paper))
+    if claim.paper == "balu":
+        for prefix, ch in (("balu-3", "ch. 3"), ("balu-4", "ch. 4"), ("balu-table4", "ch. 4"), ("balu-5", "ch. 5"),
+                           ("balu-fig5", "ch. 5")):
+            if claim.id.startswith(prefix):
+                return f"{short}, {ch}"
+    return short
+
+
+def _value_text(v: dict) -> str:
+    if v.get("mean") is None:
+        return "—"
+    lo, hi = v.get("lo"), v.get("hi")
+    if lo is None or hi is None or lo == hi or v.get("n", 0) < 2:
+        return f"{v['mean']:.4g}" + (f" (n = {v['n']})" if v.get("n") else "")
+    if v.get("asymmetric"):
+        return f"{v['mean']:.4g} [{lo:.3g}, {hi:.3g}] (n = {v['n']})"
+    return f"{v['mean']:.4g} ± {(hi - lo) / 2:.2g} (n = {v['n']})"
+
+
+def scorecard(states: list[dict] | None = None, verdicts: dict | None = None) -> dict:
+    """The paper snapshot's verdicts per paper and chapter, for :func:`scorecard_markdown` and the report page:
+    ``groups`` (counts: judged on real data, reproduced, differs by cause, inconclusive by reason with the way the
+    data lean, needs data, shown), ``reproduced`` / ``differs`` / ``inconclusive`` / ``shown`` rows, the rows'
+    states (``rows_text``) and the causes' meanings."""
+    from collections import Counter
+
+    from .claims import DIFFERS, INCONCLUSIVE, NOT_MEASURED, REPRODUCED, SHOWN, STANDIN_ONLY
+    from .dependencies import current_claims
+    from .verdicts import CAUSE_TEXT, notes_for
+
+    states = rows() if states is None else states
+    verdicts = paper_verdicts() if verdicts is None else verdicts
+    current = [r for r in states if r["state"] == "current"]
+    revalidated = [r for r in current if r.get("revalidated")]
+    rows_text = f"{len(current)} of {len(states)} notebooks current"
+    if revalidated:
+        rows_text += (f", {len(revalidated)} of them only by canary revalidation ("
+                      + ", ".join(f"{r['name']} at {r['revalidated']}" for r in revalidated) + ")")
+    stale = [r["name"] for r in states if r["state"] != "current"]
+    if stale:
+        rows_text += f"; stale or missing (their claims are not judged): {', '.join(stale)}"
+    groups, lists = {}, {REPRODUCED: [], DIFFERS: [], INCONCLUSIVE: [], SHOWN: []}
+    for c in current_claims():
+        v = verdicts.get(c.id) or {}
+        notes = notes_for(c)
+        g = groups.setdefault(chapter(c), {"name": chapter(c), "claims": 0, REPRODUCED: 0, DIFFERS: Counter(),
+                                          INCONCLUSIVE: Counter(), "lean": Counter(), "needs data": 0, SHOWN: 0,
+                                          "stale": 0})
+        g["claims"] += 1
+        verdict = v.get("verdict")
+        row = {"id": c.id, "where": c.where, "paper": g["name"], "value": _value_text(v), "unit": c.unit,
+               "reason": v.get("reason") or "", "cause": notes.cause, "evidence": notes.evidence,
+               "category": v.get("category") or "", "lean": v.get("lean") or "", "fair_form": notes.fair_form,
+               "dataset": c.dataset, "headline_for": ""}
+        if verdict is None:
+            g["stale"] += 1
+        elif verdict == REPRODUCED:
+            g[REPRODUCED] += 1
+            lists[REPRODUCED].append(row)
+        elif verdict == DIFFERS:
+            g[DIFFERS][notes.cause or "no cause given"] += 1
+            lists[DIFFERS].append(row)
+        elif verdict == INCONCLUSIVE:
+            g[INCONCLUSIVE][row["category"] or "other"] += 1
+            if row["lean"]:
+                g["lean"][row["lean"]] += 1
+            lists[INCONCLUSIVE].append(row)
+        elif verdict in (STANDIN_ONLY, NOT_MEASURED):
+            g["needs data"] += 1
+        elif verdict == SHOWN:
+            g[SHOWN] += 1
+            lists[SHOWN].append(row)
+    for g in groups.values():
+        g["judged"] = g[REPRODUCED] + sum(g[DIFFERS].values()) + sum(g[INCONCLUSIVE].values())
+    # a fair claim is the headline of the paper's form of its comparison: say so on its row, with what that form says
+    paper_forms = {r["fair_form"]: r for r in lists[SHOWN] if r["fair_form"]}
+    for r in (row for key in (REPRODUCED, DIFFERS, INCONCLUSIVE) for row in lists[key]):
+        form = paper_forms.get(r["id"])
+        if form:
+            alone = form["reason"].split("would be: ", 1)[-1].split(" (", 1)[0]
+            r["headline_for"] = f"{form['id']} (the paper's form; alone: {alone})"
+    return {"rows_text": rows_text, "groups": list(groups.values()), "reproduced": lists[REPRODUCED],
+            "differs": lists[DIFFERS], "inconclusive": lists[INCONCLUSIVE], "shown": lists[SHOWN],
+            "causes": CAUSE_TEXT}
+
+
+def _claim_cell(r: dict) -> str:
+    head = f" — headline for {r['headline_for']}" if r.get("headline_for") else ""
+    return f"`{r['id']}`{head}".replace("|", "\\|")
+
+
+def _counts(counter) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def scorecard_markdown(card: dict | None = None) -> str:
+    """``results/paper/SCORECARD.md``: per paper and chapter, the claims judged at ``paper`` on real data, then the
+    reproduced ones with value ± 95 % interval, then every differs / inconclusive with its cause and evidence."""
+    card = card or scorecard()
+
+    def cell(text) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    out = ["# Scorecard: the papers' claims at the `paper` profile",
+           "",
+           "What the committed `paper` snapshot (`results/paper/`) says, judged on real data by the rules of "
+           f"`dpmf_lib/verdicts.py`. Snapshot: {card['rows_text']}. Written by `python -m dpmf_lib.snapshot`; every "
+           "claim, with the `ci` run beside it, is in the report (`figures/REPORT.md`, `figures/index.html`).",
+           "",
+           "| paper | claims | judged on real data | reproduced | differs (by cause) | inconclusive (by reason) "
+           "| inconclusive, the data lean to | needs data | shown, not judged |",
+           "|---|---:|---:|---:|---|---|---|---:|---:|"]
+    for g in card["groups"]:
+        differs, inconc = g["differs"], g["inconclusive"]
+        d_text = f"{sum(differs.values())} ({_counts(differs)})" if differs else "0"
+        i_text = f"{sum(inconc.values())} ({_counts(inconc)})" if inconc else "0"
+        stale = f" ({g['stale']} stale, not judged)" if g["stale"] else ""
+        out.append(f"| {g['name']}{stale} | {g['claims']} | {g['judged']} | {g['reproduced']} | {d_text} | {i_text} "
+                   f"| {_counts(g['lean']) or '—'} | {g['needs data']} | {g['shown, not judged']} |")
+    total = {k: sum(g[k] if isinstance(g[k], int) else sum(g[k].values()) for g in card["groups"])
+             for k in ("claims", "judged", "reproduced", "differs", "inconclusive", "needs data", "shown, not judged")}
+    out.append(f"| **all** | {total['claims']} | {total['judged']} | {total['reproduced']} | {total['differs']} | "
+               f"{total['inconclusive']} | | {total['needs data']} | {total['shown, not judged']} |")
+    out += ["",
+            "*Needs data*: measured only on a synthetic stand-in, or not at all, because the paper's dataset (Netflix, "
+            "Yahoo! Music, ML-1M, ML-10M, EachMovie, SIFT1M) is not on this machine. *Inconclusive* reasons: a guard "
+            "failed, a guard the rule table requires was not measured (a re-take records it), the interval straddles "
+            "the line, or a privacy audit of a mechanism with no proof. Causes: "
+            + "; ".join(f"*{k}* — {v}" for k, v in card["causes"].items()) + ".",
+            "",
+            "## Reproduced",
+            "",
+            "| claim | paper | ours (mean ± 95 % interval over seeds) |",
+            "|---|---|---|"]
+    out += [f"| {_claim_cell(r)} | {cell(r['paper'])} | {cell(r['value'])} {cell(r['unit'])} |"
+            for r in card["reproduced"]]
+    for title, key in (("Differs", "differs"), ("Inconclusive", "inconclusive")):
+        out += ["", f"## {title}", "",
+                "| claim | ours | " + ("why inconclusive | the data lean to | " if key == "inconclusive" else "")
+                + "cause | evidence |",
+                "|---|---|" + ("---|---|" if key == "inconclusive" else "") + "---|---|"]
+        for r in card[key]:
+            why = f"{cell(r['category'] or 'other')} | {cell(r['lean'] or '—')} | " if key == "inconclusive" else ""
+            out.append(f"| {_claim_cell(r)} | {cell(r['value'])} | {why}"
+                       f"{cell(r['cause'] or '**no cause given**')} | {cell(r['evidence'] or '')} |")
+    if card["shown"]:
+        out += ["", "## Shown, not judged", "",
+                "| claim | why |", "|---|---|"]
+        out += [f"| {r['id']} | {cell(r['reason'][:240] + ('…' if len(r['reason']) > 240 else ''))} |"
+                for r in card["shown"]]
+    return "\n".join(out) + "\n"
+
+
+def write_scorecard(path: Path | None = None) -> Path:
+    """Write :func:`scorecard_markdown` to ``results/paper/SCORECARD.md`` (or ``path``)."""
+    path = path or snapshot_dir() / SCORECARD
+    text = scorecard_markdown()
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
 
 
 def times_table() -> str:
@@ -252,9 +436,16 @@ def main(argv: list[str] | None = None) -> int:
                          "marks the row current (revalidated at <commit>)")
     ap.add_argument("--times", action="store_true",
                     help="print the rows' measured paper times and peak memory (from run.json) as a Markdown table")
+    ap.add_argument("--scorecard", action="store_true",
+                    help=f"write {SCORECARD} (the paper verdicts per paper and chapter) and print it; every listing "
+                         "writes it too")
     args = ap.parse_args(argv)
     if args.times:
         print(times_table())
+        return 0
+    if args.scorecard:
+        path = write_scorecard()
+        print(path.read_text(encoding="utf-8"))
         return 0
     if args.canary_record or args.revalidate:
         from .runner import canary
@@ -295,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
             other = (f"  (taken on another CPU or numpy build: {r['cpu'].get('model')}, numpy {r['cpu'].get('numpy')}"
                      f" SIMD {r['cpu'].get('numpy_simd')})")
         print(f"{r['name']:32s} {state_label(r):8s} {t}  {r['why'] or ''}{other}")
+    # on stderr: stdout stays one line per row (name, state, ...), which scripts and tests parse
+    print(f"scorecard: {write_scorecard()}", file=sys.stderr)
     return 0
 
 

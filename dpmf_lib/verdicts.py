@@ -35,24 +35,230 @@ How a verdict is reached (a reviewer's rules, not a convenience):
 * **Guards.** ``guards: {name: {min|max: x, why: ...}}`` name preconditions that make the comparison meaningful (a
   baseline that beats item means, a chain that moved and converged, a choice off its grid's edge). The experiment
   measures them (``Measurement.guards``); a guard that fails in any seed, or was not measured, makes the verdict
-  ``inconclusive`` with the reason.
+  ``inconclusive`` with the reason, and the reason still says which way the data lean (the verdict the interval
+  would give, and how many seeds lie on which side of the line).
+* **Guards by kind.** A guard belongs to what a claim reads, not to the claim: :data:`KINDS` is the rule table. A
+  claim that reads a chain's sample (MCMC, SGLD, DPPS) needs a chain that moved and converged; one that compares the
+  accuracy of trained models needs every such model to beat the bias-only / item-means predictor; one that compares
+  models whose hyper-parameters were selected on a grid needs no selection on the grid's edge. The kinds of a claim
+  are listed in the ``judging:`` section of ``params/claims.yaml``; each requirement is met by any of the guards it
+  accepts that the claim names, else its default guard applies, and a measurement that does not record it reads
+  ``guard … not measured (needs a re-take)``.
+* **Privacy audits.** A claim with an ``audit:`` rule compares a distinguishing audit's one-sided 95 % lower bound
+  ε_lower with an ε (stated or provable), seed by seed, never through a mean: a lower bound averaged with a
+  t-interval throws a refutation away. Each seed's bound exceeds a true ε with probability ≤ 0.05 and the seeds are
+  independent, so k of n seeds above the ε has probability ≤ P[Binomial(n, 0.05) ≥ k]: at ≤ 0.05 the ε is refuted
+  (*differs*). This is the correction the stored per-seed 95 % bounds allow; a Bonferroni bound per seed (each at
+  1 − 0.05/n, "any seed above refutes") needs each seed's error counts, which the ledger does not record. A
+  mechanism with no proof for what was audited (provable ε = ∞, or a premise the audited runs break) is never
+  *reproduced* by an audit that finds little: *inconclusive*, with how far the audit could reach. An audit that
+  found ε_lower = 0 in every seed has no power: *inconclusive*.
+* **Fair forms and values shown only.** A claim whose ``judging:`` entry names a ``fair_form`` is the paper's form of
+  an unfair comparison (e.g. the prior credited to one side only): it is *shown* beside the fair claim, which carries
+  the headline verdict, with what it alone would say. ``show_only: reason`` shows a value without a verdict (an
+  arithmetic reading, not a measurement of the code) without changing how many seeds a run measures
+  (``shown_not_judged`` does both and is a run input).
 * **Profile.** ``min_profile`` (``ci`` or ``paper``) is the smallest profile whose settings can support the claim.
   A measurement from a smaller profile is shown as ``indicative`` with what it would say, never as a verdict.
 * **Data.** Only measurements on the real dataset the claim is about are judged; a stand-in's are ``stand-in only``.
 * **Not judged.** ``shown_not_judged: reason`` for claims that cannot fail or are about another machine's hardware.
 * **All settings.** A claim measured in several settings (datasets, dimensions) is reproduced only when every
   setting is; any setting that differs makes it differ; otherwise it is inconclusive.
+* **Causes.** Every claim that is not reproduced at ``paper`` carries, in ``judging:``, a ``cause`` (bug-here,
+  our-choice, paper-property, data or unresolved) and one line of ``evidence`` (a column, a check, a figure panel);
+  the report and ``results/paper/SCORECARD.md`` show them. They explain a verdict and never decide one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .claims import (DIFFERS, INCONCLUSIVE, INDICATIVE, NOT_MEASURED, PROFILE_RANK, REPRODUCED, SHOWN, STANDIN_ONLY,
-                     Claim)
+                     Claim, Guard)
+from .errors import ParameterError
 
 CONFIDENCE = 0.95
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the rule table: guards by what a claim reads
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A precondition every claim of a kind needs. ``accepts``: guard names that measure it (any one the claim names
+    meets it); ``defaults``: the guards that apply when the claim names none of them — what a re-take must record."""
+
+    what: str
+    accepts: tuple[str, ...]
+    defaults: tuple[Guard, ...]
+
+
+#: kind → its requirements. A chain's split-R-hat (or share of chains over 1.05) is computed over chains from
+#: different starts, so a chain that never moved fails it: it meets "moved" as well as "converged".
+KINDS: dict[str, tuple[Requirement, ...]] = {
+    "chain": (
+        Requirement("the chain moved from its data-independent start",
+                    ("chain_moved", "chain_split_rhat", "chain_rhat_over_share"),
+                    (Guard("chain_moved", "the released sample's statistic (its test RMSE) must differ from the "
+                                          "chain's data-independent start by 0.001, else the chain never moved",
+                           min=0.001),)),
+        Requirement("the chain converged",
+                    ("chain_split_rhat", "chain_rhat_over_share"),
+                    (Guard("chain_split_rhat", "split-R-hat over >= 2 chains from different starts at most 1.05",
+                           max=1.05),
+                     Guard("chain_ess", "effective sample size over the chains at least 200", min=200))),
+    ),
+    "trained-model": (
+        Requirement("every trained model the comparison reads beats the bias-only / item-means predictor",
+                    ("gain_over_bias_only", "baseline_gain_over_item_means", "cells_not_degenerate", "live_cells"),
+                    (Guard("gain_over_bias_only", "the smallest test-RMSE gain of the trained models compared over "
+                                                  "the bias-only / item-means predictor must be at least 0.005, "
+                                                  "else a side compares a baseline, not a trained model",
+                           min=0.005),)),
+    ),
+    "tuned": (
+        Requirement("no selected hyper-parameter sits on the edge of its grid",
+                    ("selection_off_grid_edge", "k_grid_interior", "lambda_grid_interior", "cells_off_grid_edge"),
+                    (Guard("selection_off_grid_edge", "every hyper-parameter selected on a grid (validation or best "
+                                                      "of grid) must lie inside it (1 = interior), else a larger "
+                                                      "grid could change the comparison",
+                           min=1),)),
+    ),
+}
+KIND_TEXT = {
+    "chain": "reads the sample or estimate of an MCMC / SGLD / DPPS chain",
+    "trained-model": "compares (or trends) the accuracy of trained models",
+    "tuned": "compares models whose hyper-parameters were selected on a grid",
+}
+CAUSES = ("bug-here", "our-choice", "paper-property", "data", "unresolved")
+CAUSE_TEXT = {
+    "bug-here": "a bug in this workbook (to be fixed, then re-taken)",
+    "our-choice": "a reconstruction or protocol choice of ours",
+    "paper-property": "a property of the paper's own method, statement or comparison",
+    "data": "the dataset (a counterpart on ML-100K, a size or distribution the paper's data do not share)",
+    "unresolved": "not explained yet",
+}
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the judging annotations of params/claims.yaml (its `judging:` section)
+
+
+@dataclass(frozen=True)
+class AuditRule:
+    """How an audited-vs-ε claim is judged: the ε the audit's lower bound is compared with (``against``: stated or
+    provable; ``epsilon``), the evaluation runs per neighbouring dataset behind each seed's bound and the audit's δ
+    (which fix how far it can reach), the exact loss of the audited pair where known (``pair``), and either the
+    ``proof`` that covers the audited release or why there is none (``no_proof``)."""
+
+    against: str
+    epsilon: float
+    runs: int
+    proof: str | None = None
+    no_proof: str | None = None
+    pair: float | None = None
+    delta: float = 0.0
+
+
+@dataclass(frozen=True)
+class Notes:
+    """A claim's judging annotations: its kinds (the guards the rule table adds), why it is not reproduced (cause,
+    evidence), the fair claim whose verdict is its headline, a reason to show it only, its audit rule."""
+
+    kinds: tuple[str, ...] = ()
+    cause: str | None = None
+    evidence: str | None = None
+    fair_form: str | None = None
+    show_only: str | None = None
+    audit: AuditRule | None = None
+
+
+NO_NOTES = Notes()
+_NOTE_FIELDS = {"kinds", "cause", "evidence", "fair_form", "show_only", "audit"}
+_AUDIT_FIELDS = {"against", "epsilon", "runs", "proof", "no_proof", "pair", "delta"}
+
+
+def _parse_notes(doc, where: str) -> dict[str, Notes]:
+    raw = (doc or {}).get("judging") or {}
+    if not isinstance(raw, dict):
+        raise ParameterError(f"{where}: `judging:` must map claim ids to their judging annotations")
+    out = {}
+    for cid, row in raw.items():
+        at = f"{where}, judging of {cid}"
+        if not isinstance(row, dict) or set(row) - _NOTE_FIELDS:
+            raise ParameterError(f"{at}: expected a mapping with only {sorted(_NOTE_FIELDS)}")
+        kinds = tuple(row.get("kinds") or ())
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise ParameterError(f"{at}: unknown kind(s) {unknown}; known: {sorted(KINDS)}")
+        cause = row.get("cause")
+        if cause is not None and cause not in CAUSES:
+            raise ParameterError(f"{at}: cause must be one of {', '.join(CAUSES)}, got {cause!r}")
+        if (cause is None) != (row.get("evidence") is None):
+            raise ParameterError(f"{at}: `cause` and `evidence` go together (one line of evidence per cause)")
+        audit = row.get("audit")
+        if audit is not None:
+            if not isinstance(audit, dict) or set(audit) - _AUDIT_FIELDS or \
+                    not {"against", "epsilon", "runs"} <= set(audit):
+                raise ParameterError(f"{at}: `audit` needs against, epsilon, runs (and may give proof | no_proof, "
+                                     f"pair, delta)")
+            if audit["against"] not in ("stated", "provable"):
+                raise ParameterError(f"{at}: audit.against must be stated or provable")
+            if (audit.get("proof") is None) == (audit.get("no_proof") is None):
+                raise ParameterError(f"{at}: an audit rule gives exactly one of `proof` (what proves the ε for the "
+                                     "audited release) and `no_proof` (why nothing does)")
+            audit = AuditRule(**audit)
+        out[str(cid)] = Notes(kinds=kinds, cause=cause, evidence=row.get("evidence"), fair_form=row.get("fair_form"),
+                              show_only=row.get("show_only"), audit=audit)
+    return out
+
+
+_notes_read: tuple | None = None
+
+
+def load_notes(path: Path | None = None) -> dict[str, Notes]:
+    """claim id → :class:`Notes` from the ``judging:`` section of ``params/claims.yaml`` (parsed once per version of
+    the file). The claims loader (:func:`dpmf_lib.claims.load_claims`) reads only ``claims:``: this section is read
+    by the judging code alone, so editing it re-judges and never makes a snapshot row stale."""
+    global _notes_read
+    from .claims import claims_path
+    from .params import read_yaml
+
+    path = Path(path) if path is not None else claims_path()
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).digest()
+    if _notes_read is not None and _notes_read[0] == path and _notes_read[1] == digest:
+        return _notes_read[2]
+    found = _parse_notes(read_yaml(path), str(path))
+    _notes_read = (path, digest, found)
+    return found
+
+
+def notes_for(claim: Claim) -> Notes:
+    """The judging annotations of ``claim`` (none for a claim the section does not name)."""
+    try:
+        return load_notes().get(claim.id, NO_NOTES)
+    except OSError:
+        return NO_NOTES
+
+
+def required_guards(claim: Claim, notes: Notes | None = None) -> list[tuple[Guard, str]]:
+    """(guard, kind) for every guard the claim is judged by: its own (kind ``""``), then each requirement of its
+    kinds that none of its own guards meets, as the requirement's default guards."""
+    notes = notes_for(claim) if notes is None else notes
+    out = [(g, "") for g in claim.guards]
+    names = {g.name for g in claim.guards}
+    for kind in notes.kinds:
+        for req in KINDS[kind]:
+            if names & set(req.accepts):
+                continue
+            for g in req.defaults:
+                if g.name not in names:
+                    out.append((g, kind))
+                    names.add(g.name)
+    return out
 
 
 def rule(claim: Claim) -> str:
@@ -148,7 +354,12 @@ def share_of_cells_interval(cells: list, confidence: float = CONFIDENCE) -> tupl
 
 @dataclass
 class Judgement:
-    """The verdict of one measurement (or of a claim, over its measurements) with the numbers behind it."""
+    """The verdict of one measurement (or of a claim, over its measurements) with the numbers behind it.
+
+    ``category`` names the kind of reason of an *inconclusive* (for the scorecard): ``guard not measured``, ``guard
+    failed``, ``interval straddles``, ``seeds``, ``no proof``, ``no audit power``, ``not significant``, ``cells``,
+    ``non-finite``. ``lean`` is the verdict the interval alone gives when a guard that failed or was not measured
+    keeps it from counting (``""`` when nothing is withheld or the interval straddles the line)."""
 
     verdict: str
     reason: str = ""
@@ -159,17 +370,79 @@ class Judgement:
     measurement: dict | None = None
     parts: list = field(default_factory=list)  # per-measurement judgements of a claim
     asymmetric: bool = False  # [lo, hi] is not mean ± half (a share of cells): show it as an interval
+    category: str = ""
+    lean: str = ""
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "reason": self.reason, "mean": self.mean, "lo": self.lo, "hi": self.hi,
-                "n": self.n}
+                "n": self.n, "category": self.category, "lean": self.lean}
 
 
-def judge_measurement(claim: Claim, m: dict) -> Judgement:
-    """The verdict of one real measurement dict (as written to measurements.json)."""
+def seed_sides(claim: Claim, values: list[float]) -> tuple[int, int]:
+    """(seeds on the reproducing side of the claim's line, seeds on the wrong side): beyond reference ± margin vs at
+    or behind the reference for a direction; inside vs outside the band for a tolerance; equal vs not."""
+    ref = claim.reference if claim.reference is not None else 0.0
+    if claim.tolerance is not None or claim.relative_tolerance is not None:
+        tol = claim.tolerance if claim.tolerance is not None else claim.relative_tolerance * abs(ref)
+        inside = sum(abs(v - ref) <= tol for v in values)
+        return inside, len(values) - inside
+    if claim.direction == "greater":
+        return sum(v > ref + claim.margin for v in values), sum(v <= ref for v in values)
+    if claim.direction == "less":
+        return sum(v < ref - claim.margin for v in values), sum(v >= ref for v in values)
+    same = sum(v == ref for v in values)
+    return same, len(values) - same
+
+
+def lean_text(claim: Claim, values: list[float] | None, lo: float, hi: float) -> tuple[str, str]:
+    """(the verdict the interval alone gives, a sentence saying which way the data lean and how many seeds lie on
+    which side) — what a reason shows beside a guard that failed or was not measured. ``values`` None: a share of
+    cells, whose seeds' own shares say less than the cells' interval (no seed count)."""
+    decided, _ = decide(claim, lo, hi)
+    where = f"interval [{lo:.4g}, {hi:.4g}]"
+    if values is None:
+        seeds = "the cells' simultaneous interval"
+    elif claim.tolerance is not None or claim.relative_tolerance is not None:
+        good, wrong = seed_sides(claim, values)
+        seeds = f"{good} of {len(values)} seeds inside the tolerance, {wrong} outside"
+    else:
+        good, wrong = seed_sides(claim, values)
+        seeds = f"{good} of {len(values)} seeds beyond the line, {wrong} on the wrong side of the reference"
+    if decided == REPRODUCED:
+        return decided, f"the data lean to reproduced ({where}; {seeds})"
+    if decided == DIFFERS:
+        return decided, f"the data lean to differs ({where}; {seeds})"
+    return "", f"the data do not lean either way ({where} straddles the line; {seeds})"
+
+
+def judge_measurement(claim: Claim, m: dict, notes: Notes | None = None) -> Judgement:
+    """The verdict of one real measurement dict (as written to measurements.json), as a notebook's own claims table
+    shows it: a value shown only, or the paper's form of an unfair comparison, is *shown* with the reason."""
+    notes = notes_for(claim) if notes is None else notes
+    j = _judge_one(claim, m, notes)
+    if notes.show_only:
+        j.verdict, j.reason, j.category, j.lean = SHOWN, notes.show_only, "", ""
+    elif notes.fair_form:
+        _as_paper_form(j, notes)
+    return j
+
+
+def _as_paper_form(j: Judgement, notes: Notes) -> None:
+    would = j.verdict + (f" ({j.reason})" if j.reason else "")
+    j.verdict = SHOWN
+    j.reason = (f"the paper's form of an unfair comparison: its headline verdict is that of its fair form "
+                f"{notes.fair_form}; this form alone would be: {would}")
+    j.category = j.lean = ""
+
+
+def _judge_one(claim: Claim, m: dict, notes: Notes) -> Judgement:
+    """The verdict of one measurement under the claim's rule, guards and audit rule (before show_only / fair_form)."""
     values = [float(v) for v in (m.get("values") or [m["value"]])]
     if not all(math.isfinite(v) for v in values):
-        return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m)
+        return Judgement(INCONCLUSIVE, "a seed gave no finite value (NaN or ±inf)", n=len(values), measurement=m,
+                         category="non-finite")
+    if notes.audit is not None:
+        return _profiled(claim, m, judge_audit(claim, m, notes.audit, values))
     mean, lo, hi = interval(values)
     cells, cell_problem, asymmetric = "", "", False
     share = m.get("cells") is not None and claim.unit.startswith("share")
@@ -183,33 +456,108 @@ def judge_measurement(claim: Claim, m: dict) -> Judgement:
                      "simultaneous")
     j = Judgement(INCONCLUSIVE, "", mean, lo, hi, len(values), m, asymmetric=asymmetric)
     profile = m.get("profile") or "ci"
-    reasons = []
+    reasons, categories = [], []
     guard_values = m.get("guards") or {}
-    for g in claim.guards:
+    missing: dict[str, list[str]] = {}
+    for g, kind in required_guards(claim, notes):
         got = guard_values.get(g.name)
         got = got if isinstance(got, list) else ([] if got is None else [got])
-        if not got:
-            reasons.append(f"guard not measured: {g.describe()}")
+        if not got:  # a kind's default guard by its bound (its why is in KINDS); the claim's own with its why
+            missing.setdefault(kind, []).append(g.describe().split(" (")[0] if kind else g.describe())
         elif not all(g.holds(v) for v in got):
             shown = ", ".join(f"{v:.4g}" for v in got)
-            reasons.append(f"guard failed: {g.describe()}; measured {shown}")
+            bad = sum(not g.holds(v) for v in got)
+            rule_of = f" (rule of kind {kind})" if kind else ""
+            reasons.append(f"guard {g.name} failed in {bad} of {len(got)} seeds{rule_of}: {g.describe()}; "
+                           f"measured {shown}")
+            categories.append("guard failed")
+    if missing:
+        reasons.append("guard not measured (needs a re-take): " + "; ".join(
+            ", ".join(names) + (f" (rule of kind {kind}: {KIND_TEXT[kind]})" if kind else "")
+            for kind, names in missing.items()))
+        categories.append("guard not measured")
     if cell_problem:
         reasons.append(cell_problem)
+        categories.append("cells")
     need = claim.seeds_needed(profile)
     if len(values) < need:
         reasons.append(f"{len(values)} seed(s), the claim needs {need} at {profile}")
+        categories.append("seeds")
     elif not claim.deterministic and not share and len(values) > 1 and len(set(values)) == 1:
         reasons.append(f"all {len(values)} seeds gave the same value ({values[0]:.4g}): no spread to judge — the seed "
                        "does not reach this measurement, or the quantity sits at a floor (e.g. an audit that found "
                        "ε_lower = 0 every time: no power)")
+        categories.append("seeds")
     decided, why = decide(claim, lo, hi)
     if reasons:
-        j.verdict, j.reason = INCONCLUSIVE, "; ".join(reasons)
+        j.verdict, j.category = INCONCLUSIVE, categories[0]
+        if "failed" in categories[0] or "not measured" in categories[0]:
+            if not cell_problem and math.isfinite(lo) and math.isfinite(hi):
+                j.lean, lean = lean_text(claim, None if share else values, lo, hi)
+                reasons.append(lean)
+        j.reason = "; ".join(reasons)
     else:
         j.verdict, j.reason = decided, "; ".join(x for x in (why, cells) if x)
+        if decided == INCONCLUSIVE:
+            j.category = "interval straddles" if claim.direction != "equal" else "seeds"
+    return _profiled(claim, m, j)
+
+
+def _profiled(claim: Claim, m: dict, j: Judgement) -> Judgement:
+    """Below the claim's ``min_profile`` a verdict is only *indicative*, with what it would say."""
+    profile = m.get("profile") or "ci"
     if PROFILE_RANK.get(profile, 0) < PROFILE_RANK[claim.min_profile]:
         would = j.verdict + (f" ({j.reason})" if j.reason else "")
         j.verdict, j.reason = INDICATIVE, f"measured at {profile}; the claim needs {claim.min_profile} (would be: {would})"
+        j.category = ""
+    return j
+
+
+def audit_reach(runs: int, confidence: float = CONFIDENCE, delta: float = 0.0) -> float:
+    """The largest ε_lower an audit can certify with ``runs`` evaluation runs per dataset: no error either way, each
+    rate's one-sided Clopper–Pearson upper bound at (1 − confidence)/2, as :mod:`dpmf_lib.privacy.audit` computes."""
+    u = 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / runs)
+    return math.log(max(1.0 - u - delta, 1e-300) / u)
+
+
+def judge_audit(claim: Claim, m: dict, rule: AuditRule, values: list[float]) -> Judgement:
+    """Audited-vs-ε, seed by seed (see the module docstring): ``values`` are ε_lower − ε per seed."""
+    from scipy import stats
+
+    n, eps = len(values), rule.epsilon
+    audited = [v + eps for v in values]
+    mean, lo, hi = interval(values)
+    j = Judgement(INCONCLUSIVE, "", mean, lo, hi, n, m)
+    profile = m.get("profile") or "ci"
+    need = claim.seeds_needed(profile)
+    if n < need:
+        j.reason, j.category = f"{n} seed(s), the claim needs {need} at {profile}", "seeds"
+        return j
+    alpha = 1.0 - CONFIDENCE
+    exceed = sorted(a for v, a in zip(values, audited) if v > 0)
+    k = len(exceed)
+    p = float(stats.binom.sf(k - 1, n, alpha)) if k else 1.0
+    name = "ε_stated" if rule.against == "stated" else "ε_provable"
+    reach = audit_reach(rule.runs, CONFIDENCE, rule.delta)
+    pair = "" if rule.pair is None else f"; the audited pair's exact loss ε_pair = {rule.pair:.3g} (first seed)"
+    over = (f"{k} of {n} seeds' 95 % lower bounds exceed {name} = {eps:g}"
+            + (f" (ε_lower {exceed[0]:.3g}–{exceed[-1]:.3g})" if k else ""))
+    chance = f"under {name}-DP each seed does so with probability ≤ {alpha:g}, independently: P ≤ {p:.2g}"
+    power = (f"the audit's bounds reach {max(audited):.3g} at most (over seeds) and could certify at most "
+             f"ε ≈ {reach:.2g} with {rule.runs} runs per dataset")
+    if k and p <= alpha:
+        j.verdict, j.reason = DIFFERS, f"{over}; {chance}{pair}"
+    elif rule.no_proof:
+        j.reason, j.category = (f"no proof: {rule.no_proof}; an audit that finds little is no evidence of privacy — "
+                                f"{power}" + (f"; {over}, {chance}" if k else "") + pair), "no proof"
+    elif all(a <= 1e-12 for a in audited):
+        j.reason, j.category = (f"the audit found ε_lower = 0 in every seed: no power to check {name} = {eps:g} "
+                                f"(proof: {rule.proof}){pair}"), "no audit power"
+    elif k:
+        j.reason, j.category = f"{over}; {chance}: not a refutation{pair}", "not significant"
+    else:
+        j.verdict = REPRODUCED
+        j.reason = (f"no seed's 95 % lower bound exceeds {name} = {eps:g} (proof: {rule.proof}); {power}{pair}")
     return j
 
 
@@ -220,22 +568,25 @@ def _mine(claim: Claim, measurements: list[dict]) -> tuple[list[dict], list[dict
     return real, standin
 
 
-def judge(claim: Claim, measurements: list[dict]) -> Judgement:
+def judge(claim: Claim, measurements: list[dict], notes: Notes | None = None) -> Judgement:
     """The claim's verdict over every measurement of it on its real dataset (see the module docstring)."""
+    notes = notes_for(claim) if notes is None else notes
     real, standin = _mine(claim, measurements)
     if not real:
         if standin:
-            parts = [judge_measurement(claim, m) for m in standin]
+            parts = [_judge_one(claim, m, notes) for m in standin]
             p = parts[0]
             return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence", p.mean, p.lo,
                              p.hi, p.n, standin[0], parts, p.asymmetric)
         return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet")
-    parts = [judge_measurement(claim, m) for m in real]
+    parts = [_judge_one(claim, m, notes) for m in real]
     first = parts[0]
-    if claim.shown_not_judged:
-        return Judgement(SHOWN, claim.shown_not_judged, first.mean, first.lo, first.hi, first.n, first.measurement,
-                         parts, first.asymmetric)
+    shown = claim.shown_not_judged or notes.show_only
+    if shown:
+        return Judgement(SHOWN, shown, first.mean, first.lo, first.hi, first.n, first.measurement, parts,
+                         first.asymmetric)
     labels = [(p.measurement.get("setting") or p.measurement.get("dataset")) for p in parts]
+    whole = None
     for state in (INDICATIVE, DIFFERS, INCONCLUSIVE):
         hit = [(lab, p) for lab, p in zip(labels, parts) if p.verdict == state]
         if hit:
@@ -245,14 +596,19 @@ def judge(claim: Claim, measurements: list[dict]) -> Judgement:
                 reason = f"{len(hit)} of {len(parts)} settings: " + "; ".join(
                     f"{lab}: {p.reason}" if p.reason else str(lab) for lab, p in hit)
             lab, p = hit[0]
-            return Judgement(state, reason, p.mean, p.lo, p.hi, p.n, p.measurement, parts, p.asymmetric)
-    return Judgement(REPRODUCED, first.reason if len(parts) == 1 else f"all {len(parts)} settings", first.mean, first.lo,
-                     first.hi, first.n, first.measurement, parts, first.asymmetric)
+            leans = {q.lean for _, q in hit}
+            whole = Judgement(state, reason, p.mean, p.lo, p.hi, p.n, p.measurement, parts, p.asymmetric,
+                              category=p.category, lean=leans.pop() if len(leans) == 1 else "")
+            break
+    if whole is None:
+        whole = Judgement(REPRODUCED, first.reason if len(parts) == 1 else f"all {len(parts)} settings", first.mean,
+                          first.lo, first.hi, first.n, first.measurement, parts, first.asymmetric)
+    if notes.fair_form:
+        _as_paper_form(whole, notes)
+    return whole
 
 
 def verdict(claim: Claim, measurements: list[dict]) -> tuple[str, dict | None]:
     """The verdict of ``claim`` and the measurement it rests on (see :func:`judge` for the details)."""
     j = judge(claim, measurements)
     return j.verdict, j.measurement
-
-

@@ -67,14 +67,44 @@ def seed_rule(claim) -> tuple:
             bool(claim.shown_not_judged))
 
 
+_judging_read: tuple | None = None
+
+
+def _judging_section() -> dict:
+    """The ``judging:`` section of ``params/claims.yaml`` as data (parsed once per version of the file): the judging
+    annotations the verdict code reads beside the claims."""
+    global _judging_read
+    import yaml
+
+    from ..claims import claims_path
+
+    try:
+        data = claims_path().read_bytes()
+    except OSError:
+        return {}
+    digest = hashlib.sha256(data).digest()
+    if _judging_read is not None and _judging_read[0] == digest:
+        return _judging_read[1]
+    try:
+        doc = yaml.safe_load(data) or {}
+        section = doc.get("judging") or {} if isinstance(doc, dict) else {}
+    except yaml.YAMLError:
+        section = {}
+    _judging_read = (digest, section if isinstance(section, dict) else {})
+    return _judging_read[1]
+
+
 def judging_digest(claim_ids) -> str:
     """A digest of how the claims ``claim_ids`` are judged now: the bytes of :mod:`dpmf_lib.verdicts` (read as a file,
-    never imported: a broken rule must not fail the runner) and the judging fields of those claims. Recorded in
-    ``run.json`` — the run record, not a result — so the report can say when an executed notebook's printed claims
-    table was judged under other rules than the report's."""
+    never imported: a broken rule must not fail the runner), the judging fields of those claims and their entries in
+    the ``judging:`` section of ``params/claims.yaml``. Recorded in ``run.json`` — the run record, not a result — so
+    the report can say when an executed notebook's printed claims table was judged under other rules than the
+    report's."""
     from ..paths import REPO_ROOT
 
     h = hashlib.sha256((REPO_ROOT / "dpmf_lib" / "verdicts.py").read_bytes())
     wanted = set(claim_ids)
     h.update(repr(sorted((repr(c) for c in current_claims() if c.id in wanted))).encode())
+    notes = _judging_section()
+    h.update(repr(sorted((str(cid), repr(v)) for cid, v in notes.items() if cid in wanted)).encode())
     return h.hexdigest()[:16]

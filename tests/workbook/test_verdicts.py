@@ -71,9 +71,13 @@ def test_failed_or_missing_guard_makes_the_verdict_inconclusive():
     # DPSGD-MF that never trained: 1.0326 vs item means 1.0334 → gain 0.0008 in one seed
     bad = meas([0.44, 0.45, 0.445], guards={"baseline_gain_over_item_means": [0.02, 0.0008, 0.025]})
     j = judge(c, [bad])
-    assert j.verdict == INCONCLUSIVE and "guard failed" in j.reason and "baseline must train" in j.reason
+    assert j.verdict == INCONCLUSIVE and "baseline_gain_over_item_means failed in 1 of 3 seeds" in j.reason
+    assert "baseline must train" in j.reason and j.category == "guard failed"
+    # the reason still says which way the data lean
+    assert j.lean == REPRODUCED and "lean to reproduced" in j.reason and "3 of 3 seeds inside" in j.reason
     missing = judge(c, [meas([0.44, 0.45, 0.445])])
-    assert missing.verdict == INCONCLUSIVE and "guard not measured" in missing.reason
+    assert missing.verdict == INCONCLUSIVE and "not measured (needs a re-take)" in missing.reason
+    assert missing.category == "guard not measured"
 
 
 def test_below_min_profile_is_indicative_with_what_it_would_say():

@@ -70,8 +70,12 @@ def _judge_fig2(guards, value=3.0, n=5, claim="liu-6.3-csgd-faster-than-peer-ml-
 
 @pytest.mark.parametrize("claim", ["liu-6.3-csgd-faster-than-peer", "liu-6.3-csgd-faster-than-peer-ml-100k"])
 def test_fig2_guards_gate_the_verdict(claim):
-    ok = {"csgd_late_improvement": 0.0, "libmf_crossing_bracketed": 1.0, "seconds_to_target": 5.6}
+    # the notebook's own guards, and the trained-model guard its kind adds by rule (params/claims.yaml judging:)
+    ok = {"csgd_late_improvement": 0.0, "libmf_crossing_bracketed": 1.0, "seconds_to_target": 5.6,
+          "gain_over_bias_only": 0.05}
     assert _judge_fig2(ok, claim=claim).verdict == REPRODUCED
+    without = _judge_fig2({k: v for k, v in ok.items() if k != "gain_over_bias_only"}, claim=claim)
+    assert without.verdict == INCONCLUSIVE and "gain_over_bias_only" in without.reason and without.lean == REPRODUCED
     assert _judge_fig2(ok, value=1.3, claim=claim).verdict == DIFFERS
     for bad, reason in [({"csgd_late_improvement": 0.0021}, "csgd_late_improvement"),
                         ({"libmf_crossing_bracketed": 0.0}, "libmf_crossing_bracketed"),

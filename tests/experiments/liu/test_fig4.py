@@ -90,8 +90,10 @@ def test_fig4_claim_is_reproduced_only_when_every_size_is_within_the_tolerance()
     claim = CLAIMS["liu-6.4-lookup-table-10k-indistinguishable-ml-100k"]
 
     def meas(setting, values):
+        # the notebook's power guard and the guards its kinds (chain, trained-model) add by rule
         m = Measurement(claim.id, values[0], "ml-100k", True, setting=setting,
-                        guards={"power_smallest_table": 0.05}).as_dict()
+                        guards={"power_smallest_table": 0.05, "chain_moved": 0.01, "chain_split_rhat": 1.01,
+                                "chain_ess": 400.0, "gain_over_bias_only": 0.05}).as_dict()
         m.update(values=values, profile="paper")
         return m
     near = [0.0005, -0.0004, 0.0002, -0.0001, 0.0003]

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from dpmf_lib.claims import DIFFERS, Measurement, load_claims
+from dpmf_lib.claims import DIFFERS, INCONCLUSIVE, Measurement, load_claims
 from dpmf_lib.experiments import liu_fig6
 from dpmf_lib.params import load_params
 from dpmf_lib.verdicts import judge_measurement
@@ -30,6 +30,10 @@ def test_a_curve_still_improving_in_every_seed_differs(claim):
     values = [liu_fig6.overfit_gap([0.99, 0.96, 0.95, 0.95 - 0.001 * (k + 1)]) for k in range(5)]
     m = Measurement(claim, values[0], "ml-100k" if claim.endswith("ml-100k") else "netflix", True).as_dict()
     m.update(values=values, profile="paper")
+    # the trained-model guard of its kind (params/claims.yaml judging:) is not measured: withheld, leaning to differs
+    j = judge_measurement(CLAIMS[claim], m)
+    assert j.verdict == INCONCLUSIVE and j.lean == DIFFERS and "gain_over_bias_only" in j.reason
+    m["guards"] = {"gain_over_bias_only": [0.05] * 5}
     assert judge_measurement(CLAIMS[claim], m).verdict == DIFFERS
 
 
