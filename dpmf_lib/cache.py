@@ -2,8 +2,8 @@
 (``$DPMF_CACHE_DIR``, default ``figures/.cache``).
 
 Experiments whose runs are shared between notebooks cache them here — Balu chapter 3's attack grid per
-(mechanism, ε) (:mod:`dpmf_lib.experiments._balu_ch3`, Figures 3.2–3.6) and Hua et al.'s scenario runs
-(:mod:`dpmf_lib.experiments.hua_common`, Figures 1–10). A key holds every argument that changes the numbers, the data
+(mechanism, ε) (:mod:`dpmf_lib.experiments.balu._balu_ch3`, Figures 3.2–3.6) and Hua et al.'s scenario runs
+(:mod:`dpmf_lib.experiments.hua.hua_common`, Figures 1–10). A key holds every argument that changes the numbers, the data
 source (checksum; real or stand-in) and a hash of the code the result depends on, so a stale entry is never read; a
 cached result is the pickled object the computation returned, so a result served from the cache is bit-identical to
 a fresh one.

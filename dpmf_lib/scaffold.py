@@ -1,6 +1,6 @@
 """Write a thin notebook in the workbook's standard shape (no outputs, a ``parameters`` cell, run → plot → save → result).
 
-    python -m dpmf_lib.scaffold NAME --intro intro.md [--module dpmf_lib.experiments.NAME] [--look-for FILE] [--force]
+    python -m dpmf_lib.scaffold NAME --intro intro.md [--module dpmf_lib.experiments.PAPER.NAME] [--look-for FILE] [--force]
     python -m dpmf_lib.scaffold --regenerate NAME [NAME ...] | --regenerate --all
     python -m dpmf_lib.scaffold --refresh-look-for NAME [NAME ...] | --refresh-look-for --all
 
@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from .experiments import module_name
 from .paths import notebooks_dir
 
 PARAMETERS_HEAD = '''# Parameters (papermill injects new values after this cell: `papermill IN.ipynb OUT.ipynb -p profile smoke -p seed 1`).
@@ -222,7 +223,7 @@ def build(name: str, intro: str, module: str | None = None, *, display: str | No
     :func:`look_for`); ``details_md``: the closing ``## Details`` cell, after the result (none by default);
     ``extra``: cells of the notebook's own, placed after the standard cell they followed (keys ``intro``,
     ``parameters``, ``setup``, ``run``, ``plot``, ``claims``, ``save``)."""
-    module = module or f"dpmf_lib.experiments.{name}"
+    module = module or module_name(name)
     extra = extra or {}
     params_cell = new_code_cell(parameters_cell(name))
     params_cell.metadata["tags"] = ["parameters"]

@@ -61,7 +61,7 @@ model too; ``csgd_setup_plus_first_round_over_two_rounds_...`` includes it and i
 The fast layout is also timed against the plain reference (:func:`dpmf_lib.mf.layout.tiered_layout_reference`).
 
 Peers: same train/test split, d = ``peer_d``, one thread for every solver (libmf's multi-threaded scheduler can hang,
-see ``dpmf_lib.experiments._liu_mf.run_peer``; surprise is single-threaded). libmf runs with LIBMF's own defaults
+see ``dpmf_lib.experiments.liu._liu_mf.run_peer``; surprise is single-threaded). libmf runs with LIBMF's own defaults
 (``mf_get_default_param``: η = 0.1, λ_p2 = λ_q2 = 0.1, no L1, 20 bins — the Python wrapper's defaults differ: L1 0.04,
 no L2). libmf's RMSE after its last fit is the common target; each solver's time to first reach it is read from its
 RMSE-vs-time curve: ours = setup + cumulative kernel time (test evaluation excluded), peers = a fit per epoch count,

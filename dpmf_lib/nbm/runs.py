@@ -1,6 +1,6 @@
 """One evaluation = (method, dataset, fold, ε, hyper-parameters) → test RMSE; grids and best-of-grid selection.
 
-Used by ``dpmf_lib.experiments.pnbm_fig1..3``. Methods:
+Used by ``dpmf_lib.experiments.pnbm.pnbm_fig1..3``. Methods:
 ``pcc``, ``cos`` (non-private kNN), ``pnbm`` (noise-free SGD PNBM), ``dpsgd-pnbm``, ``dpsgd-pnbm-clipped`` (ours:
 per-user L1 clipping, :func:`~dpmf_lib.nbm.model.train_pnbm_clipped`), ``mf`` (noise-free SGD MF),
 ``dpsgd-mf``, ``mf-lr`` / ``dpsgd-mf-lr`` (the same MF trainers on a larger learning-rate grid: ours, a labelled

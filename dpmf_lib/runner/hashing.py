@@ -8,16 +8,17 @@ import json
 
 from ..dependencies import code_digest, current_claims
 from ..params import load_params
+from ..experiments import module_name
 from ..registry import Entry
 
 
 def experiment_module(entry: Entry) -> str:
-    """The module a notebook's ``import ... as experiment`` names (``dpmf_lib.experiments.<name>`` by convention)."""
+    """The module a notebook's ``import ... as experiment`` names (``dpmf_lib.experiments.<paper>.<name>`` by convention)."""
     import re
 
     text = entry.notebook.read_text(encoding="utf-8")
     m = re.search(r"import (dpmf_lib\.[\w.]+) as experiment", text)
-    return m.group(1) if m else f"dpmf_lib.experiments.{entry.name}"
+    return m.group(1) if m else module_name(entry.name)
 
 
 def run_modules(entry: Entry) -> tuple[str, ...]:

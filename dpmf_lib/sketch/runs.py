@@ -66,7 +66,7 @@ def make_splits(r, params: dict) -> list:
 def train_direct(run: dict, data, split_seed: int) -> dict:
     """One training run, ``fit_eval(data=data, **run)``: the default trainer of :func:`run_configs` (a trainer may
     route the same call through a cache, keyed by ``run`` and the split, e.g.
-    :mod:`dpmf_lib.experiments._balu_ch4_runs`)."""
+    :mod:`dpmf_lib.experiments.balu._balu_ch4_runs`)."""
     return fit_eval(data=data, **run)
 
 

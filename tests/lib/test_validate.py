@@ -132,7 +132,7 @@ def _entry_points(r):
     """(name, call(eps), takes None as non-private, takes ε = 0) for every public DP entry point, on ratings ``r``."""
     from dpmf_lib import nbm, params
     from dpmf_lib.attacks import mechanisms as mech
-    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.experiments.liu import liu_fig7
     from dpmf_lib.nbm import accounting as acc
     from dpmf_lib.nbm import runs
     from dpmf_lib.objpert import mf as hua

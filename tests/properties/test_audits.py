@@ -64,7 +64,7 @@ def test_blip_audit_matches_its_epsilon():
 def test_dpsgd_pnbm_clipped_audit_stays_below_its_per_iteration_epsilon():
     """On the ledger's ML-100K sub-instance: the worst rating moves the clipped gradient by ≤ 2·clip, so the exact
     loss of the audited pair is ≤ (1 − share)·ε, and the audit's lower bound stays below it."""
-    from dpmf_lib.experiments import extra_privacy_ledger as xl
+    from dpmf_lib.experiments.extra import extra_privacy_ledger as xl
     from dpmf_lib.params import load_params
 
     p = load_params("extra_privacy_ledger", "smoke")

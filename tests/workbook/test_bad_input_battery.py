@@ -29,6 +29,7 @@ from data_fetch import fetch, get_spec, is_present
 from data_fetch.__main__ import main as fetch_main
 from data_fetch.manifest import MANIFEST_NAME, read_manifest
 from data_fetch.registry import DATASETS, FORMATS, FileSpec, Shape
+from dpmf_lib.experiments import module_name
 from dpmf_lib.data.loaders import load_format, write_vecs
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import DataFormatError, DatasetUnavailable, ParameterError
@@ -277,7 +278,7 @@ def no_data_access(monkeypatch):
 
 
 def _run(name, override):
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     return mod.run(load_params(name, "smoke", override))
 
 

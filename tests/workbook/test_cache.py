@@ -82,7 +82,8 @@ def test_force_and_clean_reach_the_cache(figures_tmp, monkeypatch):
 def test_experiment_caches_go_through_it():
     import inspect
 
-    from dpmf_lib.experiments import _balu_ch3, hua_common
+    from dpmf_lib.experiments.balu import _balu_ch3
+    from dpmf_lib.experiments.hua import hua_common
 
     for mod in (_balu_ch3, hua_common):
         src = inspect.getsource(mod)

@@ -34,7 +34,10 @@ def paper():
 
 @pytest.fixture(scope="module")
 def snapshot_measurements():
-    return snapshot.measurements()
+    found = snapshot.measurements()
+    if not found:
+        pytest.skip("no current snapshot row here (stale rows are never judged)")
+    return found
 
 
 def _notes(cid: str) -> Notes:

@@ -13,7 +13,7 @@ from tests import select_changed as sc
 def test_a_library_module_selects_the_tests_that_import_it_directly_or_not():
     got = sc.select(["dpmf_lib/mf/csgd.py"])
     assert "tests/lib/mf/test_kernels.py" in got  # imports dpmf_lib.mf.csgd
-    assert "tests/experiments/liu/test_fig4.py" in got  # through dpmf_lib.experiments.liu_fig4 -> dpmf_lib.mf
+    assert "tests/experiments/liu/test_fig4.py" in got  # through dpmf_lib.experiments.liu.liu_fig4 -> dpmf_lib.mf
     assert "tests/workbook/test_params.py" not in got and "tests/lib/lsh/test_scan.py" not in got
 
 

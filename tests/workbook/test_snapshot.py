@@ -57,8 +57,8 @@ def _fake_paper_run(fig_dir, name, digest, values=(1.0, 1.1, 0.9, 1.05, 0.95), c
 
 def test_cache_entries_count_only_the_notebooks_own_cached_functions(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
-    own = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "_balu_ch4_runs" / "_fit"
-    other = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "hua_common" / "scenario_run"
+    own = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "balu" / "_balu_ch4_runs" / "_fit"
+    other = tmp_path / "cache" / "joblib" / "dpmf_lib" / "experiments" / "hua" / "hua_common" / "scenario_run"
     for folder, n in ((own, 3), (other, 5)):
         for k in range(n):
             (folder / f"h{k}").mkdir(parents=True)

@@ -1,5 +1,6 @@
 """Verdicts: intervals over seeds, margins, guards, the profile a claim needs, every measurement judged."""
 
+from dpmf_lib.experiments import module_name
 import math
 
 import pytest
@@ -237,12 +238,16 @@ def test_the_judging_code_is_not_a_run_input_and_nothing_a_run_saves_comes_from_
     from dpmf_lib.paths import REPO_ROOT
 
     assert NOT_RUN_INPUTS == {"dpmf_lib.verdicts"}
-    for f in sorted((REPO_ROOT / "dpmf_lib" / "experiments").glob("*.py")):
+    modules = sorted((REPO_ROOT / "dpmf_lib" / "experiments").glob("*/*.py"))
+    assert len(modules) > 40
+    for f in modules:
+        if f.name == "__init__.py":
+            continue
         tree = ast.parse(f.read_text(encoding="utf-8"))
         names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not any(x.endswith("verdicts") for x in names), f"{f.name} imports the judging code"
-        closure = {p.name for p in module_closure(f"dpmf_lib.experiments.{f.stem}")}
+        closure = {p.name for p in module_closure(module_name(f.stem))}
         assert "verdicts.py" not in closure
     assert "dpmf_lib/outputs.py" in {p.relative_to(REPO_ROOT).as_posix() for p in module_closure("dpmf_lib.outputs")}
     save_src = inspect.getsource(outputs.NotebookRun.save)

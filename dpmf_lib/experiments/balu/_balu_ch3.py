@@ -2,9 +2,9 @@
 summaries, claim measurements, plots, and the replicate runs of the claims.
 
 The code that produces the cached rows (data, split, mechanisms, seeds, one (mechanism, ε) task) lives in
-:mod:`dpmf_lib.experiments._balu_ch3_rows` and is re-exported here; only that module and ``dpmf_lib/attacks/*.py``
+:mod:`dpmf_lib.experiments.balu._balu_ch3_rows` and is re-exported here; only that module and ``dpmf_lib/attacks/*.py``
 are in the cache's code hash (:func:`_code_hash`), so edits of this file keep the cached rows.
-Seeding: see :mod:`dpmf_lib.experiments._balu_ch3_rows`.
+Seeding: see :mod:`dpmf_lib.experiments.balu._balu_ch3_rows`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..attacks.mechanisms import jlt_guarantee_void
-from ..data.ratings import DataSource
-from ..errors import ParameterError
+from ...attacks.mechanisms import jlt_guarantee_void
+from ...data.ratings import DataSource
+from ...errors import ParameterError
 from . import _balu_ch3_rows as _rows
-from ._balu_ch3_rows import (Setup, _eps_rows, _seed, attack_one_eps, eps_stream, make_mechanism,  # noqa: F401
-                             prepare)
+from ._balu_ch3_rows import Setup, _eps_rows, _seed, attack_one_eps, eps_stream, make_mechanism, prepare
 
 ATTACK_LABELS = {"mcmc_prior": "MCMC, prior", "mcmc_flat": "MCMC, flat prior", "single": "single decoder",
                  "single_prior": "single decoder + prior (ours)", "popularity": "popularity"}
@@ -30,11 +29,11 @@ RESULT_KEYS = ("seed", "dataset", "n_train", "n_test", "n_attacked", "L", "K", "
 
 
 def _code_hash() -> str:
-    """The code part of an attack result's key: :mod:`dpmf_lib.experiments._balu_ch3_rows` (the row-producing code)
+    """The code part of an attack result's key: :mod:`dpmf_lib.experiments.balu._balu_ch3_rows` (the row-producing code)
     and everything it imports (attacks, data loaders, stand-ins, validation), through
     :func:`dpmf_lib.cache.code_version`. This module (summaries, claims, plots, the grid's driver) is not in it: its
     edits do not change a cached row."""
-    from ..cache import code_version
+    from ...cache import code_version
 
     return code_version(_rows.__name__)
 
@@ -53,7 +52,7 @@ _NOT_IN_KEY = ("params", "setup")  # their result-relevant parts are in `key` (p
 
 def run_attack_grid(kind: str, params: dict, setup: Setup | None = None) -> pd.DataFrame:
     """Per-user results over the eps grid (long format), with the ``dataset`` column."""
-    from ..sweep import grid_map
+    from ...sweep import grid_map
 
     ms = params.get("min_sweeps")
     if ms is not None and not (isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 < ms < math.inf):
@@ -86,8 +85,8 @@ def _task(eps_index: int, kind: str, eps_list: list, params: dict, setup: Setup)
     """One eps of the grid, through the result cache. A subset of the attacks is served from a cached run of every
     attack (what Figures 3.2/3.3 compute) when there is one: MCMC-with-prior rows do not depend on whether the other
     attacks ran (it is the first consumer of the user's MCMC seed)."""
-    from .. import cache
-    from ..attacks.decoders import ATTACKS
+    from ... import cache
+    from ...attacks.decoders import ATTACKS
 
     eps = float(eps_list[eps_index])
     want = tuple(params["attacks"])
@@ -163,7 +162,7 @@ def subsample_note(params: dict, setup_n_test: int = 343) -> str:
 
 def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, title: str):
     """Figures 3.2–3.5: metric vs eps for each attack (ML-100K panel) and the Digg panel marked unavailable."""
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=4.2, height=3.9, gridspec_kw={"width_ratios": [3, 1]})
     ax = axes[0, 0]
@@ -206,7 +205,7 @@ def _mean(summary: pd.DataFrame, eps: float, attack: str, col: str) -> float | N
 
 def attack_measurements(summary: pd.DataFrame, kind: str, source: DataSource, params: dict, *, metric: str) -> list:
     """Claim measurements of Section 3.5 that this summary supports (see params/claims.yaml, balu ch3 section)."""
-    from ..claims import Measurement
+    from ...claims import Measurement
 
     note = subsample_note(params) or "paper settings"
     out = []
@@ -354,7 +353,7 @@ def replicate_params(params: dict) -> dict:
 
 def attack_figure_run(kind: str, metric: str, params: dict) -> pd.DataFrame:
     """run() of Figures 3.2–3.5: per-user rows; the summary is :func:`summarize`; measurements attached."""
-    from ..outputs import attach
+    from ...outputs import attach
 
     setup = prepare(params)
     df = run_attack_grid(kind, params, setup)

@@ -1,8 +1,8 @@
 """The code that produces the cached rows of the Balu (2016) chapter-3 attack grid (Figures 3.2–3.6): data, split,
 attacked subsample, mechanisms, seeds, and one (mechanism, ε) task.
 
-Split out of :mod:`dpmf_lib.experiments._balu_ch3` so that the result cache's code hash
-(:func:`dpmf_lib.experiments._balu_ch3._code_hash`: this file and ``dpmf_lib/attacks/*.py``) covers exactly the code
+Split out of :mod:`dpmf_lib.experiments.balu._balu_ch3` so that the result cache's code hash
+(:func:`dpmf_lib.experiments.balu._balu_ch3._code_hash`: this file and ``dpmf_lib/attacks/*.py``) covers exactly the code
 the cached rows depend on: editing the summaries, claims or plots in ``_balu_ch3`` keeps the cache. Every name here is
 re-exported by ``_balu_ch3`` (``ch3.prepare``, ``ch3.Setup``, ``ch3._seed`` … keep working).
 
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..attacks import decoders, metrics
-from ..attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook
-from ..attacks.profiles import Profiles, item_priors, load_dataset, profiles_from_ratings, train_test_split
-from ..data.ratings import DataSource
-from ..errors import ParameterError
+from ...attacks import decoders, metrics
+from ...attacks.mechanisms import BLIP, JLT, bloom_codebook, jlt_codebook
+from ...attacks.profiles import Profiles, item_priors, load_dataset, profiles_from_ratings, train_test_split
+from ...data.ratings import DataSource
+from ...errors import ParameterError
 
 
 @dataclass

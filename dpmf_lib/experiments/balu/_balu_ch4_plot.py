@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..sketch.runs import search_note
+from ...sketch.runs import search_note
 
 BIAS_LABEL = "bias only (μ + b_u + b_i)"
 

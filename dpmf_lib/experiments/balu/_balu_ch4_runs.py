@@ -42,11 +42,11 @@ from functools import lru_cache
 
 import pandas as pd
 
-from .. import cache
-from ..errors import ParameterError
-from ..sketch import runs as _runs
-from ..sketch.protocol import fit_eval
-from ..sweep import grid_map
+from ... import cache
+from ...errors import ParameterError
+from ...sketch import runs as _runs
+from ...sketch.protocol import fit_eval
+from ...sweep import grid_map
 
 
 @lru_cache(maxsize=1)
@@ -230,7 +230,7 @@ class FreshSeeds:
         same protocol (the whole figure on new splits, or the figure's reduced one). Where the claims need one seed
         (no verdict at this profile) the first seed's value is kept as the indicative one, at no cost. Returns
         ``nb.claims_table()``, like ``nb.replicate``."""
-        from ..claims import merge_replicates
+        from ...claims import merge_replicates
 
         base = list(self.df.attrs.get("measurements", []))
         n = nb.seeds_needed(base) if n_seeds is None else int(n_seeds)

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..attacks import theory
-from ..claims import Measurement
-from ..outputs import attach
+from ...attacks import theory
+from ...claims import Measurement
+from ...outputs import attach
 
 SOURCE = {"dataset": None, "real": True, "checksum": None, "note": "analytic (simple model of Section 3.1.2); no data",
           "label": "analytic"}
@@ -70,7 +70,7 @@ def max_by_c_range(df: pd.DataFrame) -> dict:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=5.0, height=4.0)
     c = np.sort(df["c"].unique())

@@ -2,7 +2,7 @@
 
 ML-100K: 600 training users give the item priors, the 343 test users are sanitized with BLIP and attacked (Section
 3.5.1). The Digg panel of the thesis cannot be reproduced (the crawl is not available): the figure says so.
-All logic lives in :mod:`dpmf_lib.experiments._balu_ch3` and :mod:`dpmf_lib.attacks`; choices the thesis leaves open are
+All logic lives in :mod:`dpmf_lib.experiments.balu._balu_ch3` and :mod:`dpmf_lib.attacks`; choices the thesis leaves open are
 listed in :mod:`dpmf_lib.attacks.decoders` (c_hat at ε = 0, c_max, flat prior, prefilter, coding multiplicity).
 """
 
@@ -24,7 +24,7 @@ def run(params: dict) -> pd.DataFrame:
 def replicate_run(params: dict) -> pd.DataFrame:
     """What ``nb.replicate`` re-runs at the further seeds: :func:`run` with ``n_attacked`` replaced by
     ``replicate_n_attacked`` (a seeded subsample of the test users; null: the same users as the figure). The figure's
-    seed keeps its full setting. See :func:`dpmf_lib.experiments._balu_ch3.replicate_params`: the interval over seeds
+    seed keeps its full setting. See :func:`dpmf_lib.experiments.balu._balu_ch3.replicate_params`: the interval over seeds
     is wider than five full seeds would give, the mean over seeds unbiased for the claims that are means over users."""
     return ch3.attack_figure_run(KIND, METRIC, ch3.replicate_params(params))
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..attacks import metrics
-from ..attacks.mechanisms import jlt_guarantee_void
-from ..outputs import attach
+from ...attacks import metrics
+from ...attacks.mechanisms import jlt_guarantee_void
+from ...outputs import attach
 from . import _balu_ch3 as ch3
 
 
@@ -80,7 +80,7 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=4.2, height=3.9, gridspec_kw={"width_ratios": [3, 1]})
     ax = axes[0, 0]

@@ -31,10 +31,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
+from ...claims import Measurement
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
 from . import _balu_ch4_runs
 from ._balu_ch4_plot import mean_se
 
@@ -53,7 +53,7 @@ def configs_for(params: dict) -> list[dict]:
 
 def sweep(params: dict, *, cached: bool = True) -> tuple[pd.DataFrame, object]:
     """One row per (k, d, γ, split). ``cached`` (default): every training run goes through the result cache
-    (:mod:`dpmf_lib.experiments._balu_ch4_runs`): Figure 4.6 sweeps 4.1's k = 4 cells on the same splits and reads
+    (:mod:`dpmf_lib.experiments.balu._balu_ch4_runs`): Figure 4.6 sweeps 4.1's k = 4 cells on the same splits and reads
     the runs they share from it, and a run stopped by its budget resumes. False: trained directly (tests compare)."""
     r = load(params)
     splits = make_splits(r, params)
@@ -115,7 +115,7 @@ def run(params: dict, claims: dict | None = None, *, default: str = "ml-1m") -> 
 def refit_selected(df: pd.DataFrame, params: dict, r, splits: list, claims: dict | None = None,
                    default: str = "ml-1m") -> pd.DataFrame:
     """The claim at a fresh seed: every (k, d, γ) cell of the full run ``df`` re-fitted with the (η, λ) it selected,
-    without a search, on ``splits`` (see :class:`~dpmf_lib.experiments._balu_ch4_runs.FreshSeeds`)."""
+    without a search, on ``splits`` (see :class:`~dpmf_lib.experiments.balu._balu_ch4_runs.FreshSeeds`)."""
     sel = _balu_ch4_runs.selected(df, KEYS)
     configs = [{**c, "search": False, "eta": sel[(c["k"], c["d"], c["gamma"])][0],
                 "lam": sel[(c["k"], c["d"], c["gamma"])][1]} for c in configs_for(params)]

@@ -1,4 +1,4 @@
-"""Balu 2016, Figure 4.2: the heatmaps of Figure 4.1 on EachMovie (see :mod:`dpmf_lib.experiments.balu_fig4_1`).
+"""Balu 2016, Figure 4.2: the heatmaps of Figure 4.1 on EachMovie (see :mod:`dpmf_lib.experiments.balu.balu_fig4_1`).
 
 It measures the thesis's EachMovie claim only: at ``paper`` it runs on an EachMovie stand-in (never judged); at ``ci``
 / ``smoke`` it runs on ML-100K with a grid complementary to Figure 4.1's, and the ML-100K counterpart of the claim is

@@ -10,7 +10,7 @@ judged); a run on real ML-100K (``ci``, ``paper``) measures our counterpart (``�
 
 Claims over seeds (:func:`fresh_seeds`): each fresh seed is the whole figure again — search and refits — on
 ``claim_splits`` new random splits whose split seeds are distinct from the full run's and from every other fresh
-seed's (:class:`~dpmf_lib.experiments._balu_ch4_runs.FreshSeeds`). ``nb.replicate(run)`` would re-run at seed + 1, whose
+seed's (:class:`~dpmf_lib.experiments.balu._balu_ch4_runs.FreshSeeds`). ``nb.replicate(run)`` would re-run at seed + 1, whose
 splits are the full run's splits 1, 2, … shifted by one: consecutive seeds would share all but one split, and the
 interval over seeds would be far too narrow.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits
+from ...claims import Measurement
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...sketch.runs import load, make_splits
 from . import _balu_ch4_runs
 from ._balu_ch4_plot import bias_line, footnote, line_with_bars
 from .balu_table4_2 import METHOD_LABELS

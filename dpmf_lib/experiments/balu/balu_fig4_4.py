@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits
+from ...claims import Measurement
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...sketch.runs import load, make_splits
 from . import _balu_ch4_runs
 from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS

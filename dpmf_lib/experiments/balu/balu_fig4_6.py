@@ -10,7 +10,7 @@ cluster where d and γ are both large, so among the live cells d and γ are nega
 pooled over all live cells would credit γ with the λ–d trend (and the reverse: on the 10 × 10 grid with λ depending
 on d only and cells with index(d) + index(γ) ≥ 12 degenerate, the pooled Spearman(γ, λ) is −0.37). The thesis's γ
 statement is within d ("even for a fixed d"), so each claim is a mean of within-series correlations
-(:func:`within_series`, the shape of :func:`dpmf_lib.experiments.balu_fig4_7.within_spearman`):
+(:func:`within_series`, the shape of :func:`dpmf_lib.experiments.balu.balu_fig4_7.within_spearman`):
 
 - γ claim: the mean over d of Spearman(γ, λ) over the live cells of that d (claimed < 0);
 - d claim: the mean over γ of Spearman(d, λ) over the live cells of that γ (claimed > 0).
@@ -42,10 +42,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..sketch.runs import degenerate_cells, search_note
+from ...claims import Measurement
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...sketch.runs import degenerate_cells, search_note
 from . import _balu_ch4_runs
 from ._balu_ch4_plot import mean_se
 from .balu_fig4_1 import _label, configs_for, sweep
@@ -113,7 +113,7 @@ def run(params: dict) -> pd.DataFrame:
 def reselect_lambda(df: pd.DataFrame, params: dict, r, splits: list) -> pd.DataFrame:
     """The claims at a fresh seed: each cell of the full run ``df`` re-selects λ over the stage-1 grid ``lam_grid``
     (no stage 2) at the η it selected, on ``splits`` (see
-    :class:`~dpmf_lib.experiments._balu_ch4_runs.FreshSeeds`)."""
+    :class:`~dpmf_lib.experiments.balu._balu_ch4_runs.FreshSeeds`)."""
     sel = _balu_ch4_runs.selected(df, ["k", "d", "gamma"])
     configs = [{**c, "search": True, "eta_grid": [sel[(c["k"], c["d"], c["gamma"])][0]],
                 "lam_grid": [float(x) for x in params["lam_grid"]], "refine": 0.0} for c in configs_for(params)]

@@ -37,10 +37,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..sketch.runs import as_clip, load, make_splits
+from ...claims import Measurement
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...sketch.runs import as_clip, load, make_splits
 from . import _balu_ch4_runs
 from ._balu_ch4_plot import line_with_bars, mean_se
 
@@ -165,7 +165,7 @@ def run(params: dict, measure=measure_rmse) -> pd.DataFrame:
 def refit_selected(df: pd.DataFrame, params: dict, r, splits: list, measure=measure_rmse) -> pd.DataFrame:
     """The claims at a fresh seed: the configurations the claims read (:func:`claim_configs`) re-fitted with the
     (η, λ) the full run ``df`` selected, without a search, T = ``epochs`` as in the figure, on ``splits`` (see
-    :class:`~dpmf_lib.experiments._balu_ch4_runs.FreshSeeds`)."""
+    :class:`~dpmf_lib.experiments.balu._balu_ch4_runs.FreshSeeds`)."""
     sel = _balu_ch4_runs.selected(df, ["method", "d", "gamma", "clip_threshold"])
     configs = []
     for c in claim_configs(params):

@@ -1,5 +1,5 @@
 """Balu 2016, Figure 4.8: KL-divergence leakage (eq. 4.15) against the clipping threshold (the thesis's "ε"; clipping
-adds no noise, so no finite ε holds) — the runs of Figure 4.7 (see :mod:`dpmf_lib.experiments.balu_fig4_7`), plotted
+adds no noise, so no finite ε holds) — the runs of Figure 4.7 (see :mod:`dpmf_lib.experiments.balu.balu_fig4_7`), plotted
 as KLD. Its claims are the KLD ones (4.7 measures the RMSE one); its runs, and its claims' fresh-seed re-fits, are
 4.7's, read from the result cache."""
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import lsh
-from ..claims import Measurement
-from ..lsh.experiment_util import check_methods, check_positive_int, synthetic_source
-from ..outputs import attach
-from ..plotting import figure, standin_title
+from ... import lsh
+from ...claims import Measurement
+from ...lsh.experiment_util import check_methods, check_positive_int, synthetic_source
+from ...outputs import attach
+from ...plotting import figure, standin_title
 
 LABELS = {"lsh": "LSH (Gaussian)", "lsh+frame": "LSH+frame", "qolsh": "qoLSH", "antisparse": "Anti-sparse",
           "optimal": "Optimal"}
@@ -48,7 +48,7 @@ def run(params: dict) -> pd.DataFrame:
     d, L, M, seed = int(params["d"]), int(params["L"]), int(params["M"]), params["seed"]
     lo, hi = float(params["cos_min"]), float(params["cos_max"])
     if not -1 <= lo < hi <= 1:
-        from ..errors import ParameterError
+        from ...errors import ParameterError
 
         raise ParameterError(f"need -1 <= cos_min < cos_max <= 1, got {lo}, {hi}")
     s_frame, s_data = np.random.SeedSequence(seed).spawn(2)

@@ -31,15 +31,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import lsh
-from ..claims import Measurement
-from ..data import load_ratings
-from ..data.ratings import DataSource
-from ..errors import ParameterError
-from ..lsh.experiment_util import check_methods, check_positive_int, synthetic_source
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ... import lsh
+from ...claims import Measurement
+from ...data import load_ratings
+from ...data.ratings import DataSource
+from ...errors import ParameterError
+from ...lsh.experiment_util import check_methods, check_positive_int, synthetic_source
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 
 LABELS = {"lsh": "LSH", "lsh+frame": "LSH+frame", "antisparse": "Anti-sparse", "optimal": "Optimal", "qolsh": "qoLSH"}
 DATASETS = ("synthetic", "sift1m", "ml-100k", "digits")
@@ -64,7 +64,7 @@ def sift1m_path():
 
 
 def load_sift1m(n_base: int, n_queries: int):
-    from ..data.loaders import read_vecs
+    from ...data.loaders import read_vecs
 
     root = sift1m_path()
     base = read_vecs(root / "sift_base.fvecs", count=n_base)

@@ -1,7 +1,7 @@
 """Balu (2016) thesis, Table 1 of the French summary ("Caractéristiques des jeux de données").
 
 It prints the same numbers as Table 3.1 (Digg 531/331/200/1237/317/25.63 %, MovieLens 943/600/343/1682/106/6.30 %),
-so this notebook reuses :mod:`dpmf_lib.experiments.balu_table3_1` and only retitles the table.
+so this notebook reuses :mod:`dpmf_lib.experiments.balu.balu_table3_1` and only retitles the table.
 """
 
 from __future__ import annotations

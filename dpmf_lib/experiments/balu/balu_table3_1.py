@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
+from ...claims import Measurement
+from ...outputs import attach
 from . import _balu_ch3 as ch3
 
 PAPER = {
@@ -43,7 +43,7 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(1, 1, width=9.0, height=2.2)
     ax = axes[0, 0]

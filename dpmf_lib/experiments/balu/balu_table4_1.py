@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..errors import DatasetUnavailable
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
-from ..sketch.runs import load
+from ...claims import Measurement
+from ...errors import DatasetUnavailable
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
+from ...sketch.runs import load
 
 # Table 4.1 of the thesis: |U|, |I|, |R|, rating range (number of levels)
 PAPER = {"ml-1m": (6040, 3952, 1000209, "1:5 (5)"), "eachmovie": (61265, 1623, 2811718, "1:6 (6)"),

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
-from ..sketch.runs import load, make_splits
+from ...claims import Measurement
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
+from ...sketch.runs import load, make_splits
 from . import _balu_ch4_runs
 
 METHOD_LABELS = {"regular": "regular factorization", "count_sketch": "count sketch (k = 4)",

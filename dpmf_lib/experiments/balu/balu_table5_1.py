@@ -58,11 +58,11 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from .. import lsh
-from ..claims import Measurement
-from ..lsh.experiment_util import best_time, check_methods, check_positive_int, single_thread, synthetic_source
-from ..outputs import attach
-from ..plotting import figure, standin_title
+from ... import lsh
+from ...claims import Measurement
+from ...lsh.experiment_util import best_time, check_methods, check_positive_int, single_thread, synthetic_source
+from ...outputs import attach
+from ...plotting import figure, standin_title
 
 PAPER = {  # Table 5.1: MSE, entropy (bits), query time (µs/vector)
     "lsh": (0.434, 11.39, 0.12),
@@ -83,7 +83,7 @@ def run(params: dict) -> pd.DataFrame:
     check_positive_int(params, "d", "L", "n_vectors", "n_antisparse", "n_timing", "n_timing_lp", "n_common",
                        "timing_repeats", "n_frames", "n_spread")
     if params["antisparse_solver"] not in ("lp", "facets"):
-        from ..errors import ParameterError
+        from ...errors import ParameterError
 
         raise ParameterError(f"antisparse_solver must be 'lp' or 'facets', got {params['antisparse_solver']!r}")
     methods = check_methods(params["methods"], lsh.METHODS)

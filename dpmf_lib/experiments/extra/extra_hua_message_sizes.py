@@ -21,13 +21,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..objpert import mf
-from ..objpert.fixedpoint import FixedPoint
-from ..objpert.protocol import FLOAT_BYTES, Protocol
-from ..outputs import attach
-from ..params import require_datasets
-from . import hua_common as hc
+from ...claims import Measurement
+from ...objpert import mf
+from ...objpert.fixedpoint import FixedPoint
+from ...objpert.protocol import FLOAT_BYTES, Protocol
+from ...outputs import attach
+from ...params import require_datasets
+from ..hua import hua_common as hc
 
 KB = 1024
 PAPER = {"user_down_max_le20": 12 * KB, "user_up_max_le20": 5 * KB, "user_down_20_items": 12 * KB,
@@ -126,7 +126,7 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     qs = ["user_down_20_items", "user_up_20_items", "tp_to_recommender_max", "tp_to_recommender_10000_pairs"]
     labels = ["user down\n(20 items)", "user up\n(20 items)", "third party →\nrecommender", "third party →\nrec. (10⁴ pairs)"]

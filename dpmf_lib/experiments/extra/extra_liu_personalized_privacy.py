@@ -37,13 +37,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..params import require_datasets, require_epsilons
-from ..plotting import figure, standin_title
-from ..privacy import posterior_sampling as ps
-from . import liu_fig7
-from ._liu_mf import ML100KSeeds, claim_for, ml100k_params
+from ...claims import Measurement
+from ...outputs import attach
+from ...params import require_datasets, require_epsilons
+from ...plotting import figure, standin_title
+from ...privacy import posterior_sampling as ps
+from ..liu import liu_fig7
+from ..liu._liu_mf import ML100KSeeds, claim_for, ml100k_params
 
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K
 TYPICAL_CLAIMS = {"netflix": "liu-6.7-typical-user-eps-over-25", "ml-100k": "liu-6.7-typical-user-eps-over-25-ml-100k"}

@@ -4,7 +4,7 @@ ML-100K split, test RMSE against the ε that provably holds (the privacy ledger)
 Mechanisms (each run by the workbook's own code, never re-implemented here; all on ML-100K fold ``fold``, i.e.
 ``u<fold>.base`` / ``u<fold>.test``, predictions clipped to the rating scale — a post-processing):
 
-- ``liu``: Liu et al. Algorithm 1 via :func:`dpmf_lib.experiments.liu_fig7.nonprivate` / ``private_point`` (Λ from the
+- ``liu``: Liu et al. Algorithm 1 via :func:`dpmf_lib.experiments.liu.liu_fig7.nonprivate` / ``private_point`` (Λ from the
   non-private SGLD run on the same training data, released V, users fit u_i locally).
 - ``dpps-mf``: the PNBM paper's DPPS-MF = the same Algorithm 1 with data-independent Λ = λλ_r
   (:func:`dpmf_lib.nbm.runs.dpps_mf_release`).
@@ -49,12 +49,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from .. import validate
-from ..errors import ParameterError
-from ..metrics import clipped_rmse
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..privacy import ledger as lg
+from ... import validate
+from ...errors import ParameterError
+from ...metrics import clipped_rmse
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...privacy import ledger as lg
 
 MECHANISMS = ("liu", "dpps-mf", "dpsgd-mf", "dpsgd-pnbm", "dpps-pnbm", "hua-s1", "hua-s2", "hua-s3")
 LABELS = {"liu": "Liu Alg. 1 (posterior sampling)", "dpps-mf": "DPPS-MF", "dpsgd-mf": "DPSGD-MF",
@@ -151,8 +151,8 @@ def _clip_rmse(pred, test) -> float:
 
 
 def run_liu(train, test, p: dict, seed: int):
-    from ..privacy import posterior_sampling as ps
-    from . import liu_fig7
+    from ...privacy import posterior_sampling as ps
+    from ..liu import liu_fig7
 
     for cfg in _grid(p, "liu_grid"):
         lp = {"seed": seed, "d": int(cfg["d"]), "lambda_r": 2.0, "n_threads": 1, "sgld": dict(p["liu_sgld"]),
@@ -166,7 +166,7 @@ def run_liu(train, test, p: dict, seed: int):
 
 
 def run_dpps_mf(train, test, p: dict, seed: int):
-    from ..nbm import runs
+    from ...nbm import runs
 
     tau = int(p["dpps_tau"])
     for cfg in _grid(p, "dpps_mf_grid"):
@@ -179,7 +179,7 @@ def run_dpps_mf(train, test, p: dict, seed: int):
 
 
 def run_dpsgd_mf(train, test, p: dict, seed: int):
-    from ..nbm.model import train_dpsgd_mf
+    from ...nbm.model import train_dpsgd_mf
 
     phi = float(train.rating_scale[1] - train.rating_scale[0])
     for cfg in _grid(p, "dpsgd_mf_grid"):
@@ -189,7 +189,7 @@ def run_dpsgd_mf(train, test, p: dict, seed: int):
 
 
 def run_dpsgd_pnbm(train, test, p: dict, seed: int):
-    from ..nbm.model import train_pnbm
+    from ...nbm.model import train_pnbm
 
     phi = float(train.rating_scale[1] - train.rating_scale[0])
     for cfg in _grid(p, "dpsgd_pnbm_grid"):
@@ -202,7 +202,7 @@ def run_dpsgd_pnbm(train, test, p: dict, seed: int):
 
 
 def run_dpps_pnbm(train, test, p: dict, seed: int):
-    from ..nbm.model import sample_pnbm
+    from ...nbm.model import sample_pnbm
 
     n_users = int(np.count_nonzero(train.user_counts()))
     for cfg in _grid(p, "dpps_pnbm_grid"):
@@ -214,7 +214,7 @@ def run_dpps_pnbm(train, test, p: dict, seed: int):
 
 
 def run_hua(train, test, p: dict, seed: int, scenario: str):
-    from ..objpert import mf as hmf
+    from ...objpert import mf as hmf
 
     prob = hmf.Problem.from_ratings(train)
     for cfg in _grid(p, "hua_grid"):
@@ -238,7 +238,7 @@ def run_hua(train, test, p: dict, seed: int, scenario: str):
 
 def references(train, test, p: dict, seed: int) -> list[dict]:
     """The non-private reference lines: item means (the baseline every model has to beat) and biased MF."""
-    from ..mf import Schedule, train_sgd
+    from ...mf import Schedule, train_sgd
 
     counts = np.bincount(train.items, minlength=train.n_items)
     sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
@@ -267,7 +267,7 @@ def run(params: dict) -> pd.DataFrame:
     if bad:
         raise ParameterError(f"mechanisms: unknown {bad}; choose from {list(MECHANISMS)} (empty list: all)")
     fold, seed = int(p["fold"]), int(p["seed"])
-    from ..nbm import runs
+    from ...nbm import runs
 
     train, test = runs.fold_data("ml-100k", fold)  # u<fold>.base / u<fold>.test (mku.sh)
     src = runs._dataset("ml-100k").source

@@ -41,14 +41,14 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..data import load_ratings
-from ..data.ratings import Ratings
-from ..errors import ParameterError
-from ..outputs import attach
-from ..plotting import figure, standin_title
-from ..privacy import audit as au
-from ..privacy import ledger as lg
+from ...claims import Measurement
+from ...data import load_ratings
+from ...data.ratings import Ratings
+from ...errors import ParameterError
+from ...outputs import attach
+from ...plotting import figure, standin_title
+from ...privacy import audit as au
+from ...privacy import ledger as lg
 
 CLAIM_PREFIX = "ledger-audited-le-provable-"
 
@@ -135,7 +135,7 @@ def _blackbox(run_d, run_d1, n: int, seed: int, delta: float, confidence: float)
 
 
 def audit_blip(profile, n_items: int, p: dict, n: int, seed: int, conf: float):
-    from ..attacks.mechanisms import BLIP, bloom_codebook, bloom_filter
+    from ...attacks.mechanisms import BLIP, bloom_codebook, bloom_filter
 
     cb = bloom_codebook(n_items, p["blip_L"], p["blip_K"], seed=seed)
     bp = bloom_filter(profile, cb)
@@ -156,7 +156,7 @@ def audit_blip(profile, n_items: int, p: dict, n: int, seed: int, conf: float):
 
 def audit_jlt(profile, n_items: int, p: dict, eps: float, n: int, seed: int, conf: float, delta: float | None = None):
     """``delta``: the δ of the mechanism and of the audit (default ``p["jlt_delta"]``, the thesis's 0.1)."""
-    from ..attacks.mechanisms import JLT, jlt_codebook
+    from ...attacks.mechanisms import JLT, jlt_codebook
 
     delta = float(p["jlt_delta"] if delta is None else delta)
 
@@ -177,7 +177,7 @@ def audit_jlt(profile, n_items: int, p: dict, eps: float, n: int, seed: int, con
 
 
 def audit_count_sketch(sub: Ratings, p: dict, n: int, seed: int, conf: float):
-    from ..sketch.model import make_model
+    from ...sketch.model import make_model
 
     # neighbour: one star towards the middle (a far-end move makes the loss exceed the threshold, so clipping would
     # skip it in both runs — the mildest change is the one clipping does not hide)
@@ -207,8 +207,8 @@ def audit_count_sketch(sub: Ratings, p: dict, n: int, seed: int, conf: float):
 
 def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float, *, least_active=False, lam=None,
               clip_loss: bool = False):
-    from ..mf import Schedule
-    from ..privacy import posterior_sampling as ps
+    from ...mf import Schedule
+    from ...privacy import posterior_sampling as ps
 
     d1, u = user_neighbour(sub, least_active=least_active)
     d = int(p["liu_d"])
@@ -234,9 +234,9 @@ def audit_liu(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float,
 
 def audit_dpsgd_pnbm(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float):
     """White-box audit of one DPSGD-PNBM iteration (K = 1, γ = 1): the noisy gradient G + Lap(b_1) on D and D′."""
-    from ..nbm import accounting as acc
-    from ..nbm.model import gradient, init_similarity, prepare
-    from ..nbm.similarity import item_means
+    from ...nbm import accounting as acc
+    from ...nbm.model import gradient, init_similarity, prepare
+    from ...nbm.similarity import item_means
 
     lo, hi = sub.rating_scale
     phi = hi - lo
@@ -266,8 +266,8 @@ def audit_dpsgd_pnbm_clipped(sub: Ratings, p: dict, eps: float, n: int, seed: in
     them, the gradient stage is the (1 − share)·ε Laplace mechanism audited here). Worst-case-ish rating: the largest
     L1 change of the clipped gradient over all ratings moved to the far end. Returns (audit, exact pair loss,
     L1 change / clip)."""
-    from ..nbm import accounting as acc
-    from ..nbm.model import clipped_gradient, init_similarity, noisy_item_means, prepare
+    from ...nbm import accounting as acc
+    from ...nbm.model import clipped_gradient, init_similarity, noisy_item_means, prepare
 
     lo, hi = sub.rating_scale
     phi = hi - lo
@@ -295,7 +295,7 @@ def audit_dpsgd_pnbm_clipped(sub: Ratings, p: dict, eps: float, n: int, seed: in
 
 
 def audit_dpps_pnbm(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float):
-    from ..nbm.model import sample_pnbm
+    from ...nbm.model import sample_pnbm
 
     d1, _ = user_neighbour(sub)
     kw = dict(tau=int(p["pnbm_tau"]), T=int(p["dpps_T"]), L=int(p["dpps_L"]), eta1=float(p["dpps_eta1"]),
@@ -308,7 +308,7 @@ def audit_dpps_pnbm(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: 
 
 
 def audit_dpsgd_mf(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: float):
-    from ..nbm.model import train_dpsgd_mf
+    from ...nbm.model import train_dpsgd_mf
 
     d1, _ = rating_neighbour(sub)
     kw = dict(K=int(p["mf_K"]), eta=float(p["mf_eta"]), d=2)
@@ -323,7 +323,7 @@ def audit_dpsgd_mf(sub: Ratings, p: dict, eps: float, n: int, seed: int, conf: f
 
 
 def _hua_setup(sub: Ratings, p: dict):
-    from ..objpert import mf as hmf
+    from ...objpert import mf as hmf
 
     prob = hmf.Problem.from_ratings(sub)
     cfg = hmf.HuaConfig(d=int(p["hua_d"]), reopt="exact")
@@ -333,7 +333,7 @@ def _hua_setup(sub: Ratings, p: dict):
 def audit_hua_s1(sub: Ratings, p: dict, eps: float, reopt: str, n: int, seed: int, conf: float):
     from dataclasses import replace
 
-    from ..objpert import noise as nz
+    from ...objpert import noise as nz
 
     hmf, prob, cfg = _hua_setup(sub, p)
     cfg = replace(cfg, reopt=reopt)
@@ -375,7 +375,7 @@ def audit_hua_s1(sub: Ratings, p: dict, eps: float, reopt: str, n: int, seed: in
 
 def audit_hua_rounds(sub: Ratings, p: dict, eps_round: float, scenario: str, n: int, seed: int, conf: float):
     """S2/S3 for T rounds with ε_round per round (fresh ρ each round, fixed η); the release audited is the final V."""
-    from ..objpert import noise as nz
+    from ...objpert import noise as nz
 
     hmf, prob, cfg = _hua_setup(sub, p)
     d1, _ = rating_neighbour(sub)

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import validate
-from ..errors import ParameterError
-from ..objpert import mf
-from ..objpert.data import load_hua_dataset
+from ... import validate
+from ...errors import ParameterError
+from ...objpert import mf
+from ...objpert.data import load_hua_dataset
 
 MODEL_KEYS = ("d", "gamma", "lam", "mu", "max_norm", "grad_weights", "noise_law", "reopt", "reopt_iters", "kernel")
 NAMES = {"netflix": "Netflix (100 random movies)", "ml-100k": "MovieLens 100K"}
@@ -65,14 +65,14 @@ def eps_holds(run: dict) -> bool:
 def _code_version() -> str:
     """The code part of a cached run's key: this module and everything it imports (the simulations, the data loaders
     and stand-in generators, the seed policy), through :func:`dpmf_lib.cache.code_version`."""
-    from ..cache import code_version
+    from ...cache import code_version
 
     return code_version(__name__)
 
 
 def cache_dir() -> Path:
     """The workbook's one result cache (:func:`dpmf_lib.paths.cache_dir`)."""
-    from ..paths import cache_dir as _cache_dir
+    from ...paths import cache_dir as _cache_dir
 
     return _cache_dir()
 
@@ -136,7 +136,7 @@ def scenario_run(params: dict, scenario: str, dataset: str, eps, checkpoints, *,
         cfg["noise_scale"] = noise_scale
     args = (scenario, data_key(params, dataset), eps, cps, int(params["seed"] if seed is None else seed), cfg,
             dict(sorted((s3 or {}).items())), _code_version())
-    from .. import cache
+    from ... import cache
 
     return cache.cached_call(_compute, *args, enabled=params.get("cache", True))
 
@@ -204,7 +204,7 @@ class RunPlan:
     def compute(self) -> dict[tuple, dict]:
         """``{key: scenario_run(...)}`` through :func:`dpmf_lib.sweep.grid_map` (``params["n_jobs"]``); the longest
         runs (most rounds) are handed out first. The results do not depend on the order or the worker."""
-        from ..sweep import grid_map
+        from ...sweep import grid_map
 
         keys = sorted(self.specs, key=lambda k: -max(k[3], default=0))  # stable: equal lengths keep their order
         done = grid_map(run_task, {"spec": [self.specs[k] for k in keys]}, n_jobs=self.params.get("n_jobs"),
@@ -299,7 +299,7 @@ def cdf_experiment(params: dict, scenario: str, plan: RunPlan | None = None) -> 
 def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
     """Panels (a), (b) (and (c), the W-scaled variant, when present) on a log |error| axis with the legend below each
     panel: the private CDFs of the paper's noise scale lie far right of [0, 5] and would hide under an inner legend."""
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     panels = [p for p in ("a", "b", "c") if (df.panel == p).any()]
     fig, axes = figure(len(panels), 1, width=4.6, height=5.2)
@@ -389,7 +389,7 @@ def paper_comparison(df: pd.DataFrame, fig_no: int) -> pd.DataFrame:
 def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
     """Filled markers: the mechanism Theorem 1 is about; hollow markers, dash-dotted: the W-scaled variant (its stated
     eps does not hold); black stars: the paper's numbers as its text gives them."""
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=5.0, height=4.6)
     noise = df["noise"] if "noise" in df else pd.Series("Theorem 1", index=df.index)
@@ -493,7 +493,7 @@ def joinleave_difference(df: pd.DataFrame, seed: int) -> tuple[float, str]:
 def plot_joinleave(df: pd.DataFrame, params: dict, fig_no: int):
     """Mean over the seeds ± 95 % Student-t interval, one grey dot per seed, the y axis from 0: a spread that is small
     against the increase itself is not drawn as a trend."""
-    from ..plotting import figure, standin_title
+    from ...plotting import figure, standin_title
 
     fig, axes = figure(2, 1, width=5.0, height=3.8)
     summ = seed_summary(df)
@@ -521,6 +521,6 @@ def plot_joinleave(df: pd.DataFrame, params: dict, fig_no: int):
 
 
 def sources_of(sources: dict):
-    from ..data.ratings import DataSource
+    from ...data.ratings import DataSource
 
     return [DataSource(s["dataset"], s["real"], s.get("checksum"), s.get("note", "")) for s in sources.values()]

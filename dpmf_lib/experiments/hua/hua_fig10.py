@@ -6,7 +6,7 @@ The paper's probability grid is read off the text ("as the joining probability i
 ours is in ``params/hua_fig10.yaml``. The claim measured: the mean increase declines as the joining probability grows
 (we record the relative change (increase(p_join max) - increase(p_join min)) / increase(p_join min) at each seed,
 expected < -0.01: a decline of at least 1 %, our margin). The figure shows ``n_seeds`` seeds (the block of
-consecutive seeds that holds ``seed``, :func:`~dpmf_lib.experiments.hua_common.figure_seeds`): mean ± 95 %
+consecutive seeds that holds ``seed``, :func:`~dpmf_lib.experiments.hua.hua_common.figure_seeds`): mean ± 95 %
 Student-t interval, every seed as a grey dot, the y axis from 0.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
+from ...claims import Measurement
+from ...outputs import attach
 from . import hua_common as hc
 
 FIGURE = 10

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
+from ...claims import Measurement
+from ...outputs import attach
 from . import hua_common as hc
 
 SCENARIO = "s1"

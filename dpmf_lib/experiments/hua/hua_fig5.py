@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..outputs import attach
+from ...outputs import attach
 from . import hua_common as hc
 
 SCENARIO = "s3"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
+from ...claims import Measurement
+from ...outputs import attach
 from . import hua_common as hc
 
 SCENARIO = "s3"
@@ -47,7 +47,7 @@ def claims_run(params: dict) -> pd.DataFrame:
     The claim reads one row: panel (b), Theorem 1, ``claim_eps``, ``iterations_fixed`` iterations, against the
     baseline. That row does not depend on the other curves (each S3 run has its own seeded streams and is cached by its
     own settings), so the further seeds run only it, the baseline and the noise-free S3 run: panel (a) collapses onto
-    the claim's run (ε and iterations set to the claim's; :func:`~dpmf_lib.experiments.hua_common.cdf_experiment`
+    the claim's run (ε and iterations set to the claim's; :func:`~dpmf_lib.experiments.hua.hua_common.cdf_experiment`
     computes a run that both panels ask for once, whatever ``$DPMF_CACHE``) and panel (c), the W-scaled variant, is
     off. At seed 0 the measurement equals :func:`run`'s (tests/experiments/hua/test_claim_rows.py).
     """

@@ -6,15 +6,15 @@ as in Sec. 5. With ``w_scaled_variant`` the figure also shows the labelled varia
 ``W = |R|`` (hollow markers; not covered by Theorem 1, its stated eps does not hold: ``epsilon_effective`` is empty in
 the CSV) and the paper's numbers as its text states them (black stars); the claims are judged on the Theorem-1
 mechanism only. The runs are shared with Figures 2-6 through the run cache of
-:mod:`dpmf_lib.experiments.hua_common` when the parameters agree.
+:mod:`dpmf_lib.experiments.hua.hua_common` when the parameters agree.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
+from ...claims import Measurement
+from ...outputs import attach
 from . import hua_common as hc
 
 FIGURE = 8

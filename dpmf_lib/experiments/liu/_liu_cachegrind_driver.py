@@ -1,6 +1,6 @@
-"""Process run under valgrind by :mod:`dpmf_lib.experiments.liu_table2` (not a notebook module).
+"""Process run under valgrind by :mod:`dpmf_lib.experiments.liu.liu_table2` (not a notebook module).
 
-``python -m dpmf_lib.experiments._liu_cachegrind_driver FILE.npz D EPOCHS``: FILE holds several stored layouts (row
+``python -m dpmf_lib.experiments.liu._liu_cachegrind_driver FILE.npz D EPOCHS``: FILE holds several stored layouts (row
 ``k``: ``users_k``, ``items_k``, ``values_k``, ``seg_k``, ``prefetch_k``; ``n_rows``, ``n_users``, ``n_items``). The
 driver loads (or compiles) the one-thread C-SGD kernel on a tiny problem, loads every layout, then measures:
 
@@ -18,7 +18,7 @@ signatures this process compiled instead of loading them from numba's on-disk ca
 
 ``... FILE.npz D EPOCHS compile-only`` (run *outside* valgrind, with the environment the valgrind run will have)
 stops after the tiny call: it fills numba's cache for the CPU name and features the valgrind run's numba will use
-(:func:`dpmf_lib.experiments.liu_table2.valgrind_cpu`), so the simulated process loads the kernel instead of
+(:func:`dpmf_lib.experiments.liu.liu_table2.valgrind_cpu`), so the simulated process loads the kernel instead of
 compiling it under valgrind (on a fresh clone that compile would take most of ``liu_table2``'s ``ci`` run).
 """
 

@@ -38,10 +38,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError
-from ..mf import Schedule, sample_sgld, train_sgd, warmup
-from ..mf.data import load_for_mf, train_test
-from ..mf.peers import PeerUnavailable, libmf_curve, surprise_curve
+from ...errors import ParameterError
+from ...mf import Schedule, sample_sgld, train_sgd, warmup
+from ...mf.data import load_for_mf, train_test
+from ...mf.peers import PeerUnavailable, libmf_curve, surprise_curve
 
 _WARM = False
 BLOCKS_PER_THREAD = 4
@@ -199,7 +199,7 @@ class ML100KSeeds:
         self.df, self.replicate_run = df, replicate_run
 
     def replicate(self, nb, n_seeds: int | None = None) -> pd.DataFrame:
-        from ..claims import merge_replicates
+        from ...claims import merge_replicates
 
         base = list(self.df.attrs.get("measurements", []))
         n = nb.seeds_needed(base) if n_seeds is None else int(n_seeds)
@@ -259,7 +259,7 @@ def run_csgd(train, test, d, epochs, params, *, order="tiered", threads=None, la
 def _layout_seconds(train, order, params, block_users=BLOCK_USERS_CAP) -> float:
     """Time of one layout build, at numba's default thread count (2 here) whatever the run's ``threads``: stated in
     the module docstring (under a second on these data, against minutes of rounds)."""
-    from ..mf.csgd import make_layout
+    from ...mf.csgd import make_layout
 
     t0 = time.perf_counter()
     make_layout(train, order, block_users=block_users, seed=params["seed"])

@@ -32,13 +32,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..bench.machine import cache_sizes
-from ..claims import Measurement
-from ..data import load_ratings
-from ..data.datasets import standin_permitted
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ...bench.machine import cache_sizes
+from ...claims import Measurement
+from ...data import load_ratings
+from ...data.datasets import standin_permitted
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 
 TOP500_CLAIM = "liu-5.2-top500-share-netflix"
 L3_CLAIM = "liu-5.2-l3-share-d2048-netflix"

@@ -42,13 +42,13 @@ import numba
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..errors import ParameterError
-from ..mf import Schedule, sample_sgld, train_sgd
-from ..mf.data import load_for_mf
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...errors import ParameterError
+from ...mf import Schedule, sample_sgld, train_sgd
+from ...mf.data import load_for_mf
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 from ._liu_mf import (block_users_for, dataset_params, ensure_warm, init_scale_for, require_finite, rescale_ratings,
                       sgd_kw, sgld_kw, whole_user_subset)
 

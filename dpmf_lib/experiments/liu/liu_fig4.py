@@ -48,11 +48,11 @@ import pandas as pd
 
 import numpy as np
 
-from ..claims import Measurement
-from ..errors import ParameterError
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...errors import ParameterError
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 from ._liu_mf import ML100KSeeds, claim_for, load_split, ml100k_params, run_sgld
 
 # dataset loaded -> claim measured (the paper's is about Netflix; real ML-100K measures our counterpart)
@@ -90,7 +90,7 @@ def run(params: dict) -> pd.DataFrame:
     """Per dataset, the (ζ, seed, table size) runs go through :func:`dpmf_lib.sweep.grid_map` (``n_jobs``: null →
     ``$DPMF_SWEEP_JOBS``, default 1; the dask backend puts them on a cluster); each is seeded by its own arguments, so
     the rows do not depend on the backend."""
-    from ..sweep import grid_map, grid_points
+    from ...sweep import grid_map, grid_points
 
     require_datasets(params)  # first: before any data is loaded or model trained
     rows, sources, meas = [], [], []

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 from ._liu_mf import ML100KSeeds, claim_for, load_split, ml100k_params, run_csgd, run_peer, run_sgld
 
 # dataset loaded -> claim measured (the paper's is about Netflix; real ML-100K measures our counterpart)

@@ -66,16 +66,16 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..claims import Measurement
-from ..data import load_ratings
-from ..data.datasets import standin_permitted
-from ..data.splits import random_split
-from ..errors import ParameterError
-from ..outputs import attach
-from ..params import require_datasets, require_epsilons
-from ..plotting import figure, standin_title
-from ..privacy import exact_gibbs
-from ..privacy import posterior_sampling as ps
+from ...claims import Measurement
+from ...data import load_ratings
+from ...data.datasets import standin_permitted
+from ...data.splits import random_split
+from ...errors import ParameterError
+from ...outputs import attach
+from ...params import require_datasets, require_epsilons
+from ...plotting import figure, standin_title
+from ...privacy import exact_gibbs
+from ...privacy import posterior_sampling as ps
 
 #: the paper's claim (Netflix: a stand-in here, never judged) and our real-data counterpart on ML-100K
 RATING_DP_CLAIMS = {"netflix": "liu-6.7-rating-dp-small-accuracy-loss",
@@ -111,7 +111,7 @@ def nonprivate_sgld(train, test, params: dict):
 
     Seeded :func:`~dpmf_lib.privacy.posterior_sampling.prior_run_seed` of ``params["seed"]``, a namespace of its own:
     with ``params["seed"]`` itself it replayed the noise of the private chain 0's burn-in (seeded ``seed`` too)."""
-    from ..mf import Schedule, sample_sgld
+    from ...mf import Schedule, sample_sgld
 
     sl = params["sgld"]
     return sample_sgld(train, d=params["d"], epochs=sl["rounds"], eta0=sl["eta_n"] / train.n_ratings,
@@ -121,7 +121,7 @@ def nonprivate_sgld(train, test, params: dict):
 
 def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
     """Non-private SGD, SGLD and SGLD-V + local ridge; returns (rows, fixed priors for the private chain, SGLD run)."""
-    from ..mf import Schedule, train_sgd
+    from ...mf import Schedule, train_sgd
 
     sg = params["sgd"]
     rows = []
@@ -142,7 +142,7 @@ def nonprivate(train, test, params: dict) -> tuple[list[dict], dict, object]:
     m = res.model
     U, bu = ps.local_user_factors(train, m.V, m.bi, m.b0, Lambda_u=priors["Lambda_u"], lam_bias=priors["lam_bias"],
                                   lambda_r=params["lambda_r"])
-    from ..mf import MFModel
+    from ...mf import MFModel
 
     rows.append({"method": "SGLD V + local ridge (non-private)",
                  "test_rmse": MFModel(U, m.V, bu, m.bi, m.b0).rmse(test), "seconds": dt})
@@ -154,7 +154,7 @@ def private_point(pre, epsilon: float, priors: dict, train, test, params: dict,
                   sampler: str = "sgld") -> tuple[dict, object, pd.DataFrame]:
     """One run of Algorithm 1 at ``epsilon`` (``clip_loss``: our clipped-loss variant; ``sampler="gibbs"``: exact
     block Gibbs with the ``gibbs`` section's chain lengths); returns (row, release, per-user accounting)."""
-    from ..mf import Schedule
+    from ...mf import Schedule
 
     pv = params["private"]
     t0 = time.perf_counter()
@@ -213,7 +213,7 @@ def per_dataset(value, ds, name: str):
 
 def local_rmse(V, bi, b0, rel, train, test) -> float:
     """Test RMSE of the local ridge (eq. 5) against item factors ``V`` (the prior of release ``rel``)."""
-    from ..mf import MFModel
+    from ...mf import MFModel
 
     U, bu = ps.local_user_factors(train, V, bi, b0, Lambda_u=rel.Lambda_u, lam_bias=rel.lam_bias,
                                   lambda_r=rel.lambda_r)
@@ -316,7 +316,7 @@ def run(params: dict) -> pd.DataFrame:
     ``$DPMF_SWEEP_JOBS``, default 1, i.e. in-process; ``DPMF_SWEEP_BACKEND=dask`` puts them on a cluster), after the
     non-private run that fixes their priors. Every point is seeded by ``seed`` alone, so the rows do not depend on the
     backend or ``n_jobs`` (the ``seconds`` columns aside)."""
-    from ..sweep import grid_map
+    from ...sweep import grid_map
 
     require_datasets(params)  # first: before any data is loaded or model trained
     require_epsilons(params, tokens=("4B",))
@@ -407,7 +407,7 @@ def replicate_run(params: dict) -> pd.DataFrame:
     ML-100K at ``params['seed']``, the non-private run that fixes Λ, then the two private points ε = τ and ε = 4B at
     the first ρ of the series the claim reads (exact Gibbs where ``gibbs.private_series`` runs on ML-100K, else the
     paper's SGLD), each seeded exactly as in :func:`run`. An empty table whose ``attrs`` carry the measurement."""
-    from ..sweep import grid_map
+    from ...sweep import grid_map
     from ._liu_mf import ML100K, ml100k_params
 
     params = ml100k_params(params)

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..bench.machine import cache_sizes, measure
-from ..outputs import attach
-from ..plotting import figure
+from ...bench.machine import cache_sizes, measure
+from ...outputs import attach
+from ...plotting import figure
 
 PAPER = {"L1d": ("32KB", "74-135", "44-80"), "L2": (None, None, None), "L3": ("6MB", "16-44", "7-30"),
          "RAM": ("16GB", "14", "9"), "disk": ("256GB SSD / 3TB HDD", "0.5 / 0.15", "0.35 / 0.10")}

@@ -74,13 +74,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..bench.machine import cache_sizes
-from ..claims import Measurement
-from ..errors import ParameterError
-from ..mf.data import load_for_mf
-from ..mf.layout import naive_layout, tiered_layout
-from ..outputs import attach
-from ..plotting import figure, standin_title
+from ...bench.machine import cache_sizes
+from ...claims import Measurement
+from ...errors import ParameterError
+from ...mf.data import load_for_mf
+from ...mf.layout import naive_layout, tiered_layout
+from ...outputs import attach
+from ...plotting import figure, standin_title
 
 PAPER = {16: (2.84, 0.43, 12.77, 2.21), 256: (2.85, 0.50, 12.89, 2.34), 2048: (3.3, 1.7, 15.0, 9.8)}
 CLAIMS = {(16, "L1"): "liu-6.5-csgd-l1-miss-d16", (16, "LL"): "liu-6.5-csgd-l3-miss-d16",
@@ -215,7 +215,7 @@ def valgrind_env() -> dict:
 
 
 def _driver_cmd(npz: Path, d: int, epochs: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "dpmf_lib.experiments._liu_cachegrind_driver", str(npz), str(d), str(epochs), *extra]
+    return [sys.executable, "-m", "dpmf_lib.experiments.liu._liu_cachegrind_driver", str(npz), str(d), str(epochs), *extra]
 
 
 def compile_outside_valgrind(npz: Path, env: dict) -> None:

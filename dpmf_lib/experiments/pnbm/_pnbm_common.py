@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..errors import ParameterError
-from ..nbm import runs
-from ..outputs import attach
-from ..params import require_datasets, require_epsilons
+from ...errors import ParameterError
+from ...nbm import runs
+from ...outputs import attach
+from ...params import require_datasets, require_epsilons
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class SelectedRerun:
         ``n`` what the claims need at the profile (:meth:`~dpmf_lib.outputs.NotebookRun.seeds_needed`; 5 at paper).
         Where the claims need one seed (no verdict at this profile: ``min_profile`` above it) the first seed's value
         is kept as the indicative one, at no cost. Returns ``nb.claims_table()``, like ``nb.replicate``."""
-        from ..claims import merge_replicates
+        from ...claims import merge_replicates
 
         base = list(self.df.attrs.get("measurements", []))
         n = nb.seeds_needed(base) if n_seeds is None else int(n_seeds)

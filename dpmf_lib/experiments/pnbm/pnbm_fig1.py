@@ -18,24 +18,24 @@ which MF does not move from its N(0, 0.1²) start (noise-free ≈ item means); a
 series stay as they are; the deviation is drawn beside them, never in their place. ``mf_lr_eta: []`` turns it off.
 
 Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
-(:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
+(:meth:`SelectedRerun.replicate <dpmf_lib.experiments.pnbm._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, noise-free MF, DPSGD-
 PNBM at ε = 1, DPSGD-MF at ε = 1 and 20), on the same folds, at the new seed, and :func:`measurements` computes the
 claims from them exactly as in :func:`run`. The interval over seeds is then the seed-to-seed spread (DP noise,
 initialisation, minibatches) of the selected configuration, free of the winner's curse of re-selecting on the test
 folds at every seed, and the claim values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose
 value made the selection (SelectedRerun.replicate); the selection itself is made once (first seed) and is not
-replicated. Details: :mod:`dpmf_lib.experiments._pnbm_common`.
+replicated. Details: :mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..data.ratings import DataSource
-from ..nbm import runs
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...data.ratings import DataSource
+from ...nbm import runs
+from ...plotting import figure, standin_title
 from ._pnbm_common import GridSpec, SelectedRerun, full_run
 
 CLAIM_PNBM_KNN = "pnbm-5.2-dpsgd-pnbm-beats-knn-eps1"
@@ -136,7 +136,7 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
 
 def run(params: dict) -> pd.DataFrame:
     """Every grid of :func:`specs`, best-of-grid per (method, ε), the claims by :func:`measurements`
-    (:func:`~dpmf_lib.experiments._pnbm_common.full_run`)."""
+    (:func:`~dpmf_lib.experiments.pnbm._pnbm_common.full_run`)."""
     return full_run(params, specs, finish, measurements, epsilons=True)
 
 
@@ -144,7 +144,7 @@ def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
     """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the configurations ``df``
     (the full run at the first seed) selected for the claims' inputs (:func:`claim_inputs`), re-evaluated on the same
     folds at ``params['seed']``, measured by :func:`measurements`. The selection is not replicated (see
-    :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
     return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 

@@ -9,25 +9,25 @@ lies on the S⁰ line; the legend gives both numbers. The number of SGLD steps T
 paper (our choice, in params/pnbm_fig2.yaml).
 
 Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
-(:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
+(:meth:`SelectedRerun.replicate <dpmf_lib.experiments.pnbm._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claims' inputs (:func:`claim_inputs`: PCC, COS, DPPS-PNBM and DPPS-MF
 at x = 0.1), on the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in
 :func:`run`. The interval over seeds is then the seed-to-seed spread (DP noise, initialisation, minibatches) of the
 selected configuration, free of the winner's curse of re-selecting on the test folds at every seed, and the claim
 values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose value made the selection
 (SelectedRerun.replicate); the selection itself is made once (first seed) and is not replicated. Details:
-:mod:`dpmf_lib.experiments._pnbm_common`.
+:mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..nbm import runs
-from ..outputs import attach
-from ..params import require_datasets
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...nbm import runs
+from ...outputs import attach
+from ...params import require_datasets
+from ...plotting import figure, standin_title
 from ._pnbm_common import GridSpec, SelectedRerun, run_specs
 from .pnbm_fig1 import knn_specs, sources_of
 
@@ -107,7 +107,7 @@ def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
     """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the configurations ``df``
     (the full run at the first seed) selected for the claims' inputs (:func:`claim_inputs`), re-evaluated on the same
     folds at ``params['seed']``, measured by :func:`measurements` (no movement traces: they are the figure's). The
-    selection is not replicated (see :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    selection is not replicated (see :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
     return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 

@@ -6,23 +6,23 @@ with its paper grid (section 5.1) and best-of-grid selection. Note: "average rat
 user-level ε of x·τ is not an x-DP guarantee for a single rating in general (group privacy runs the other way).
 
 Claims over seeds (:func:`rerun_selected`, our choice): the claims' seeds
-(:meth:`SelectedRerun.replicate <dpmf_lib.experiments._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
+(:meth:`SelectedRerun.replicate <dpmf_lib.experiments.pnbm._pnbm_common.SelectedRerun.replicate>`) re-evaluate only the
 configurations the first seed selected for the claim's inputs (:func:`claim_inputs`: DPSGD-PNBM and DPPS-PNBM at x =
 1), on the same folds, at the new seed, and :func:`measurements` computes the claims from them exactly as in
 :func:`run`. The interval over seeds is then the seed-to-seed spread (DP noise, initialisation, minibatches) of the
 selected configuration, free of the winner's curse of re-selecting on the test folds at every seed, and the claim
 values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose value made the selection
 (SelectedRerun.replicate); the selection itself is made once (first seed) and is not replicated. Details:
-:mod:`dpmf_lib.experiments._pnbm_common`.
+:mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..claims import Measurement
-from ..nbm import runs
-from ..plotting import figure, standin_title
+from ...claims import Measurement
+from ...nbm import runs
+from ...plotting import figure, standin_title
 from ._pnbm_common import GridSpec, SelectedRerun, full_run
 from .pnbm_fig1 import pnbm_fixed, pnbm_grid
 from .pnbm_fig2 import dpps_fixed, dpps_grid
@@ -66,14 +66,14 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
 
 def run(params: dict) -> pd.DataFrame:
     """Both grids of :func:`specs`, best-of-grid per (method, x), the claim by :func:`measurements`
-    (:func:`~dpmf_lib.experiments._pnbm_common.full_run`)."""
+    (:func:`~dpmf_lib.experiments.pnbm._pnbm_common.full_run`)."""
     return full_run(params, specs, finish, measurements)
 
 
 def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
     """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the two configurations ``df``
     (the full run at the first seed) selected at x = 1, re-evaluated on the same folds at ``params['seed']``, measured
-    by :func:`measurements`. The selection is not replicated (see :mod:`dpmf_lib.experiments._pnbm_common`)."""
+    by :func:`measurements`. The selection is not replicated (see :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
     return SelectedRerun(df, specs, claim_inputs, finish, measurements)
 
 

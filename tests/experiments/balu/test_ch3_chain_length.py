@@ -62,7 +62,7 @@ def test_exact_check_matches_a_direct_computation():
 
 
 def test_attack_grid_rejects_a_bad_min_sweeps():
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
     from dpmf_lib.params import load_params
 
     p = load_params("balu_fig3_2", "smoke")
@@ -71,7 +71,7 @@ def test_attack_grid_rejects_a_bad_min_sweeps():
 
 
 def test_fig3_6_gives_jlt_its_own_users_and_chain_length():
-    from dpmf_lib.experiments import balu_fig3_6 as e
+    from dpmf_lib.experiments.balu import balu_fig3_6 as e
     from dpmf_lib.params import load_params
 
     p = load_params("balu_fig3_6", "paper")

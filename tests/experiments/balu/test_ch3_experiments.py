@@ -28,7 +28,7 @@ def test_split_is_seeded_and_disjoint(profiles):
 
 
 def test_table3_1_movielens_row():
-    from dpmf_lib.experiments import balu_table3_1 as e
+    from dpmf_lib.experiments.balu import balu_table3_1 as e
 
     df = e.run(load_params("balu_table3_1", "smoke"))
     ml = df[df["row"] == "MovieLens"].set_index("column")["ours"]
@@ -38,7 +38,7 @@ def test_table3_1_movielens_row():
 
 
 def test_fig3_1_ratio_measurement():
-    from dpmf_lib.experiments import balu_fig3_1 as e
+    from dpmf_lib.experiments.balu import balu_fig3_1 as e
 
     df = e.run(load_params("balu_fig3_1", "smoke"))
     m = {x["claim"]: x["value"] for x in df.attrs["measurements"]}
@@ -47,7 +47,7 @@ def test_fig3_1_ratio_measurement():
 
 
 def test_attack_grid_smoke_and_cache(tmp_path, monkeypatch):
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path))
     p = load_params("balu_fig3_2", "smoke", {"eps": [59, 0], "n_attacked": 3, "n_samples": 200})
@@ -70,7 +70,7 @@ def test_attack_grid_smoke_and_cache(tmp_path, monkeypatch):
 def test_results_of_an_eps_do_not_depend_on_the_eps_list(monkeypatch):
     """The per-ε cache is keyed by the ε value, so the seeds must be too: ε = 0 computed inside [59, 0] must equal ε = 0
     computed alone (it did not when seeds followed the ε's index: up to 0.11 cosine apart)."""
-    from dpmf_lib.experiments import _balu_ch3
+    from dpmf_lib.experiments.balu import _balu_ch3
     from dpmf_lib.params import load_params
 
     monkeypatch.setenv("DPMF_CACHE", "off")
@@ -94,7 +94,7 @@ def _summary_at0(err_prior, err_flat):
 
 
 def _eps0_guard(summary):
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     got = []
     ch3._add_eps0(lambda claim, value, extra="", rhat=None, exact_err=None: got.append((value, exact_err)),
@@ -116,7 +116,7 @@ def test_eps0_exact_marginal_guard_is_nan_when_one_mcmc_attack_lacks_it():
 def test_eps0_guard_reaches_the_measurement_and_fails_the_claim_guard():
     from dpmf_lib.claims import load_claims
     from dpmf_lib.data.ratings import DataSource
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     p = load_params("balu_fig3_2", "smoke")
     ms = ch3.attack_measurements(_summary_at0(0.01, np.nan), "blip", DataSource("ml-100k", True, "x"), p,
@@ -133,7 +133,7 @@ def test_eps0_guard_reaches_the_measurement_and_fails_the_claim_guard():
 def test_exact_marginal_error_mean_over_users_is_nan_when_a_user_lacks_it():
     """The same at user level: the ε = 0 guard's mean over users must not skip a user whose chain gave no exact-marginal
     error (pandas' mean skips NaN), or the guard passes on the users that happened to have one."""
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     base = {"dataset": "ml-100k", "mechanism": "blip", "eps": 0.0, "attack": "mcmc_prior", "cos": 0.2, "ap10": 0.1,
             "c_hat": 10, "c_true": 12, "split_rhat": 1.01, "sweeps": 800, "exact_spearman": 0.9,

@@ -15,7 +15,7 @@ FIGS = {"balu_fig3_2": "blip", "balu_fig3_3": "jlt", "balu_fig3_4": "blip", "bal
 
 
 def test_replicate_params_replaces_only_n_attacked_and_checks_it():
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     p = load_params("balu_fig3_2", "smoke")
     assert p["replicate_n_attacked"] is None and ch3.replicate_params(p) == p  # null: the figure's own users
@@ -33,7 +33,7 @@ def test_replicate_keys_are_shared_between_figures_and_leave_seed0_alone(profile
     """3.2/3.4 (BLIP) and 3.3/3.5 (JLT) must compute the same cache cells, seed 0 and replicate seeds alike; the new
     parameter is not in the key, so the seed-0 key is the one it was before."""
     from dpmf_lib.data.ratings import DataSource
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     src = DataSource("ml-100k", True, "x")
     keys = {}
@@ -54,8 +54,8 @@ def test_replicate_keys_are_shared_between_figures_and_leave_seed0_alone(profile
 def test_replicate_run_attacks_the_subsample_and_the_sibling_figure_hits_its_cache(tmp_path, monkeypatch):
     from dpmf_lib import cache
     from dpmf_lib.attacks.decoders import ATTACKS
-    from dpmf_lib.experiments import _balu_ch3 as ch3
-    from dpmf_lib.experiments import balu_fig3_2, balu_fig3_4
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import balu_fig3_2, balu_fig3_4
 
     monkeypatch.setenv("DPMF_FIGURES_DIR", str(tmp_path))
     monkeypatch.delenv("DPMF_CACHE_DIR", raising=False)
@@ -87,8 +87,8 @@ def test_notebooks_replicate_through_replicate_run():
 def test_code_hash_covers_the_row_producing_code_only():
     """Edits of the summaries/claims/plots in _balu_ch3.py keep the attack cache; the functions that make the cached
     rows live in the hashed module."""
-    from dpmf_lib.experiments import _balu_ch3 as ch3
-    from dpmf_lib.experiments import _balu_ch3_rows as rows
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3_rows as rows
 
     for f in (ch3._eps_rows, ch3.attack_one_eps, ch3.prepare, ch3.make_mechanism, ch3.eps_stream, ch3._seed):
         assert f.__module__ == rows.__name__, f.__name__
@@ -126,7 +126,7 @@ def test_rhat_guard_is_a_share_whose_meaning_does_not_depend_on_the_number_of_us
     import pandas as pd
 
     from dpmf_lib.data.ratings import DataSource
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     assert ch3.rhat_over_share(pd.Series([1.0, 1.2, np.inf, np.nan])) == 0.75  # above, infinite and missing are bad
     assert math.isnan(ch3.rhat_over_share(pd.Series([np.nan, np.nan])))       # an attack without chains
@@ -154,7 +154,7 @@ def test_share_claims_also_guard_the_worst_eps_cell():
     import pandas as pd
 
     from dpmf_lib.data.ratings import DataSource
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     rows = pd.concat([_user_rows(6, [1.01] * 4 + [1.3, float("nan")], eps=(59.0,)),
                       _user_rows(6, [1.01], eps=(8.0, 0.0))]
@@ -172,7 +172,7 @@ def test_share_claims_also_guard_the_worst_eps_cell():
 def test_constant_chains_are_named_with_their_point_mass_checks_in_the_note():
     import pandas as pd
 
-    from dpmf_lib.experiments import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
 
     rows = _user_rows(4, [1.0, 1.0, float("inf"), 1.01], eps=(600.0,))
     rows["point_mass_check"] = [1.0, 1.0, 0.0, float("nan")]

@@ -1,6 +1,6 @@
 """Balu chapter 4 claims (issue #15 review): the ML-100K counterparts of the thesis's statements, the live-cell
 measurements (degenerate cells left out), and the claims at fresh seeds with a reduced protocol
-(dpmf_lib/experiments/_balu_ch4_runs.FreshSeeds): at the first seed it reproduces the full run's claims, at a fresh
+(dpmf_lib/experiments/balu/_balu_ch4_runs.FreshSeeds): at the first seed it reproduces the full run's claims, at a fresh
 seed it trains only what the claims read, on splits whose seeds differ from the figure's and from the other fresh
 seeds' (different random partitions of the same ratings, not disjoint ones)."""
 
@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from dpmf_lib.experiments import module_name
 from dpmf_lib.claims import load_claims
 from dpmf_lib.data.ratings import DataSource
 from dpmf_lib.errors import ParameterError
@@ -26,7 +27,7 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DPMF_CACHE", "on")
     monkeypatch.setenv("DPMF_SWEEP_BACKEND", "sequential")  # the call counter lives in this process
-    from dpmf_lib.experiments import _balu_ch4_runs
+    from dpmf_lib.experiments.balu import _balu_ch4_runs
 
     _balu_ch4_runs.TRAINED["n"] = 0
     return _balu_ch4_runs
@@ -38,7 +39,7 @@ def _r(dataset: str, real: bool = True):
 
 # ------------------------------------------------------------------------------------------------------ claim ids
 def test_each_claim_id_names_the_dataset_it_is_about_and_its_notebook():
-    from dpmf_lib.experiments import balu_fig4_1 as f1, balu_fig4_2 as f2, balu_fig4_6 as f6, balu_fig4_7 as f7
+    from dpmf_lib.experiments.balu import balu_fig4_1 as f1, balu_fig4_2 as f2, balu_fig4_6 as f6, balu_fig4_7 as f7
 
     claims = {c.id: c for c in load_claims()}
     tables = [(f1.CLAIMS_K, "balu_fig4_1"), (f2.CLAIMS_K, "balu_fig4_2"), (f6.CLAIMS_GAMMA, "balu_fig4_6"),
@@ -85,7 +86,7 @@ def _grid_frame():
 
 
 def test_fig4_1_claim_is_the_mean_gain_over_the_live_cells():
-    from dpmf_lib.experiments import balu_fig4_1 as f1
+    from dpmf_lib.experiments.balu import balu_fig4_1 as f1
 
     (m,) = f1.measure(_grid_frame(), _r("ml-100k"), {})
     m = m.as_dict()
@@ -112,7 +113,7 @@ def _judge(claim_id: str, ms: list) -> str:
 def test_fig4_1_spread_guard_fails_when_the_live_cells_sit_in_a_few_gamma_rows():
     """#15 review of 728723a, finding 3: 40 live cells (live_cells ≥ 30 holds) all in the 4 smallest γ rows of the
     paper's 10 × 10 grid: gamma_rows_live = 0.4 < 0.5, so a clear gain there is not reproduced."""
-    from dpmf_lib.experiments import balu_fig4_1 as f1
+    from dpmf_lib.experiments.balu import balu_fig4_1 as f1
 
     ds, gs = _paper_grid()
     ms = []
@@ -149,7 +150,7 @@ def _lambda_frame():
 
 
 def test_fig4_6_correlations_use_the_cells_live_on_the_search_split():
-    from dpmf_lib.experiments import balu_fig4_6 as f6
+    from dpmf_lib.experiments.balu import balu_fig4_6 as f6
 
     df = _lambda_frame()
     mg, md = (m.as_dict() for m in f6.measure(df, _r("ml-100k")))
@@ -193,7 +194,7 @@ def test_fig4_6_gamma_claim_is_within_d_and_not_fooled_by_the_unbalanced_grid():
     """λ depends on d only: the pooled λ–γ correlation over the live cells (the measure of 728723a) is −0.37, past
     the −0.1 margin with every old guard passing; within each d λ is flat, so the γ claim has no defined correlation
     and is not reproduced, while the λ–d trend (within each γ) still is."""
-    from dpmf_lib.experiments import balu_fig4_6 as f6
+    from dpmf_lib.experiments.balu import balu_fig4_6 as f6
 
     df = _demo_frame(lambda i, j, rng: 10.0 ** (-3 + i / 4))
     live = df[~df.degenerate]
@@ -209,7 +210,7 @@ def test_fig4_6_gamma_claim_is_within_d_and_not_fooled_by_the_unbalanced_grid():
 def test_fig4_6_gamma_claim_sees_lambda_falling_within_each_d():
     """The positive case on the same unbalanced grid: λ falls with γ within each d (and grows with d), with noise
     that varies over 5 seeds: a negative mean within-d correlation, reproduced; the d claim likewise."""
-    from dpmf_lib.experiments import balu_fig4_6 as f6
+    from dpmf_lib.experiments.balu import balu_fig4_6 as f6
 
     ms = [f6.measure(_demo_frame(lambda i, j, rng: 10.0 ** (-3 + i / 4 - j / 4 + 0.3 * rng.standard_normal()), s),
                      _r("ml-100k")) for s in range(5)]
@@ -231,7 +232,7 @@ def test_fig4_6_edge_flag_counts_stage_two():
 
 
 def test_fig4_8_regular_leaks_more_is_judged_as_a_share_of_d_cells():
-    from dpmf_lib.experiments import balu_fig4_7 as f7
+    from dpmf_lib.experiments.balu import balu_fig4_7 as f7
 
     rows = []
     for s in (0, 1):
@@ -284,7 +285,7 @@ def split_seeds(monkeypatch, fresh_cache):
 
 
 def test_fig4_1_fresh_seeds_reproduce_then_refit_only(fresh_cache, split_seeds):
-    from dpmf_lib.experiments import balu_fig4_1 as f1
+    from dpmf_lib.experiments.balu import balu_fig4_1 as f1
 
     p = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1], "refine": 0.25})
     df = f1.run(p)
@@ -312,7 +313,7 @@ def test_fig4_1_fresh_seeds_reproduce_then_refit_only(fresh_cache, split_seeds):
 
 
 def test_fig4_6_fresh_seeds_reselect_lambda_at_the_selected_eta(fresh_cache):
-    from dpmf_lib.experiments import balu_fig4_6 as f6
+    from dpmf_lib.experiments.balu import balu_fig4_6 as f6
 
     p = load_params("balu_fig4_6", "smoke", {**SMALL, "lam_grid": [0.001, 0.01, 0.1]})
     df = f6.run(p)
@@ -330,7 +331,7 @@ def test_fig4_6_fresh_seeds_reselect_lambda_at_the_selected_eta(fresh_cache):
 
 
 def test_fig4_7_and_4_8_fresh_seeds_refit_what_the_claims_read_once(fresh_cache):
-    from dpmf_lib.experiments import balu_fig4_7 as f7, balu_fig4_8 as f8
+    from dpmf_lib.experiments.balu import balu_fig4_7 as f7, balu_fig4_8 as f8
 
     over = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "eta_grid": [0.01, 0.03],
             "lam_grid": [0.03], "refine": 0, "d_grid": [4, 8], "n_jobs": 1}
@@ -352,7 +353,7 @@ def test_fig4_7_and_4_8_fresh_seeds_refit_what_the_claims_read_once(fresh_cache)
 
 
 def test_replicate_takes_the_claims_from_fresh_seeds(fresh_cache, tmp_path):
-    from dpmf_lib.experiments import balu_fig4_1 as f1
+    from dpmf_lib.experiments.balu import balu_fig4_1 as f1
     from dpmf_lib.outputs import NotebookRun
 
     over = {**SMALL, "lam_grid": [0.01, 0.1]}
@@ -375,7 +376,7 @@ def test_replicate_takes_the_claims_from_fresh_seeds(fresh_cache, tmp_path):
 
 # ---------------------------------------------------------- Figures 4.3-4.5: ML-100K counterparts (seventeenth session)
 def test_fig4_3_to_4_5_counterparts_stand_beside_the_thesis_claims():
-    from dpmf_lib.experiments import balu_fig4_3 as f3, balu_fig4_4 as f4, balu_fig4_5 as f5
+    from dpmf_lib.experiments.balu import balu_fig4_3 as f3, balu_fig4_4 as f4, balu_fig4_5 as f5
 
     claims = {c.id: c for c in load_claims()}
     assert f5.CLAIMS_BEST == {"eachmovie": f5.CLAIM_BEST, "ml-100k": f5.CLAIM_BEST_GAP_ML100K}
@@ -396,7 +397,7 @@ def test_fig4_3_to_4_5_counterparts_stand_beside_the_thesis_claims():
 
 
 def test_best_lambda_gap_is_the_margin_of_the_thesis_lambda_over_the_rest_of_the_grid():
-    from dpmf_lib.experiments.balu_fig4_5 import best_lambda_gap
+    from dpmf_lib.experiments.balu.balu_fig4_5 import best_lambda_gap
 
     rmse = pd.Series({10.0: 1.00, 1.0: 0.95, 0.1: 0.90, 0.01: 0.93, 0.0: 0.97})
     assert best_lambda_gap(rmse) == pytest.approx(0.03, abs=1e-12)
@@ -426,7 +427,7 @@ def test_fig4_3_to_4_5_fresh_seeds_are_the_whole_figure_on_new_splits(fresh_cach
 
     monkeypatch.setattr(fresh_cache._runs, "prepare_split", spy)
 
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     p = load_params(name, "smoke", {"max_ratings": 4000, "n_splits": 2, "claim_splits": 2, "epochs": 2,
                                     "search": True, "eta_grid": [0.01, 0.03], "lam_grid": [0.03], "refine": 0,
                                     "n_jobs": 1, **over})
@@ -459,7 +460,7 @@ def test_fig4_3_to_4_5_on_a_stand_in_measure_the_thesis_claims(fresh_cache, name
     counterparts: the best-lambda claim as the arg-min with its grid-interior guard."""
     import importlib
 
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     p = load_params(name, "smoke", {"dataset": dataset, "standin_scale": 0.01, "max_ratings": 3000, "n_splits": 1,
                                     "epochs": 1, "n_jobs": 1, **over})
     df = mod.run(p)
@@ -487,7 +488,7 @@ def test_every_chapter4_run_resumes_from_the_cache(fresh_cache, name, over):
     """A run stopped by its budget resumes: the same run again trains nothing and gives the same frame."""
     import importlib
 
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     p = load_params(name, "smoke", {**TINY, **over})
     first = mod.run(p)
     n = fresh_cache.TRAINED["n"]
@@ -520,7 +521,7 @@ def test_run_groups_pools_datasets_and_keeps_each_groups_rows(fresh_cache):
 
 
 def test_table4_1_counts_rating_levels():
-    from dpmf_lib.experiments import balu_table4_1
+    from dpmf_lib.experiments.balu import balu_table4_1
 
     df = balu_table4_1.run(load_params("balu_table4_1", "smoke", {"datasets": ["ml-100k"]}))
     assert df.rating.iloc[0] == "1:5 (5)"

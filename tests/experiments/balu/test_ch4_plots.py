@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from dpmf_lib.experiments import balu_fig4_1 as f1  # noqa: E402
-from dpmf_lib.experiments import balu_fig4_6 as f6  # noqa: E402
+from dpmf_lib.experiments.balu import balu_fig4_1 as f1  # noqa: E402
+from dpmf_lib.experiments.balu import balu_fig4_6 as f6  # noqa: E402
 
 PAPER_D = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32]
 PAPER_GAMMA = [1, 2, 2.83, 4, 5.66, 8, 11.3, 16, 23, 32]

@@ -1,4 +1,4 @@
-"""Balu chapter 4: training runs that two notebooks share are trained once (dpmf_lib/experiments/_balu_ch4_runs.py).
+"""Balu chapter 4: training runs that two notebooks share are trained once (dpmf_lib/experiments/balu/_balu_ch4_runs.py).
 
 Figure 4.8 plots the runs of Figure 4.7; Figure 4.6 sweeps Figure 4.1's k = 4 cells with a λ grid that contains 4.1's.
 The cached path must give the frame of the uncached one (dpmf_lib.sketch.runs.run_configs) bit for bit, and the
@@ -19,7 +19,7 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DPMF_CACHE", "on")
     monkeypatch.setenv("DPMF_SWEEP_BACKEND", "sequential")  # the call counter lives in this process
-    from dpmf_lib.experiments import _balu_ch4_runs
+    from dpmf_lib.experiments.balu import _balu_ch4_runs
 
     _balu_ch4_runs.TRAINED["n"] = 0
     return _balu_ch4_runs
@@ -33,7 +33,7 @@ SMALL = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "refin
 def test_cached_runs_equal_uncached_runs(fresh_cache, monkeypatch):
     """With the search on (stage 1 and 2, refits on the second split): the cached driver's frame is the uncached
     driver's, on a cold and on a warm cache, and a warm cache trains nothing."""
-    from dpmf_lib.experiments import balu_fig4_1
+    from dpmf_lib.experiments.balu import balu_fig4_1
 
     p = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1]})
     plain, _ = balu_fig4_1.sweep(p, cached=False)
@@ -51,7 +51,7 @@ def test_cached_runs_equal_uncached_runs(fresh_cache, monkeypatch):
 def test_fig4_6_reads_fig4_1s_k4_runs_from_the_cache(fresh_cache, monkeypatch):
     """4.6's λ grid contains 4.1's: 4.6 trains only its extra stage-1 λs (and, where its winner differs, the new
     stage 2 and refits); its frame equals a run with the cache off."""
-    from dpmf_lib.experiments import balu_fig4_1, balu_fig4_6
+    from dpmf_lib.experiments.balu import balu_fig4_1, balu_fig4_6
 
     p1 = load_params("balu_fig4_1", "smoke", {**SMALL, "lam_grid": [0.01, 0.1]})
     p6 = load_params("balu_fig4_6", "smoke", {**SMALL, "lam_grid": [0.001, 0.01, 0.1]})
@@ -78,7 +78,7 @@ def test_fig4_6_reads_fig4_1s_k4_runs_from_the_cache(fresh_cache, monkeypatch):
 
 def test_fig4_8_trains_nothing_after_fig4_7(fresh_cache):
     """4.8 is 4.7's runs (the same frame, read from the cache); 4.7 measures the RMSE claim, 4.8 the KLD ones."""
-    from dpmf_lib.experiments import balu_fig4_7, balu_fig4_8
+    from dpmf_lib.experiments.balu import balu_fig4_7, balu_fig4_8
 
     over = {"max_ratings": 6000, "n_splits": 2, "epochs": 2, "search": True, "eta_grid": [0.01, 0.03],
             "lam_grid": [0.03], "refine": 0, "d_grid": [4], "n_jobs": 1}
@@ -123,11 +123,11 @@ def test_code_hash_covers_every_module_a_training_run_imports():
     splitmix64 mix of the count-sketch hash included)."""
     from dpmf_lib.cache import code_version
     from dpmf_lib.dependencies import module_closure
-    from dpmf_lib.experiments import _balu_ch4_runs
+    from dpmf_lib.experiments.balu import _balu_ch4_runs
     from dpmf_lib.paths import REPO_ROOT
 
-    files = {f.resolve() for f in module_closure("dpmf_lib.experiments._balu_ch4_runs")}
+    files = {f.resolve() for f in module_closure("dpmf_lib.experiments.balu._balu_ch4_runs")}
     for f in ("counter_rng.py", "sketch/protocol.py", "data/loaders.py", "privacy/common.py", "validate.py",
               "metrics.py"):
         assert REPO_ROOT.joinpath("dpmf_lib", f).resolve() in files
-    assert _balu_ch4_runs.code_hash() == code_version("dpmf_lib.experiments._balu_ch4_runs")
+    assert _balu_ch4_runs.code_hash() == code_version("dpmf_lib.experiments.balu._balu_ch4_runs")

@@ -11,7 +11,7 @@ from dpmf_lib.params import load_params
 
 
 def test_table5_1_smoke_has_every_method_and_paper_values():
-    import dpmf_lib.experiments.balu_table5_1 as e
+    import dpmf_lib.experiments.balu.balu_table5_1 as e
 
     p = load_params("balu_table5_1", "smoke", {"n_vectors": 1500, "n_antisparse": 30, "n_common": 30,
                                                 "n_timing": 500, "n_frames": 2, "n_spread": 500})
@@ -32,7 +32,7 @@ def test_table5_1_smoke_has_every_method_and_paper_values():
 
 
 def test_fig5_1_pairs_have_the_requested_cosine():
-    from dpmf_lib.experiments.balu_fig5_1 import make_pairs
+    from dpmf_lib.experiments.balu.balu_fig5_1 import make_pairs
 
     X, Y, c = make_pairs(500, 32, -1.0, 1.0, 0)
     np.testing.assert_allclose((X.astype(np.float64) * Y).sum(1), c, atol=1e-5)
@@ -40,7 +40,7 @@ def test_fig5_1_pairs_have_the_requested_cosine():
 
 
 def test_fig5_1_smoke():
-    import dpmf_lib.experiments.balu_fig5_1 as e
+    import dpmf_lib.experiments.balu.balu_fig5_1 as e
 
     p = load_params("balu_fig5_1", "smoke", {"n_pairs": 1500, "d": 32, "L": 64})
     df = e.run(p)
@@ -54,7 +54,7 @@ def test_fig5_1_smoke():
 
 
 def test_fig5_2_smoke_and_helpers():
-    import dpmf_lib.experiments.balu_fig5_2 as e
+    import dpmf_lib.experiments.balu.balu_fig5_2 as e
 
     p = load_params("balu_fig5_2", "smoke", {"synth_n_base": 400, "synth_n_queries": 20, "antisparse_max_base": 400,
                                              "digits_n_queries": 20})
@@ -73,7 +73,7 @@ def test_fig5_2_smoke_and_helpers():
 
 def test_als_factors_fit_the_ratings():
     from dpmf_lib.data.ratings import DataSource, Ratings
-    from dpmf_lib.experiments.balu_fig5_2 import als_factors
+    from dpmf_lib.experiments.balu.balu_fig5_2 import als_factors
 
     rng = np.random.default_rng(0)
     U0, V0 = rng.standard_normal((60, 3)), rng.standard_normal((40, 3))
@@ -88,7 +88,7 @@ def test_als_factors_fit_the_ratings():
 
 
 def test_fig5_2_reads_sift1m_when_present(tmp_path, monkeypatch):
-    import dpmf_lib.experiments.balu_fig5_2 as e
+    import dpmf_lib.experiments.balu.balu_fig5_2 as e
     from dpmf_lib.data.loaders import write_vecs
 
     root = tmp_path / "data" / "sift1m"
@@ -112,7 +112,7 @@ def test_fig5_2_reads_sift1m_when_present(tmp_path, monkeypatch):
 def test_fig5_2_paired_r1_hand_case():
     """The paired test over queries (#15 item 6): 10 queries, qoLSH alone right on 6, the other alone right on 1,
     both right on 2: diff = 0.5, exact McNemar p = P(Binomial(7, 1/2) ∈ {0, 1, 6, 7}) = 16/128, one-sided p = 8/128."""
-    import dpmf_lib.experiments.balu_fig5_2 as e
+    import dpmf_lib.experiments.balu.balu_fig5_2 as e
 
     a = np.array([1, 1, 1, 1, 1, 1, 1, 1, 0, 0], bool)
     b = np.array([1, 1, 0, 0, 0, 0, 0, 0, 1, 0], bool)
@@ -134,7 +134,7 @@ N_FRAMES = 4
 
 @pytest.fixture(scope="module")
 def run():
-    import dpmf_lib.experiments.balu_table5_1 as e
+    import dpmf_lib.experiments.balu.balu_table5_1 as e
 
     p = load_params("balu_table5_1", "smoke", {"n_vectors": 400, "n_antisparse": 400, "n_common": 400,
                                                 "n_timing": 200, "n_timing_lp": 5, "timing_repeats": 1,
@@ -193,7 +193,7 @@ def test_table_and_claims_read_the_frame_means(run):
 
 
 def test_one_frame_has_no_spread():
-    import dpmf_lib.experiments.balu_table5_1 as e
+    import dpmf_lib.experiments.balu.balu_table5_1 as e
 
     p = load_params("balu_table5_1", "smoke", {"n_vectors": 200, "n_antisparse": 200, "n_common": 200,
                                                 "n_timing": 100, "n_timing_lp": 3, "timing_repeats": 1,

@@ -9,8 +9,8 @@ from dpmf_lib.params import load_params
 
 @pytest.fixture(scope="module")
 def fig36_setup():
-    from dpmf_lib.experiments import _balu_ch3 as ch3
-    from dpmf_lib.experiments import balu_fig3_6 as e
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import balu_fig3_6 as e
 
     params = load_params("balu_fig3_6", "smoke")
     out = {}
@@ -22,7 +22,7 @@ def fig36_setup():
 
 @pytest.mark.parametrize("kind, eps, longer", [("blip", 8.0, [59, 28, 8]), ("jlt", 2.0, [600, 2, 0.1])])
 def test_fig3_6_utility_row_depends_on_the_eps_value_not_its_place(fig36_setup, kind, eps, longer):
-    from dpmf_lib.experiments import balu_fig3_6 as e
+    from dpmf_lib.experiments.balu import balu_fig3_6 as e
 
     params, setups = fig36_setup
     p, setup = setups[kind]
@@ -36,9 +36,9 @@ def test_fig3_6_utility_row_depends_on_the_eps_value_not_its_place(fig36_setup, 
 def test_fig3_6_utility_sketches_are_the_attacked_releases(fig36_setup, monkeypatch):
     """Same noise seeds as the attacks ([seed, 2, eps_stream(ε), u]): the sketch the utility uses for an attacked user
     is the release the privacy axis attacked."""
-    from dpmf_lib.experiments import _balu_ch3 as ch3
-    from dpmf_lib.experiments import _balu_ch3_rows as rows
-    from dpmf_lib.experiments import balu_fig3_6 as e
+    from dpmf_lib.experiments.balu import _balu_ch3 as ch3
+    from dpmf_lib.experiments.balu import _balu_ch3_rows as rows
+    from dpmf_lib.experiments.balu import balu_fig3_6 as e
 
     params, setups = fig36_setup
     p, setup = setups["blip"]

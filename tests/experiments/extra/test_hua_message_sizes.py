@@ -1,6 +1,6 @@
 """Hua et al. Sec. 5 byte counts: exact formulas (the claims are judged on them, as analytic, not on a stand-in)."""
 
-from dpmf_lib.experiments.extra_hua_message_sizes import CLAIMS, paper_minimal_sizes
+from dpmf_lib.experiments.extra.extra_hua_message_sizes import CLAIMS, paper_minimal_sizes
 
 
 def test_paper_minimal_sizes_are_the_papers_numbers_at_d50():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import extra_privacy_frontier as fr
+from dpmf_lib.experiments.extra import extra_privacy_frontier as fr
 from dpmf_lib.params import load_params
 from dpmf_lib.privacy import ledger as lg
 

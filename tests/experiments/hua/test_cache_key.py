@@ -3,9 +3,9 @@ computation (hua_common and everything it imports: load_data, the simulations, t
 
 from pathlib import Path
 
-from dpmf_lib.experiments import hua_common as hc
+from dpmf_lib.experiments.hua import hua_common as hc
 
-PKG = Path(hc.__file__).resolve().parent.parent
+PKG = Path(hc.__file__).resolve().parents[2]
 
 
 def test_the_key_covers_the_import_closure_of_the_cached_computation():
@@ -14,9 +14,9 @@ def test_the_key_covers_the_import_closure_of_the_cached_computation():
     from dpmf_lib.cache import code_version
     from dpmf_lib.dependencies import code_digest, module_closure
 
-    closure = {f.resolve() for f in module_closure("dpmf_lib.experiments.hua_common")}
+    closure = {f.resolve() for f in module_closure("dpmf_lib.experiments.hua.hua_common")}
     for f in (PKG / "privacy" / "common.py", PKG / "objpert" / "mf.py", PKG / "data" / "standin.py",
               PKG.parent / "data_fetch" / "registry.py"):
         assert f in closure
-    assert hc._code_version() == code_version("dpmf_lib.experiments.hua_common") \
-        == code_digest("dpmf_lib.experiments.hua_common")[:16]
+    assert hc._code_version() == code_version("dpmf_lib.experiments.hua.hua_common") \
+        == code_digest("dpmf_lib.experiments.hua.hua_common")[:16]

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmf_lib.experiments import hua_common as hc
-from dpmf_lib.experiments import hua_fig7, hua_fig9
+from dpmf_lib.experiments.hua import hua_common as hc
+from dpmf_lib.experiments.hua import hua_fig7, hua_fig9
 
 
 def _sources():
@@ -38,7 +38,7 @@ def test_join_probability_claim_is_unmeasured_when_the_base_increase_is_not_posi
 
 
 def test_fig6_claim_reads_the_theorem1_row_even_when_a_w_scaled_row_comes_first(monkeypatch):
-    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.experiments.hua import hua_fig6
 
     rows = []
     for noise, mean in ((hc.NOISE_LABEL["w_scaled"], 0.301), (hc.NOISE_LABEL["theorem1"], 42.0)):
@@ -54,7 +54,7 @@ def test_fig6_claim_reads_the_theorem1_row_even_when_a_w_scaled_row_comes_first(
 
 
 def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
-    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.experiments.hua import hua_fig6
     from dpmf_lib.params import load_params
     from tests.experiments.hua.test_w_scaled import fake_scenario_run
 
@@ -72,7 +72,7 @@ def test_fig6_claims_run_gives_the_claims_row_of_the_full_run_and_runs_nothing_e
     """The further seeds of Fig 6's claim run only the claim's curve (hua_fig6.claims_run): the panel-(b) Theorem-1
     row at claim_eps must be byte-identical to the full run's, and no other ε or iteration count, nor panel (c), may
     be computed."""
-    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.experiments.hua import hua_fig6
     from dpmf_lib.params import load_params
 
     p = {**load_params("hua_fig6", "smoke"), "claim_eps": 1.0, "w_scaled_variant": True}
@@ -93,7 +93,7 @@ def test_fig6_claims_run_gives_the_claims_row_of_the_full_run_and_runs_nothing_e
 def test_fig6_claims_run_computes_the_claim_curve_once_without_the_cache(monkeypatch, how):
     """claims_run sets panel (a) to the claim's ε and iterations, i.e. the very run of panel (b): it must be computed
     once even when the result cache cannot merge the two (``cache: false``, ``$DPMF_CACHE=off`` or ``refresh``)."""
-    from dpmf_lib.experiments import hua_fig6
+    from dpmf_lib.experiments.hua import hua_fig6
     from dpmf_lib.params import load_params
 
     real, calls = hc._compute, []

@@ -7,9 +7,9 @@ from dpmf_lib.params import load_params
 
 
 def test_movielens_notebooks_run_at_smoke():
-    import dpmf_lib.experiments.extra_hua_message_sizes as msg
-    import dpmf_lib.experiments.hua_common as hc
-    import dpmf_lib.experiments.hua_fig4 as fig4
+    import dpmf_lib.experiments.extra.extra_hua_message_sizes as msg
+    import dpmf_lib.experiments.hua.hua_common as hc
+    import dpmf_lib.experiments.hua.hua_fig4 as fig4
 
     p = load_params("hua_fig4", "smoke")
     df = fig4.run(p)

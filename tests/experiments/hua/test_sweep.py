@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmf_lib.experiments import hua_common as hc
-from dpmf_lib.experiments import hua_fig10
+from dpmf_lib.experiments.hua import hua_common as hc
+from dpmf_lib.experiments.hua import hua_fig10
 from dpmf_lib.params import load_params
 
 

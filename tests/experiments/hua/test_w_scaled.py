@@ -1,11 +1,12 @@
 """Hua et al.: the W-scaled noise variant (issue #16) is exactly eta / W and is flagged as not DP-valid; the
 multi-seed Figures 9-10 share their seed block with the claim replicates."""
 
+from dpmf_lib.experiments import module_name
 import numpy as np
 import pytest
 
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import hua_common as hc
+from dpmf_lib.experiments.hua import hua_common as hc
 from dpmf_lib.objpert import mf
 from dpmf_lib.objpert import noise as nz
 from tests.lib.objpert.test_core import small_ratings
@@ -155,7 +156,7 @@ def test_figs_3_to_6_add_the_w_scaled_panel_beside_the_theorem1_panels(name, mon
 
     from dpmf_lib.params import load_params
 
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     calls: list = []
     monkeypatch.setattr(hc, "scenario_run", fake_scenario_run(calls))
     params = {**load_params(name, "paper"), "cache": False, "n_jobs": 1}  # the fake lives in this process

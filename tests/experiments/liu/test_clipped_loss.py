@@ -106,7 +106,7 @@ def test_bad_clip_prediction_raises(bad):
 
 
 def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
-    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.experiments.liu import liu_fig7
     from dpmf_lib.params import load_params
 
     p = load_params("liu_fig7", "smoke")
@@ -128,7 +128,7 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
     assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
     # every point is a sweep task, a function of its arguments alone: re-running one reproduces its row
-    from dpmf_lib.experiments.liu_fig7 import load, nonprivate, point_tasks, run_point
+    from dpmf_lib.experiments.liu.liu_fig7 import load, nonprivate, point_tasks, run_point
 
     _, train, test = load("ml-100k", p)
     _, priors, _ = nonprivate(train, test, p)

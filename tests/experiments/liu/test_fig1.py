@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from dpmf_lib.experiments.liu_fig1 import cache_fit, count_distribution, tier_shares, top_share
+from dpmf_lib.experiments.liu.liu_fig1 import cache_fit, count_distribution, tier_shares, top_share
 
 
 def test_distribution_counts_items_per_rating_count():
@@ -26,7 +26,7 @@ def test_cache_fit_counts_vectors_with_bias():
 
 
 def test_log_binning_keeps_every_item():
-    from dpmf_lib.experiments.liu_fig1 import log_binned
+    from dpmf_lib.experiments.liu.liu_fig1 import log_binned
 
     counts = np.array([1, 1, 2, 3, 9, 10, 11, 99, 100, 1000])
     b = log_binned(count_distribution(counts), bins_per_decade=1)
@@ -37,7 +37,7 @@ def test_log_binning_keeps_every_item():
 def _fig1_frame():
     import pandas as pd
 
-    from dpmf_lib.experiments.liu_fig1 import tier_shares
+    from dpmf_lib.experiments.liu.liu_fig1 import tier_shares
 
     frames = []
     for label, real, counts in (("ml-100k", True, np.array([1, 3, 50, 400])),
@@ -52,7 +52,7 @@ def test_standin_floor_is_measured_from_the_plotted_data_and_shown_on_the_figure
     import matplotlib
 
     matplotlib.use("Agg")
-    from dpmf_lib.experiments.liu_fig1 import plot, standin_floor_notes
+    from dpmf_lib.experiments.liu.liu_fig1 import plot, standin_floor_notes
 
     df = _fig1_frame()
     notes = standin_floor_notes(df)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dpmf_lib.claims import DIFFERS, INCONCLUSIVE, REPRODUCED, Measurement, load_claims
-from dpmf_lib.experiments import liu_fig2
+from dpmf_lib.experiments.liu import liu_fig2
 from dpmf_lib.params import load_params
 from dpmf_lib.verdicts import judge_measurement
 
@@ -99,7 +99,7 @@ def test_fig2_title_names_only_the_solvers_that_ran():
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from dpmf_lib.experiments import liu_fig2
+    from dpmf_lib.experiments.liu import liu_fig2
 
     rows = [{"dataset": "ml-100k", "d": 16, "solver": s, "wall": w, "test_rmse": 1.0 - 0.01 * w, "epoch": e}
             for s in ("csgd", "csgd-1t", "sgld", "libmf") for e, w in ((1, 0.1), (2, 0.2))]

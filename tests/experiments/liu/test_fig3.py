@@ -4,7 +4,7 @@
 import numba
 import pandas as pd
 
-from dpmf_lib.experiments import liu_fig3
+from dpmf_lib.experiments.liu import liu_fig3
 from dpmf_lib.mf.model import init_model
 from dpmf_lib.params import load_params
 

@@ -8,7 +8,7 @@ import pytest
 
 from dpmf_lib.claims import DIFFERS, REPRODUCED, Measurement, load_claims
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import liu_fig4
+from dpmf_lib.experiments.liu import liu_fig4
 from dpmf_lib.params import load_params
 from dpmf_lib.verdicts import judge
 
@@ -23,7 +23,7 @@ def test_rows_do_not_depend_on_how_many_workers_ran_them():
     assert one.attrs["measurements"] == two.attrs["measurements"]
     # and each row is its task's own result
     assert len(one) == 2 and list(one.table_size) == [0, 10]
-    from dpmf_lib.experiments._liu_mf import load_split
+    from dpmf_lib.experiments.liu._liu_mf import load_split
 
     train, test = load_split("ml-100k", p)
     again = liu_fig4.table_point(1.0, 0, 10, train, test, p)
@@ -32,7 +32,7 @@ def test_rows_do_not_depend_on_how_many_workers_ran_them():
 
 def test_a_task_is_the_sgld_run_at_its_own_seed():
     # not circular (run() calls table_point too): the run is fast SGLD at seed·1000 + repeat with the table size
-    from dpmf_lib.experiments._liu_mf import load_split, run_sgld
+    from dpmf_lib.experiments.liu._liu_mf import load_split, run_sgld
 
     p = load_params("liu_fig4", "smoke", {"threads": 1, "max_ratings": 5000})
     train, test = load_split("ml-100k", p)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dpmf_lib.claims import DIFFERS, INCONCLUSIVE, Measurement, load_claims
-from dpmf_lib.experiments import liu_fig6
+from dpmf_lib.experiments.liu import liu_fig6
 from dpmf_lib.params import load_params
 from dpmf_lib.verdicts import judge_measurement
 

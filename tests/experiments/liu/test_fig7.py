@@ -8,7 +8,7 @@ import pytest
 import dpmf_lib.mf as mf
 from dpmf_lib.data.splits import random_split
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import liu_fig7
+from dpmf_lib.experiments.liu import liu_fig7
 from dpmf_lib.params import load_params
 from dpmf_lib.privacy import posterior_sampling as ps
 from tests.mf_toys import dense_toy

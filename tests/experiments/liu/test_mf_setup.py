@@ -12,9 +12,9 @@ import pytest
 
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import _liu_mf as lm
-from dpmf_lib.experiments import liu_fig3, liu_fig6
-from dpmf_lib.experiments import liu_table2 as t2
+from dpmf_lib.experiments.liu import _liu_mf as lm
+from dpmf_lib.experiments.liu import liu_fig3, liu_fig6
+from dpmf_lib.experiments.liu import liu_table2 as t2
 from dpmf_lib.mf import Schedule, train_sgd
 from dpmf_lib.mf.model import init_model
 from dpmf_lib.params import load_params

@@ -15,8 +15,8 @@ import pytest
 from dpmf_lib.claims import Measurement, load_claims
 from dpmf_lib.data.ratings import DataSource
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import _liu_mf as lm
-from dpmf_lib.experiments import liu_fig2, liu_fig3, liu_fig4, liu_fig5, liu_fig6
+from dpmf_lib.experiments.liu import _liu_mf as lm
+from dpmf_lib.experiments.liu import liu_fig2, liu_fig3, liu_fig4, liu_fig5, liu_fig6
 from dpmf_lib.mf.model import init_model
 from dpmf_lib.outputs import NotebookRun, attach
 from dpmf_lib.params import load_params

@@ -27,7 +27,7 @@ def test_counterparts_are_registered_for_ml100k_and_judged_at_paper():
 
 
 def test_fig7_real_ml100k_measures_the_counterpart_and_its_replicate_matches_the_run():
-    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.experiments.liu import liu_fig7
 
     p = load_params("liu_fig7", "smoke")
     df = liu_fig7.run(p)
@@ -42,7 +42,7 @@ def test_fig7_real_ml100k_measures_the_counterpart_and_its_replicate_matches_the
 
 
 def test_typical_user_real_ml100k_measures_the_counterpart_and_its_replicate_matches_the_run():
-    from dpmf_lib.experiments import extra_liu_personalized_privacy as pp
+    from dpmf_lib.experiments.extra import extra_liu_personalized_privacy as pp
 
     p = load_params("extra_liu_personalized_privacy", "smoke")
     df = pp.run(p)

@@ -17,8 +17,8 @@ import pytest
 from tests.ci_phases import CI_FIGURES, needs_ci_figures, replaced_in_ci_by
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
-from dpmf_lib.experiments import _liu_cachegrind_driver as driver
-from dpmf_lib.experiments import liu_table2 as t2
+from dpmf_lib.experiments.liu import _liu_cachegrind_driver as driver
+from dpmf_lib.experiments.liu import liu_table2 as t2
 from dpmf_lib.params import load_params
 
 # the tail of the warning liu_table2._simulate gives when a valgrind process compiled the kernel itself

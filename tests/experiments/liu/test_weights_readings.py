@@ -41,7 +41,7 @@ def test_untrimmed_default_and_trimmed_reading_of_m_i():
 
 
 def test_theorem2_both_readings_are_measured_and_differ_by_exactly_two():
-    from dpmf_lib.experiments import extra_liu_personalized_privacy as pp
+    from dpmf_lib.experiments.extra import extra_liu_personalized_privacy as pp
     from dpmf_lib.params import load_params
 
     p = load_params("extra_liu_personalized_privacy", "smoke")

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from dpmf_lib.errors import DatasetUnavailable, ParameterError
-from dpmf_lib.experiments import pnbm_fig1, pnbm_fig2, pnbm_fig3
+from dpmf_lib.experiments.pnbm import pnbm_fig1, pnbm_fig2, pnbm_fig3
 from dpmf_lib.nbm import runs
 from dpmf_lib.params import load_params
 
@@ -160,7 +160,7 @@ def test_fig1_and_fig3_run_through_the_shared_full_run(monkeypatch, name, takes_
     """pnbm_fig1.run and pnbm_fig3.run were two copies of one body: both go through _pnbm_common.full_run with the
     figure's own specs, finish and measurements (their outputs are checked by the tests above; the refactoring left a
     smoke run's CSV byte-identical)."""
-    from dpmf_lib.experiments import _pnbm_common
+    from dpmf_lib.experiments.pnbm import _pnbm_common
 
     mod, seen = MODULES[name], []
     monkeypatch.setattr(mod, "full_run", lambda params, specs, finish, measure, **kw: seen.append(
@@ -174,7 +174,7 @@ def test_fig1_and_fig3_run_through_the_shared_full_run(monkeypatch, name, takes_
 
 
 def test_full_run_checks_epsilons_first_where_the_figure_takes_them(monkeypatch):
-    from dpmf_lib.experiments import _pnbm_common
+    from dpmf_lib.experiments.pnbm import _pnbm_common
 
     monkeypatch.setattr(runs, "available", lambda ds: pytest.fail("data touched before the parameters were checked"))
     p = load_params("pnbm_fig1", "smoke", {**OVERRIDES["pnbm_fig1"], "epsilons": [0.0]})

@@ -97,7 +97,7 @@ def test_add_refuses_a_bad_file_with_its_line(user_data, tmp_path, capsys):
 
 
 def test_liu_fig7_runs_end_to_end_on_a_users_csv(user_data, tmp_path):
-    from dpmf_lib.experiments import liu_fig7
+    from dpmf_lib.experiments.liu import liu_fig7
 
     csv = write_csv(tmp_path / "mine.csv")
     assert data_fetch_main(["add", "mine", str(csv), "--format", "csv-header", "--scale", "0.5,5"]) == 0

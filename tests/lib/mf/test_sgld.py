@@ -292,7 +292,7 @@ def test_privacy_package_keeps_the_sampler_out_of_common_closures():
     stale its paper row; #19, sixteenth session)."""
     from dpmf_lib.dependencies import module_closure
 
-    for module in ("dpmf_lib.experiments.balu_fig4_7", "dpmf_lib.experiments.hua_fig8", "dpmf_lib.privacy.common"):
+    for module in ("dpmf_lib.experiments.balu.balu_fig4_7", "dpmf_lib.experiments.hua.hua_fig8", "dpmf_lib.privacy.common"):
         files = {p.as_posix().split("/dpmf_lib/")[-1] for p in module_closure(module)}
         assert "privacy/__init__.py" in files  # the package is imported: what must stay out is the sampler
         assert not any(f.startswith("mf/") or f == "privacy/posterior_sampling.py" for f in files), module

@@ -1,5 +1,6 @@
 """Protocol helpers of Balu 2016 chapter 4 (mean correction, thresholding, line search, KLD) and smoke runs."""
 
+from dpmf_lib.experiments import module_name
 import math
 
 import numpy as np
@@ -112,7 +113,7 @@ def test_experiments_run_at_smoke(name, figures_tmp):
 
     from dpmf_lib.params import load_params
 
-    mod = importlib.import_module(f"dpmf_lib.experiments.{name}")
+    mod = importlib.import_module(module_name(name))
     p = load_params(name, "smoke", {"max_ratings": 5000, "epochs": 1})
     df = mod.run(p)
     assert "dataset" in df.columns and (df.dataset == "ml-100k").all()

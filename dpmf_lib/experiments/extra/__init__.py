@@ -1,0 +1,1 @@
+"""Beyond the papers: the privacy ledger and frontier, message sizes, personalized privacy: one module per notebook."""

@@ -1,0 +1,1 @@
+"""Liu, Wang & Smola (2015): fast differentially private matrix factorization: one module per notebook."""

@@ -1,0 +1,1 @@
+"""Differentially private probabilistic neighbourhood models (DPSGD-PNBM, DPPS-PNBM): one module per notebook."""
