@@ -150,7 +150,7 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
     if not (out / "run.json").exists():
         return "missing", None
     digest = digest or run_hash(entry, "paper")
-    why = staleness(entry, digest, out_dir=out)
+    why = staleness(entry, digest, out_dir=out, profile="paper")
     if why and revalidated_at(entry, digest):
         own = (_read_json(out / "run.json") or {}).get("hash")
         why = staleness(entry, own, out_dir=out)  # data and seed rules still count
