@@ -78,7 +78,7 @@ lab: data
 # The documentation site (mkdocs.yml, docs/) into site/; --strict: a warning (a broken link, a page missing from the
 # nav) fails the build.
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict --quiet --site-dir site
+	$(PY) -m mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	mkdir -p bench-results

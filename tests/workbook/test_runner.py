@@ -440,3 +440,10 @@ def test_runs_lists_hand_set_and_own_data_runs(figures_tmp, monkeypatch, capsys)
     assert 'datasets=["mine"]' in hand_block and "mine (yours)" in hand_block
     assert "hua_fig1 at smoke, runner --set, failed (cell 3: ValueError: boom)" in out and "seed=1" in out
     assert "staging" not in out
+
+
+def test_list_has_a_header(capsys):
+    assert cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["notebook", "paper", "label", "state", "caption"]
+    assert lines[1].startswith("liu_fig1 ") and "implemented" in lines[1]
