@@ -219,7 +219,8 @@ def test_papermill_parameters_by_name_reach_the_run_and_unknown_ones_fail(figure
 
 
 def check_outputs(out: Path, name: str, profile: str) -> None:
-    """What every run of a notebook leaves: figure, table, provenance with its keys, stand-in rows labelled."""
+    """What every run of a notebook leaves: figure, table, provenance with its keys, stand-in rows labelled, and the
+    executed notebook with its figure inline."""
     import pandas as pd
 
     for suffix in (".png", ".svg", ".csv"):
@@ -231,6 +232,10 @@ def check_outputs(out: Path, name: str, profile: str) -> None:
     csv = pd.read_csv(out / f"{name}.csv")
     if prov["uses_standin"]:
         assert csv["dataset"].astype(str).str.contains("synthetic stand-in").any()
+    # the executed copy shows its figure: the runner's kernels draw inline even where MPLBACKEND=Agg (CI)
+    executed = nbformat.read(out / f"{name}.ipynb", as_version=4)
+    assert any("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code" for o in c.outputs), \
+        f"{name}: the executed notebook carries no figure (image/png output)"
 
 
 @pytest.mark.slow
