@@ -20,7 +20,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test test-quick lab bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
+.PHONY: all figures test test-quick lab docs bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
 
 all: figures
 
@@ -70,8 +70,15 @@ test-quick: data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" $$files
 
 # Lab's root is the repository (notebooks/, the executed copies in figures/, params/ all reachable); it opens in notebooks/.
+# LAB_ARGS go to jupyter lab as they are: `make lab LAB_ARGS=--allow-root` (as root), `LAB_ARGS='--no-browser --port 8890'`.
+LAB_ARGS ?=
 lab: data
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir='$(CURDIR)' --LabApp.default_url=/lab/tree/notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir='$(CURDIR)' --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: a warning (a broken link, a page missing from the
+# nav) fails the build.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	mkdir -p bench-results
@@ -96,4 +103,4 @@ clean-figures:
 	find figures -mindepth 1 -not -name .gitkeep -delete
 
 clean: clean-figures
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

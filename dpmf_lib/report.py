@@ -81,7 +81,7 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
             status = "not run"
         else:
             try:
-                why = staleness(e, run_hash(e, run.get("profile") or "ci"))
+                why = staleness(e, run_hash(e, run.get("profile") or "ci"), profile=run.get("profile") or "ci")
             except WorkbookError as exc:
                 why = f"cannot check: {exc}"
             if run.get("status") != "ok":

@@ -9,7 +9,8 @@ notebooks.
     python -m dpmf_lib.snapshot --take [--only P]  # keep paper runs already in figures/
     python -m dpmf_lib.snapshot --compact          # re-encode the kept figures (rows taken before compacting)
     python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
-    python -m dpmf_lib.snapshot --scorecard        # write and print results/paper/SCORECARD.md (every listing writes it)
+    python -m dpmf_lib.snapshot --scorecard        # write and print results/paper/SCORECARD.md and the README's headline
+                                                   # (every listing writes both)
     python -m dpmf_lib.snapshot --rehash           # move rows hashed by the old byte scheme (no re-run)
     python -m dpmf_lib.snapshot --canary-record    # record each current row's canary (dpmf_lib.runner.canary)
     python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
@@ -25,7 +26,7 @@ change whose canary run is byte-identical is current again, labelled ``current (
 chapter, the claims judged at ``paper`` on real data — reproduced, differs by cause, inconclusive by reason and which
 way the data lean, needs data — then the reproduced claims with their intervals and every differs / inconclusive
 with its cause and evidence. It is rewritten by every listing, so a committed scorecard is current when the listing
-leaves it unchanged (tested).
+leaves it unchanged (tested); so is the README's headline, the per-paper counts read from it (:func:`readme_headline`).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
     if not (out / "run.json").exists():
         return "missing", None
     digest = digest or run_hash(entry, "paper")
-    why = staleness(entry, digest, out_dir=out)
+    why = staleness(entry, digest, out_dir=out, profile="paper")
     if why and revalidated_at(entry, digest):
         own = (_read_json(out / "run.json") or {}).get("hash")
         why = staleness(entry, own, out_dir=out)  # data and seed rules still count
@@ -389,12 +390,69 @@ def scorecard_markdown(card: dict | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+#: the README's headline block lies between these lines; :func:`write_scorecard` rewrites what is between them
+README_BEGIN = "<!-- scorecard headline: written by `python -m dpmf_lib.snapshot --scorecard` from results/paper/ -->"
+README_END = "<!-- end of the scorecard headline -->"
+
+
+def readme_headline(scorecard_text: str) -> str:
+    """The README's headline (between :data:`README_BEGIN` and :data:`README_END`), read from a scorecard's text
+    (:func:`scorecard_markdown`, as committed in ``results/paper/SCORECARD.md``): per paper, the claims judged on real
+    data, reproduced, differs, inconclusive, needs data and shown, and how many snapshot rows are current. The
+    README shows what the committed scorecard says, never more."""
+    import re
+
+    lines = scorecard_text.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("| paper | claims |"))
+    out = ["| paper | claims | judged on real data | reproduced | differs | inconclusive | needs data | shown, not judged |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for line in lines[top + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        paper, counts = cells[0], [re.match(r"\d*", c).group(0) or "0" for c in cells[1:]]
+        # the scorecard's columns: claims, judged, reproduced, differs, inconclusive, lean (not a count), needs, shown
+        counts = counts[:5] + counts[6:8]
+        if paper == "**all**":
+            out.append("| **all** | " + " | ".join(f"**{c}**" for c in counts) + " |")
+        else:
+            out.append(f"| {paper} | " + " | ".join(counts) + " |")
+    rows = re.search(r"Snapshot: (.*?)\. Written by", scorecard_text)
+    out += ["", f"Snapshot: {rows.group(1) if rows else 'unknown'}."]
+    return "\n".join(out)
+
+
+def write_readme_headline(readme: Path | None = None, scorecard_text: str | None = None) -> Path | None:
+    """Rewrite the block between :data:`README_BEGIN` and :data:`README_END` of ``README.md`` with
+    :func:`readme_headline` of the scorecard (default: the committed ``results/paper/SCORECARD.md``); None (nothing
+    written) when the README has no such block."""
+    readme = readme or REPO_ROOT / "README.md"
+    if scorecard_text is None:
+        scorecard_text = (REPO_ROOT / "results" / "paper" / SCORECARD).read_text(encoding="utf-8")
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    head, sep, rest = text.partition(README_BEGIN + "\n")
+    _, sep2, tail = rest.partition(README_END)
+    if not sep or not sep2:
+        return None
+    new = head + sep + readme_headline(scorecard_text) + "\n" + README_END + tail
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return readme
+
+
 def write_scorecard(path: Path | None = None) -> Path:
-    """Write :func:`scorecard_markdown` to ``results/paper/SCORECARD.md`` (or ``path``)."""
+    """Write :func:`scorecard_markdown` to ``results/paper/SCORECARD.md`` (or ``path``). Written to its own place,
+    from the repository's own snapshot, it rewrites the README's headline block too (:func:`write_readme_headline`)."""
+    default = path is None
     path = path or snapshot_dir() / SCORECARD
     text = scorecard_markdown()
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
+    if default and snapshot_dir() == (REPO_ROOT / "results" / "paper").resolve():
+        write_readme_headline(scorecard_text=text)
     return path
 
 
@@ -437,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--times", action="store_true",
                     help="print the rows' measured paper times and peak memory (from run.json) as a Markdown table")
     ap.add_argument("--scorecard", action="store_true",
-                    help=f"write {SCORECARD} (the paper verdicts per paper and chapter) and print it; every listing "
-                         "writes it too")
+                    help=f"write {SCORECARD} (the paper verdicts per paper and chapter) and the README's headline "
+                         "block, and print the scorecard; every listing writes both too")
     args = ap.parse_args(argv)
     if args.times:
         print(times_table())

@@ -12,7 +12,8 @@ Changed = ``git diff --name-only $(git merge-base HEAD BASE)`` (committed and un
 plus untracked files. A few files that are read rather than imported map by rule: ``params/<name>.yaml`` and
 ``notebooks/<name>.ipynb`` to the tests naming ``<name>`` (and the params / notebook tests), ``params/claims.yaml`` /
 ``registry.yaml`` / ``expected_verdicts.yaml`` to the tests that read them, the packaging files to
-``tests/workbook/test_environment.py``, a ``conftest.py`` to the tests below it that use one of its fixtures or import
+``tests/workbook/test_environment.py``, ``README.md``, ``mkdocs.yml`` and ``docs/`` to the docs tests, a
+``conftest.py`` to the tests below it that use one of its fixtures or import
 it. When nothing maps (a change to notes/, or none), the fast set :data:`FAST_SET` is printed instead.
 
 What it cannot see: modules imported by name at run time (the runner and the notebooks import
@@ -61,7 +62,11 @@ READ_FILES = {
     "pyproject.toml": ("tests/workbook/test_environment.py",),
     "requirements.lock": ("tests/workbook/test_environment.py",),
     "environment.yml": ("tests/workbook/test_environment.py",),
-    "Makefile": ("tests/workbook/test_environment.py",),
+    "Makefile": ("tests/workbook/test_environment.py", "tests/workbook/test_notebook_hygiene.py"),
+    "README.md": ("tests/workbook/test_docs.py",),
+    "mkdocs.yml": ("tests/workbook/test_docs.py",),
+    "results/paper/SCORECARD.md": ("tests/workbook/test_docs.py",),
+    ".pre-commit-config.yaml": ("tests/workbook/test_notebook_hygiene.py",),
 }
 
 
@@ -208,6 +213,11 @@ def select(changed: list[str], explain: dict | None = None) -> list[str]:
                     pick(t, f"uses a fixture of {c}")
         for t in READ_FILES.get(c, ()):
             pick(t, f"reads {c}")
+        if re.fullmatch(r"docs/.+\.md", c):  # the site's build and links; the environment table of running.md
+            pick("tests/workbook/test_docs.py", f"builds {c}")
+            pick("tests/workbook/test_notebooks.py", f"reads {c}")
+        if re.fullmatch(r"notebooks/[a-z0-9_]+\.ipynb", c):
+            pick("tests/workbook/test_notebook_hygiene.py", f"checks {c} (kernelspec, round trips)")
         m = re.fullmatch(r"(params|notebooks)/([a-z0-9_]+)\.(yaml|ipynb)", c)
         if m and c not in READ_FILES:
             stem, kind = m.group(2), m.group(1)

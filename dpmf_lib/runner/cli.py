@@ -1,7 +1,7 @@
 """Run the registered notebooks with papermill, skip what is current, and build the report.
 
     python -m dpmf_lib.reproduce [--profile smoke|ci|paper] [--only PATTERN] [--jobs N] [--set [NAME.]KEY=VALUE ...]
-                                 [--backend loky|dask --scheduler ADDRESS] [--force] [--list]
+                                 [--backend loky|dask --scheduler ADDRESS] [--force] [--list] [--runs]
 
 Only this runner writes the canonical ``figures/<name>/``. It executes a notebook into a staging directory
 (``figures/.staging-<name>-<pid>``), passing its path to the kernel in ``$DPMF_RUN_DIR``; when the run ends the
@@ -14,7 +14,12 @@ the notebook, its params file, and the code of its experiment module and of ever
 ``dpmf_lib``/``data_fetch`` (:mod:`dpmf_lib.dependencies`) — and every dataset it read is still in the state it read
 (real with the same checksum, or still absent for a stand-in). Each executed copy is kept as
 ``figures/<name>/<name>.ipynb``; a failure names the notebook, the failing cell and the error, and the run exits
-non-zero after building the report."""
+non-zero after building the report.
+
+Before anything starts, the runner prints why it runs each notebook it runs (:func:`reason_to_run`): new, last run
+failed, profile or params changed (which parameters), code changed (which files of its closure), a claim's seed rule
+changed, notebook changed, data changed, forced, or an override run. ``--runs`` lists the runs outside the canonical
+outputs (``figures/_runs/``: by hand, with ``--set``, on your own data) with their overrides, data and status."""
 
 from __future__ import annotations
 
@@ -31,7 +36,6 @@ from ..registry import load_registry, select, unregistered_notebooks
 from .distributed import _run_all, cache_readers_last, cache_reads, forwarded_env
 from .execution import recover_interrupted
 from .hashing import run_hash
-from .staleness import up_to_date
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -79,6 +83,70 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
     return {n: o for n, o in sets.items() if o}
 
 
+def reason_to_run(entry, profile: str, digest: str, *, force: bool = False, overrides: dict | None = None) -> str | None:
+    """Why the runner runs ``entry`` at ``profile`` (None: it is current and skipped): an override run (``--set``),
+    ``--force``, or why its canonical outputs are not current — new, last run failed, profile / params (which) /
+    code (which files) / claims' seed rules / notebook / data changed (:func:`dpmf_lib.runner.staleness.staleness`)."""
+    from .staleness import staleness
+
+    if overrides:
+        return "override run (--set " + ", ".join(f"{k}={v!r}" for k, v in overrides.items()) + \
+            "): always executed, into figures/_runs/"
+    stale = staleness(entry, digest, profile=profile)
+    if force:
+        return "forced (--force)" + (f"; it was not current anyway: {stale}" if stale else "")
+    return stale
+
+
+def runs_listing(fig_dir: Path | None = None) -> str:
+    """``--runs``: every run in ``figures/_runs/`` — hand runs (papermill, JupyterLab) and the runner's ``--set``
+    runs, own-data runs among them — one line each: its folder, how it was made, its status, its parameters that
+    differ from the profile's (the overrides), the data it read (real, stand-in or a dataset of yours) and when."""
+    import json
+
+    from ..data.user import user_ids
+
+    root = (fig_dir or figures_dir()) / "_runs"
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    if not folders:
+        return f"no runs in {root} (hand runs and --set runs land there)"
+    try:
+        mine = set(user_ids())
+    except Exception:  # noqa: BLE001 — an unreadable registry of user datasets must not hide the listing
+        mine = set()
+
+    def read(path):
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    lines = [f"{len(folders)} run(s) in {root}:"]
+    for f in folders:
+        prov, run = read(f / "provenance.json") or {}, read(f / "run.json")
+        name = prov.get("notebook") or f.name.rsplit("-", 2)[0]
+        if run is not None:
+            how, status = "runner --set", run.get("status", "unknown")
+            if run.get("error"):
+                status += f" ({' '.join(str(run['error']).split())[:100]})"
+        else:
+            how = "by hand"
+            status = "ok" if prov and any(f.glob(f"{name}.csv*")) else "no outputs (running, or stopped before save)"
+        data = []
+        for d in prov.get("datasets") or []:
+            if not d.get("dataset"):
+                continue
+            kind = "yours" if d["dataset"] in mine else ("real" if d.get("real") else "stand-in")
+            data.append(f"{d['dataset']} ({kind})")
+        overrides = prov.get("overrides") if prov else (run or {}).get("overrides")
+        sets = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in (overrides or {}).items()) or "none"
+        when = prov.get("finished_utc") or ""
+        lines.append(f"  {f.name}\n    {name} at {prov.get('profile') or (run or {}).get('profile') or '?'}, {how}, "
+                     f"{status}{', ' + when if when else ''}\n    overrides: {sets}\n"
+                     f"    data: {', '.join(data) or ('—' if prov else 'unknown (no provenance.json)')}")
+    return "\n".join(lines)
+
+
 def _profile_name(text: str) -> str:
     if text in PROFILES or (text.startswith("paper-") and len(text) > len("paper-")):
         return text
@@ -105,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="[NAME.]KEY=VALUE", dest="sets",
                     help="override a parameter (VALUE in YAML) of every selected notebook, or of NAME only; "
                          "repeatable. Such runs always execute, are not canonical and write to figures/_runs/")
+    ap.add_argument("--runs", action="store_true",
+                    help="list the runs outside figures/<name>/ (figures/_runs/: hand runs, --set and own-data runs) "
+                         "with their parameters, data and status, and exit")
     args = ap.parse_args(argv)
 
     try:
@@ -117,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         print("error: notebooks without a row in params/registry.yaml: " + ", ".join(p.name for p in stray),
               file=sys.stderr)
         return 2
+    if args.runs:
+        print(runs_listing())
+        return 0
     if args.list:
+        print(f"{'notebook':16s} {'paper':5s} {'label':12s} {'state':12s} caption")
         for e in entries:
             print(f"{e.name:16s} {e.paper:5s} {e.label:12s} {'implemented' if e.implemented else 'not yet':12s} "
                   f"{e.caption}")
@@ -150,16 +225,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.snapshot and args.profile != "paper":
         print("error: --snapshot keeps paper-profile results only (use --profile paper)", file=sys.stderr)
         return 2
-    todo, skipped, in_snapshot = [], [], []
+    todo, skipped, in_snapshot, why = [], [], [], {}
     for e in chosen:
         try:
             if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
                 load_params(e.name, args.profile, sets[e.name])
             digest = run_hash(e, args.profile)
+            why[e.name] = reason_to_run(e, args.profile, digest, force=args.force, overrides=sets.get(e.name))
         except WorkbookError as exc:
             print(f"error: {e.name}: {exc}", file=sys.stderr)
             return 2
-        current = not args.force and not sets.get(e.name) and up_to_date(e, digest)
+        current = why[e.name] is None
         if not current and args.snapshot and not args.force and not sets.get(e.name):
             # a fresh clone has an empty figures/: a committed snapshot row that is current for this hash (code,
             # params, notebook, seed rules, data) is that same run, so a snapshot run does not spend its hours again
@@ -190,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: {', '.join(cold)} read the result cache of a notebook skipped here; on a fresh clone that "
                   f"cache is empty and they compute its runs themselves")
     todo = cache_readers_last(todo, chosen)
+    for n, _ in todo:  # why each one runs, before any starts (as Snakemake gives a reason per job)
+        print(f"{n}: runs — {why[n]}")
     env = forwarded_env({"DPMF_SWEEP_BACKEND": args.backend,
                          **({"DPMF_DASK_SCHEDULER": args.scheduler} if args.scheduler else {}),
                          # --force reaches the result cache too (dpmf_lib.cache): recompute, overwrite the entries

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..dependencies import states_of_run
+from ..errors import WorkbookError
 from ..notebook_params import RUN_DIR_VAR, RUN_NOTEBOOK_VAR, scratch_dir
 from ..params import load_params
 from ..paths import figures_dir, notebooks_dir
 from ..registry import Entry, load_registry
-from .hashing import experiment_module, judging_digest
+from .hashing import code_files, experiment_module, judging_digest, part_digests, run_hash_parts
 from .staleness import _outputs_present, _seed_rules_of
 
 
@@ -26,6 +27,12 @@ from .staleness import _outputs_present, _seed_rules_of
 # (the work happens in the kernel, and e.g. liu_fig3 measures scaling over threads).
 THREAD_LIMIT_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+# The kernel draws with matplotlib's inline backend, whatever the caller's MPLBACKEND (CI exports Agg for its own
+# processes): the inline backend needs no display, and it puts each cell's figure into the executed notebook as an
+# image/png output, so the executed copies show their figures.
+KERNEL_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
 
 def cache_entries(entry: Entry, since: float | None = None) -> int:
@@ -185,12 +192,18 @@ def _execute(name: str, profile: str, digest: str, timeout_s: float | None, over
     staging.mkdir(parents=True)
     # the staging directory is this notebook's alone: the child's environment, never this process's (two notebooks
     # run side by side in one dask worker's threads, or in the runner's)
-    child_env = {**os.environ, RUN_DIR_VAR: str(staging), RUN_NOTEBOOK_VAR: name}
+    child_env = {**os.environ, RUN_DIR_VAR: str(staging), RUN_NOTEBOOK_VAR: name, **KERNEL_ENV}
     entry = next((e for e in load_registry()[1] if e.name == name), None)
     cached_at_start = cache_entries(entry) if entry else 0
     started = time.time()
     record = {"notebook": name, "profile": profile, "hash": digest, "status": "ok", "error": None,
               **({"overrides": overrides, "out_dir": str(final)} if overrides else {})}
+    if entry is not None:  # what the hash was made of, so that a later run can say which part changed
+        try:
+            record["hash_parts"] = part_digests(run_hash_parts(entry, profile))
+            record["code_files"] = code_files(entry)
+        except WorkbookError:  # a params file the runner's own hash already failed on: the run reports it
+            pass
     result_file = staging / ".result.json"
     job = {"notebook": str(notebooks_dir() / f"{name}.ipynb"), "output": str(staging / f"{name}.ipynb"),
            "cwd": str(notebooks_dir()), "profile": profile, "result": str(result_file), "overrides": overrides or {}}

@@ -42,6 +42,29 @@ def run_hash_parts(entry: Entry, profile: str) -> dict[str, str]:
             "notebook": json.dumps(notebook_code(entry.notebook), sort_keys=True)}
 
 
+def part_digests(parts: dict[str, str]) -> dict[str, str]:
+    """Each part of :func:`run_hash_parts` as a sha256: what ``run.json`` keeps (``hash_parts``), so that a later run
+    can say which part changed (:func:`dpmf_lib.runner.staleness.staleness`)."""
+    return {k: hashlib.sha256(v.encode()).hexdigest() for k, v in parts.items()}
+
+
+def code_files(entry: Entry) -> dict[str, str]:
+    """The files of the run's code closure (:func:`run_modules`), each by its repository path and a short
+    :func:`dpmf_lib.dependencies.file_digest`: what ``run.json`` keeps (``code_files``), so that a later run can name
+    the files whose change made its ``code`` part differ."""
+    from ..dependencies import REPO_ROOT, file_digest, modules_closure
+
+    return {p.relative_to(REPO_ROOT).as_posix(): file_digest(p)[:16] for p in modules_closure(run_modules(entry))}
+
+
+def hash_of_parts(parts: dict[str, str]) -> str:
+    """:func:`run_hash` from parts already computed by :func:`run_hash_parts`."""
+    h = hashlib.sha256(HASH_SCHEME.encode())
+    for key in ("params", "code", "claims", "notebook"):
+        h.update(parts[key].encode())
+    return h.hexdigest()
+
+
 def run_hash(entry: Entry, profile: str) -> str:
     """Hash of what a run of ``entry`` at ``profile`` does, data aside (see the module docstring): the profile, the
     resolved parameters, the notebook's code cells without comments, and the code of every module the run executes as
@@ -51,11 +74,7 @@ def run_hash(entry: Entry, profile: str) -> str:
     verdict); the fields that only judge (reference, tolerance, margin, guards' bounds, the quote) do not, as the
     report judges the saved measurements anew (:mod:`dpmf_lib.verdicts`). The params file counts only through the
     resolved parameters: its comments, ``# measured`` lines and other profiles' blocks change nothing here."""
-    parts = run_hash_parts(entry, profile)
-    h = hashlib.sha256(HASH_SCHEME.encode())
-    for key in ("params", "code", "claims", "notebook"):
-        h.update(parts[key].encode())
-    return h.hexdigest()
+    return hash_of_parts(run_hash_parts(entry, profile))
 
 
 #: names the way :func:`run_hash` is formed; ``python -m dpmf_lib.snapshot --rehash`` moves rows hashed the old way

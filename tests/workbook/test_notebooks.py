@@ -219,7 +219,8 @@ def test_papermill_parameters_by_name_reach_the_run_and_unknown_ones_fail(figure
 
 
 def check_outputs(out: Path, name: str, profile: str) -> None:
-    """What every run of a notebook leaves: figure, table, provenance with its keys, stand-in rows labelled."""
+    """What every run of a notebook leaves: figure, table, provenance with its keys, stand-in rows labelled, and the
+    executed notebook with its figure inline."""
     import pandas as pd
 
     for suffix in (".png", ".svg", ".csv"):
@@ -231,6 +232,10 @@ def check_outputs(out: Path, name: str, profile: str) -> None:
     csv = pd.read_csv(out / f"{name}.csv")
     if prov["uses_standin"]:
         assert csv["dataset"].astype(str).str.contains("synthetic stand-in").any()
+    # the executed copy shows its figure: the runner's kernels draw inline even where MPLBACKEND=Agg (CI)
+    executed = nbformat.read(out / f"{name}.ipynb", as_version=4)
+    assert any("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code" for o in c.outputs), \
+        f"{name}: the executed notebook carries no figure (image/png output)"
 
 
 @pytest.mark.slow
@@ -251,25 +256,26 @@ def test_every_ci_figure_has_its_outputs(name):
     check_outputs(out, name, "ci")
 
 
-def test_readme_documents_every_environment_variable_activation_and_a_cheap_scratch_run():
-    """Every `DPMF_*` variable the code reads has a row in the README's table; the README activates the venv before
-    calling papermill, and its papermill example runs at `smoke` into a scratch path (not the repository)."""
+def test_the_docs_document_every_environment_variable_activation_and_a_cheap_scratch_run():
+    """Every `DPMF_*` variable the code reads has a row in the table of docs/running.md; the page activates the venv
+    before calling papermill, and its papermill example runs at `smoke` into a scratch path (not the repository)."""
     import re
 
     from dpmf_lib.paths import REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    page = (REPO_ROOT / "docs" / "running.md").read_text()
     used = set()
     for d in ("dpmf_lib", "data_fetch"):
         for f in (REPO_ROOT / d).rglob("*.py"):
             used |= set(re.findall(r"\bDPMF_[A-Z_]*[A-Z]\b", f.read_text()))
-    rows = set(re.findall(r"^\| `(DPMF_[A-Z_]+)`(?:, `(DPMF_[A-Z_]+)`)? \|", readme, re.M))
+    rows = set(re.findall(r"^\| `(DPMF_[A-Z_]+)`(?:, `(DPMF_[A-Z_]+)`)? \|", page, re.M))
     documented = {v for row in rows for v in row if v}
-    assert used - documented == set(), f"add a row to README.md's table of environment variables for {used - documented}"
-    assert readme.index("source .venv/bin/activate") < readme.index("papermill notebooks/")
-    for call in re.findall(r"^papermill notebooks/\S+ (\S+) (.*)$", readme, re.M):
+    assert used - documented == set(), \
+        f"add a row to the table of environment variables in docs/running.md for {used - documented}"
+    assert page.index("source .venv/bin/activate") < page.index("papermill notebooks/")
+    for call in re.findall(r"^papermill notebooks/\S+ (\S+) (.*)$", page, re.M):
         assert call[0].startswith("/tmp/") and "-p profile smoke" in call[1], call
-    assert "--set" in readme and "make lab" in readme
+    assert "--set" in page and "make lab" in page
 
 
 def test_make_lab_roots_jupyter_at_the_repository():
@@ -280,3 +286,7 @@ def test_make_lab_roots_jupyter_at_the_repository():
     out = subprocess.run(["make", "-n", "lab"], cwd=REPO_ROOT, capture_output=True, text=True).stdout
     line = next(x for x in out.splitlines() if "jupyter lab" in x)
     assert f"--ServerApp.root_dir='{REPO_ROOT}'" in line and "notebooks/" not in line.split("default_url")[0]
+    # as root, jupyter refuses to start without --allow-root: LAB_ARGS passes it (and any other option) through
+    out = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--allow-root --no-browser"], cwd=REPO_ROOT,
+                         capture_output=True, text=True).stdout
+    assert next(x for x in out.splitlines() if "jupyter lab" in x).endswith(" --allow-root --no-browser")

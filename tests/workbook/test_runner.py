@@ -327,3 +327,123 @@ def test_a_changed_seed_rule_of_a_claim_measured_by_another_notebook_makes_the_r
         dataclasses.replace(c, min_seeds=9) if c.id == "balu-3.5-ml100k-cavg" else c for c in real])
     why = staleness.staleness(e, digest)
     assert why and "balu-3.5-ml100k-cavg" in why
+
+
+# -- why the runner runs a notebook; the runs outside figures/<name>/ ------------------------------------------------
+
+def _record_as_run(out, entry, profile, **change):
+    """A run record and outputs of ``entry`` at ``profile`` as the runner would write them for the tree as it is,
+    with ``change`` applied to the record (a part digest or file digest made to differ)."""
+    from dpmf_lib.params import load_params
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "provenance.json").write_text(json.dumps({"params": load_params(entry.name, profile)}))
+    (out / f"{entry.name}.csv").write_text("dataset\n")
+    rec = {"notebook": entry.name, "profile": profile, "hash": hashing.run_hash(entry, profile), "status": "ok",
+           "hash_parts": hashing.part_digests(hashing.run_hash_parts(entry, profile)),
+           "code_files": hashing.code_files(entry)}
+    for key, value in change.items():
+        rec[key] = value(rec[key]) if callable(value) else value
+    if change:
+        rec["hash"] = "an older hash"
+    (out / "run.json").write_text(json.dumps(rec))
+    return rec
+
+
+def test_the_runner_says_why_it_runs_each_notebook(figures_tmp, monkeypatch, capsys):
+    """One line per notebook it runs, before any starts: which part of the run hash changed (and which code files),
+    new, forced; nothing for a current one it skips."""
+    e = _entry("liu_fig1")
+    _record_as_run(figures_tmp / "liu_fig1", e, "smoke",
+                   code_files=lambda files: {**files, "dpmf_lib/plotting.py": "0" * 16},
+                   hash_parts=lambda parts: {**parts, "code": "0" * 64, "notebook": "0" * 64})
+    _record_as_run(figures_tmp / "liu_table1", _entry("liu_table1"), "smoke")  # current
+    prov = json.loads((figures_tmp / "liu_fig1" / "provenance.json").read_text())
+    prov["params"]["seed"] = 7  # the last run was made with another seed
+    (figures_tmp / "liu_fig1" / "provenance.json").write_text(json.dumps(prov))
+    rec = json.loads((figures_tmp / "liu_fig1" / "run.json").read_text())
+    rec["hash_parts"]["params"] = "0" * 64
+    (figures_tmp / "liu_fig1" / "run.json").write_text(json.dumps(rec))
+    ran = []
+    monkeypatch.setattr(cli, "_run_all", lambda todo, *a, **k: ran.extend(n for n, _ in todo) or iter([]))
+    monkeypatch.setattr("dpmf_lib.report.write_report", lambda: ("r.md", "r.html"))
+    assert cli.main(["--profile", "smoke", "--only", "liu_fig1,liu_table1,liu_fig2"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(ran) == ["liu_fig1", "liu_fig2"]
+    line = next(x for x in out.splitlines() if x.startswith("liu_fig1: runs — "))
+    assert "params changed: seed 7 → 0" in line and "code changed: dpmf_lib/plotting.py" in line
+    assert "notebook changed" in line and "claims" not in line
+    assert "liu_fig2: runs — new" in out and "liu_table1: runs" not in out
+    assert "up to date, skipped: liu_table1" in out
+    assert cli.main(["--profile", "smoke", "--only", "liu_table1", "--force"]) == 0
+    assert "liu_table1: runs — forced (--force)\n" in capsys.readouterr().out
+    assert cli.main(["--profile", "ci", "--only", "liu_table1"]) == 0
+    assert "liu_table1: runs — profile changed: smoke → ci" in capsys.readouterr().out
+
+
+def test_why_names_a_claims_seed_rule_and_an_old_record(figures_tmp):
+    e = _entry("liu_fig1")
+    _record_as_run(figures_tmp / "liu_fig1", e, "ci", hash_parts=lambda parts: {**parts, "claims": "0" * 64})
+    assert cli.reason_to_run(e, "ci", hashing.run_hash(e, "ci")) == "the seed rule of one of its claims changed"
+    rec = json.loads((figures_tmp / "liu_fig1" / "run.json").read_text())
+    del rec["hash_parts"], rec["code_files"]  # a record written before the runner kept the parts
+    (figures_tmp / "liu_fig1" / "run.json").write_text(json.dumps(rec))
+    assert "predates per-part digests" in cli.reason_to_run(e, "ci", hashing.run_hash(e, "ci"))
+    assert cli.reason_to_run(e, "ci", hashing.run_hash(e, "ci"), overrides={"seed": 1}).startswith("override run")
+
+
+def test_an_executed_notebook_keeps_its_hash_parts_and_its_figure(figures_tmp, tmp_path, monkeypatch):
+    """run.json keeps the digests of the run hash's parts and of every file of the code closure, so that a later
+    run can say what changed; the kernel draws inline even when the caller exports MPLBACKEND=Agg (as CI does), so
+    the executed notebook carries the figure as an image/png output."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    cells = ("from dpmf_lib.outputs import NotebookRun\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
+             "nb = NotebookRun('balu_table5_1', profile)",
+             "fig, ax = plt.subplots()\nax.plot([0, 1], [1, 0])",
+             "nb.save(pd.DataFrame({'dataset': ['x']}), fig)")
+    tiny_notebook(tmp_path, monkeypatch, "balu_table5_1", *cells)
+    e = _entry("balu_table5_1")
+    rec = execution.execute("balu_table5_1", "smoke", hashing.run_hash(e, "smoke"))
+    assert rec["status"] == "ok", rec["error"]
+    out = figures_tmp / "balu_table5_1"
+    saved = json.loads((out / "run.json").read_text())
+    assert saved["hash_parts"] == hashing.part_digests(hashing.run_hash_parts(e, "smoke"))
+    assert "dpmf_lib/outputs.py" in saved["code_files"] and saved["code_files"] == hashing.code_files(e)
+    assert staleness.staleness(e, hashing.run_hash(e, "smoke"), profile="smoke") is None
+    executed = nbformat.read(out / "balu_table5_1.ipynb", as_version=4)
+    assert any("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_runs_lists_hand_set_and_own_data_runs(figures_tmp, monkeypatch, capsys):
+    import dpmf_lib.data.user as user
+
+    assert cli.main(["--runs"]) == 0
+    assert "no runs in" in capsys.readouterr().out
+    runs = figures_tmp / "_runs"
+    hand = runs / "liu_fig7-smoke-abc123"
+    hand.mkdir(parents=True)
+    (hand / "provenance.json").write_text(json.dumps({
+        "notebook": "liu_fig7", "profile": "smoke", "overrides": {"datasets": ["mine"], "tau": {"mine": 20}},
+        "datasets": [{"dataset": "mine", "real": True}], "finished_utc": "2030-01-01T00:00:00Z"}))
+    (hand / "liu_fig7.csv").write_text("dataset\n")
+    by_set = runs / "hua_fig1-smoke-def456"
+    by_set.mkdir()
+    (by_set / "run.json").write_text(json.dumps({"notebook": "hua_fig1", "profile": "smoke", "status": "failed",
+                                                 "error": "cell 3: ValueError: boom", "overrides": {"seed": 1}}))
+    (runs / ".staging-hua_fig2-1").mkdir()  # a run in progress is not listed
+    monkeypatch.setattr(user, "user_ids", lambda: ["mine"])
+    assert cli.main(["--runs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 run(s) in")
+    hand_block = out.split("liu_fig7-smoke-abc123", 1)[1].split("hua_fig1", 1)[0]
+    assert "liu_fig7 at smoke, by hand, ok, 2030-01-01" in hand_block
+    assert 'datasets=["mine"]' in hand_block and "mine (yours)" in hand_block
+    assert "hua_fig1 at smoke, runner --set, failed (cell 3: ValueError: boom)" in out and "seed=1" in out
+    assert "staging" not in out
+
+
+def test_list_has_a_header(capsys):
+    assert cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["notebook", "paper", "label", "state", "caption"]
+    assert lines[1].startswith("liu_fig1 ") and "implemented" in lines[1]
