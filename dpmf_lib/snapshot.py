@@ -273,8 +273,12 @@ def scorecard(states: list[dict] | None = None, verdicts: dict | None = None) ->
     revalidated = [r for r in current if r.get("revalidated")]
     rows_text = f"{len(current)} of {len(states)} notebooks current"
     if revalidated:
+        at: dict[str, int] = {}
+        for r in revalidated:
+            at[r["revalidated"]] = at.get(r["revalidated"], 0) + 1
         rows_text += (f", {len(revalidated)} of them only by canary revalidation ("
-                      + ", ".join(f"{r['name']} at {r['revalidated']}" for r in revalidated) + ")")
+                      + ", ".join(f"{n} at {c}" for c, n in sorted(at.items(), key=lambda kv: -kv[1]))
+                      + "; `python -m dpmf_lib.snapshot` names them)")
     stale = [r["name"] for r in states if r["state"] != "current"]
     if stale:
         rows_text += f"; stale or missing (their claims are not judged): {', '.join(stale)}"
