@@ -443,7 +443,7 @@ def _execute_in(name, profile, digest, timeout_s, overrides, final: Path, stagin
             except (OSError, ValueError):
                 record.update(status="failed", error=f"the papermill process exited with code {child.returncode} "
                                                      f"without a result; see {final / 'kernel.log'}")
-                err = disk_errno(_tail_of(staging / "kernel.log"))
+                err = disk_errno(_tail_of(staging / "kernel.log")) or _disk_full(staging)
                 if err:
                     return _disk_failure(name, final, staging, err, "while the notebook ran (see its kernel.log)",
                                          round(time.time() - started, 2))
@@ -494,6 +494,16 @@ def _write_whole(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def _disk_full(folder: Path) -> int | None:
+    """ENOSPC when the filesystem of ``folder`` has (almost) no space left: a papermill process that ended without a
+    result on a full disk could not even write its log."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return errno.ENOSPC if st.f_bavail * st.f_frsize < (1 << 20) else None
 
 
 def _tail_of(path: Path, n: int = 4096) -> str:
