@@ -32,6 +32,7 @@ from ..registry import load_registry, select, unregistered_notebooks
 from .distributed import _run_all, cache_readers_last, cache_reads, forwarded_env
 from .execution import recover_interrupted
 from .hashing import run_hash
+from .preflight import check_set_values
 from .staleness import up_to_date
 
 
@@ -45,6 +46,7 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
     import yaml
 
     from ..errors import ParameterError
+    from ..params import merged, strict_load
 
     sets: dict[str, dict] = {n: {} for n in names}
     for item in items:
@@ -53,7 +55,7 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
         if not eq or not key:
             raise ParameterError(f"--set {item!r}: expected KEY=VALUE or NOTEBOOK.KEY=VALUE (VALUE in YAML)")
         try:
-            value = yaml.safe_load(raw)
+            value = strict_load(raw)  # a key repeated in a mapping is an error, as in a params file
         except yaml.YAMLError as exc:
             raise ParameterError(f"--set {key}: {raw!r} is not valid YAML ({exc})") from None
         target, dot, param = key.rpartition(".")
@@ -76,7 +78,8 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
                     + "; the parameters are in params/<name>.yaml (`defaults:`)"
                     + ("; use --set NAME.KEY=VALUE or --only to reach only the notebooks that have it"
                        if len(targets) > 1 else ""))
-            sets[n][param] = value
+            old = sets[n].get(param)  # two --set of one mapping: merged key by key, as with the profile's value
+            sets[n][param] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return {n: o for n, o in sets.items() if o}
 
 
@@ -164,7 +167,8 @@ def _main(argv: list[str] | None = None) -> int:
     for e in chosen:
         try:
             if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
-                load_params(e.name, args.profile, sets[e.name])
+                load_params(e.name, args.profile, sets[e.name])  # names, nested keys, kinds
+                check_set_values(e.name, args.profile, sets[e.name])  # ε, dataset ids
             digest = run_hash(e, args.profile)
         except WorkbookError as exc:
             print(f"error: {e.name}: {exc}", file=sys.stderr)
