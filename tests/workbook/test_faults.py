@@ -354,3 +354,24 @@ def test_concurrent_registrations_are_all_kept(dest, tmp_path):
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     assert sorted(user.registered()) == [f"mine{k}" for k in range(4)]
+
+
+# -- divergence (the trainers' own tests: tests/lib/objpert, tests/lib/sketch, tests/lib/nbm) --------------------------
+
+@pytest.mark.parametrize("name,over,says", [
+    ("hua_fig2", {"gamma": 50, "cache": False}, r"diverged by iteration \d+ .* lower gamma \(now 50"),
+    ("balu_table4_2", {"eta": 50, "search": False}, r"diverged on split 0: .* lower eta \(now 50\)"),
+    ("balu_table4_2", {"eta_grid": [50, 80]}, r"every step size of the grid — lower eta_grid \(now \[50, 80\]\)"),
+])
+def test_a_diverging_step_size_stops_the_experiment_instead_of_writing_a_figure(name, over, says, figures_tmp):
+    """hua_fig2 with gamma: 50 wrote CSV, PNG and measurements with a baseline of 1.3e8; balu_table4_2 with eta: 50
+    wrote test_rmse = inf."""
+    import importlib
+
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.experiments import module_name
+    from dpmf_lib.params import load_params
+
+    mod = importlib.import_module(module_name(name))
+    with pytest.raises(ParameterError, match=says):
+        mod.run(load_params(name, "smoke", over))
