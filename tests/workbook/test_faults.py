@@ -375,3 +375,41 @@ def test_a_diverging_step_size_stops_the_experiment_instead_of_writing_a_figure(
     mod = importlib.import_module(module_name(name))
     with pytest.raises(ParameterError, match=says):
         mod.run(load_params(name, "smoke", over))
+
+
+# -- own data too small to split ----------------------------------------------------------------------------------------
+
+def test_a_one_rating_own_dataset_is_refused_up_front_with_the_numbers(tmp_path, figures_tmp):
+    """A one-rating own dataset got an empty test split silently, then "SGD diverged … lower eta0" (the wrong fix)
+    after 128 s."""
+    import time
+
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.experiments.liu import liu_fig7
+    from dpmf_lib.params import load_params
+
+    csv = tmp_path / "one.csv"
+    csv.write_text("userId,movieId,rating\n1,2,4\n")
+    spec = {"id": "one-rating", "path": str(csv), "format": "csv-header", "rating_scale": [1, 5]}
+    p = load_params("liu_fig7", "smoke", {"datasets": [spec], "tau": {"one-rating": 20}})
+    t = time.time()
+    with pytest.raises(ParameterError, match=r"one-rating: 1 rating\(s\) cannot be split 0.\d+/0.\d+: part 2 .* would "
+                                             r"hold 0 ratings — give a dataset of at least \d+ ratings"):
+        liu_fig7.run(p)
+    assert time.time() - t < 30
+
+
+def test_a_sketch_split_left_empty_by_the_frequency_threshold_is_refused():
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.sketch import prepare_split
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 40
+    r = Ratings(users=rng.integers(0, 30, n).astype(np.int32), items=rng.integers(0, 30, n).astype(np.int32),
+                values=rng.integers(1, 6, n).astype(np.float32), n_users=30, n_items=30, rating_scale=(1.0, 5.0),
+                source=DataSource("mine", True, None, "user dataset"))
+    with pytest.raises(ParameterError, match=r"mine: split 0 of 40 ratings leaves \d+ training, 0 validation .* "
+                                             r"min_freq = 10 .* lower min_freq"):
+        prepare_split(r, 0, min_freq=10)
