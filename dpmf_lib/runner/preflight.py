@@ -104,3 +104,138 @@ def _check_datasets(dotted: str, value, seen: list) -> None:
                                  + (f" (did you mean '{close[0]}'?)" if close else "")
                                  + f"; valid: {', '.join(valid)}; a file of your own: register it with "
                                  "`python -m data_fetch add ID PATH --format csv-header --scale LO,HI`")
+
+
+# -- cost guards ------------------------------------------------------------------------------------------------------
+
+#: parameters (or nested keys) the work of a run grows with: passes, rounds, chain lengths, sizes
+COST_NAME = re.compile(r"(^|_)(epochs|iterations|iters|rounds|sweeps|samples|burn_in|d|dims|d_grid|L|T|repeats|"
+                       r"n_seeds|n_splits|n_pairs|n_vectors)$")
+#: a --set run estimated at this many times its profile's work gets a warning naming the parameters
+WARN_FACTOR = 100.0
+
+
+def _numbers(value) -> list[float]:
+    return [float(x) for x in _leaves(value) if isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x)]
+
+
+def _at(doc, dotted: str):
+    for k in dotted.split("."):
+        if not isinstance(doc, dict) or k not in doc:
+            return None
+        doc = doc[k]
+    return doc
+
+
+def _shapes(params: dict) -> list:
+    """The published shapes of the datasets a run reads (its ``dataset``/``datasets`` of the registry)."""
+    from data_fetch.registry import DATASETS
+
+    ids = [x for k, v in params.items() if DATASET_NAME.search(str(k)) for x in _leaves(v) if isinstance(x, str)]
+    return [DATASETS[i].shape for i in ids if i in DATASETS and DATASETS[i].shape is not None]
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2 ** 30:,.1f} GiB"
+
+
+def memory_floor(name: str, params: dict, overrides: dict) -> tuple[float, str, str] | None:
+    """A lower bound of the memory a run needs for the sizes ``overrides`` sets, from the largest dataset's published
+    shape: ``(bytes, parameter, how)``, or None when no size was set. The bound counts the arrays the size allocates
+    and nothing else: the factors (users + items) × d in float32, twice (U and V); for Hua's S1, the exact solve's d×d
+    system per item in float64; for the Balu chapter-3 mechanisms, an items × L codebook of bytes."""
+    shapes = _shapes(params)
+    if not shapes:
+        return None
+    scale = params.get("standin_scale")  # a stand-in at a fraction of the published size: a floor stays a floor
+    scale = float(scale) if isinstance(scale, (int, float)) and 0 < scale < 1 else 1.0
+    users = int(max(s.users for s in shapes) * scale)
+    items = int(max(s.items for s in shapes) * scale)
+    worst = None
+    for dotted, key, value, _ in _walk(overrides, [{}]):
+        nums = _numbers(value)
+        if not nums:
+            continue
+        x = max(nums)
+        if DIM_NAME.search(key) and key not in ("L", "K"):
+            need = (users + items) * x * 4 * 2
+            how = f"U and V: ({users:,} users + {items:,} items) × {dotted} × 4 bytes × 2"
+            if name.startswith("hua_") or name.startswith("extra_hua"):
+                need += items * x * x * 8
+                how += f", plus S1's exact solve: {items:,} items × {dotted}² × 8 bytes"
+        elif key == "L" and "K" in params and name.startswith(("balu_fig3", "balu_table1", "balu_table3")):
+            need, how = items * x, f"the codebook: {items:,} items × L bytes"
+        else:
+            continue
+        if worst is None or need > worst[0]:
+            worst = (need, f"{dotted} = {value!r}", how)
+    return worst
+
+
+def recorded_minutes(name: str, profile: str) -> float | None:
+    """How long the last successful run of ``name`` at ``profile`` took: its ``figures/<name>/run.json``, else the
+    params file's ``# measured <profile>:`` line, else (paper) the snapshot's ``run.json``."""
+    import json
+
+    from ..params import params_path
+    from ..paths import figures_dir
+
+    try:
+        run = json.loads((figures_dir() / name / "run.json").read_text())
+        if run.get("status") == "ok" and run.get("profile") == profile and run.get("runtime_s"):
+            return float(run["runtime_s"]) / 60
+    except (OSError, ValueError):
+        pass
+    try:
+        for line in params_path(name).read_text(encoding="utf-8").splitlines():
+            m = re.match(rf"#\s*measured {re.escape(profile)}:\s*([\d.]+)\s*min", line)
+            if m:
+                return float(m.group(1))
+    except OSError:
+        pass
+    return None
+
+
+def check_costs(name: str, profile: str, overrides: dict, timeout_min: float | None = None) -> list[str]:
+    """Refuse (:class:`ParameterError`) a ``--set`` run whose sizes need more memory than this machine has
+    (:func:`memory_floor`), naming the parameter; return warnings for one whose passes, rounds or sizes are
+    :data:`WARN_FACTOR` times the profile's or more (each parameter with the profile's value, and the time this
+    would take from the profile's recorded time) — refused instead under ``--timeout`` when that time is past it."""
+    import psutil
+
+    from ..params import load_params
+
+    base = load_params(name, profile)
+    resolved = load_params(name, profile, overrides)
+    floor = memory_floor(name, resolved, overrides)
+    total = psutil.virtual_memory().total
+    if floor and floor[0] > total:
+        need, what, how = floor
+        raise ParameterError(f"{name}: {what} needs at least {_gib(need)} of memory ({how}); this machine has "
+                             f"{_gib(total)} — lower it (the {profile} profile has "
+                             f"{_at(base, what.split(' = ')[0])!r})")
+    factor, parts = 1.0, []
+    for dotted, key, value, _ in _walk(overrides, [{}]):
+        if not COST_NAME.search(key):
+            continue
+        new, old = _numbers(value), _numbers(_at(base, dotted))
+        if new and old and max(old) > 0 and max(new) > max(old):
+            factor *= max(new) / max(old)
+            parts.append(f"{dotted} = {value!r} (the {profile} profile's: {_at(base, dotted)!r})")
+    if factor < WARN_FACTOR:
+        return []
+    minutes = recorded_minutes(name, profile)
+    took = "" if minutes is None else f"; its {profile} run took {minutes:.1f} min, so this one would take about " \
+                                      f"{_duration(minutes * factor)}"
+    text = f"{name}: {', '.join(parts)} is about {factor:.3g} times the {profile} profile's work{took}"
+    if timeout_min is not None and minutes is not None and minutes * factor > timeout_min:
+        raise ParameterError(f"{text}, past --timeout {timeout_min:g} min — lower it")
+    return [f"warning: {text}"]
+
+
+def _duration(minutes: float) -> str:
+    for unit, size in (("years", 525_960.0), ("days", 1440.0), ("h", 60.0)):
+        if minutes >= size:
+            return f"{minutes / size:,.3g} {unit}"
+    return f"{minutes:.3g} min"

@@ -413,3 +413,43 @@ def test_a_sketch_split_left_empty_by_the_frequency_threshold_is_refused():
     with pytest.raises(ParameterError, match=r"mine: split 0 of 40 ratings leaves \d+ training, 0 validation .* "
                                              r"min_freq = 10 .* lower min_freq"):
         prepare_split(r, 0, min_freq=10)
+
+
+# -- cost guards ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("item,says", [
+    ("balu_fig3_2.L=10000000000", "balu_fig3_2: L = 10000000000 needs at least 15,664.8 GiB of memory (the codebook"),
+    ("hua_fig2.d=1000000", "hua_fig2: d = 1000000 needs at least"),
+    ("balu_fig3_2.L=1e10", "YAML reads '1e10' as a string"),
+])
+def test_work_that_cannot_fit_in_memory_is_refused_naming_the_parameter(item, says, capsys, figures_tmp):
+    """`L: 1e10` (balu_fig3_2) and hua `d: 1e6` ended in a raw MemoryError (74.5 / 12.5 GiB)."""
+    import psutil
+
+    if psutil.virtual_memory().total > 2 ** 40:
+        pytest.skip("a machine with more than 1 TiB of memory")
+    code = cli.main(["--profile", "smoke", "--only", "balu_fig3_2,hua_fig2", "--set", item])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err, err
+    assert not list(figures_tmp.iterdir())
+
+
+def test_absurd_passes_or_sizes_are_named_with_the_profiles_value():
+    """`sgd: {epochs: 1e9}` (liu_fig7), `d: 65535` (balu_table4_2) and `iterations: [1e8]` (hua_fig2) started
+    computing for hours without a word."""
+    from dpmf_lib.runner.preflight import check_costs
+
+    (w,) = check_costs("liu_fig7", "paper", {"sgd": {"epochs": 1_000_000_000}})
+    assert "sgd.epochs = 1000000000 (the paper profile's: 30)" in w and "would take about" in w and "years" in w
+    (w,) = check_costs("balu_table4_2", "smoke", {"d": 65535})
+    assert "d = 65535 (the smoke profile's: 32) is about 2.05e+03 times the smoke profile's work" in w
+    (w,) = check_costs("hua_fig2", "smoke", {"iterations": [100_000_000]})
+    assert "iterations = [100000000] (the smoke profile's: [2, 5])" in w
+    assert check_costs("hua_fig2", "smoke", {"iterations": [10, 20]}) == []  # a few times the work: no warning
+
+
+def test_under_timeout_work_past_the_budget_is_refused(capsys, figures_tmp):
+    code = cli.main(["--profile", "paper", "--only", "liu_fig7", "--timeout", "60", "--set",
+                     "sgd={epochs: 1000000000}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "past --timeout 60 min" in err and "sgd.epochs" in err
