@@ -453,3 +453,14 @@ def test_under_timeout_work_past_the_budget_is_refused(capsys, figures_tmp):
                      "sgd={epochs: 1000000000}"])
     err = capsys.readouterr().err
     assert code == 2 and "past --timeout 60 min" in err and "sgd.epochs" in err
+
+
+@pytest.mark.slow
+def test_a_fetch_onto_a_full_disk_is_a_named_error_and_leaves_nothing_half_written(small_disk, mirror):
+    """data_fetch into a disk that fills up gave a raw OSError traceback."""
+    dest = small_disk / "data"
+    p = subprocess.run([sys.executable, "-m", "data_fetch", "ml-100k", "--dest", str(dest), "--quiet"], cwd=REPO,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO),
+                                                            "DPMF_DATA_MIRROR": str(mirror)}, timeout=300)
+    assert p.returncode == 1 and "the disk is full (ENOSPC)" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (dest / "ml-100k").exists() and not list(dest.glob(".ml-100k*"))
