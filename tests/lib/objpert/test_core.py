@@ -243,3 +243,16 @@ def test_stable_step_sizes_pass_the_divergence_check():
         mf.train_mf(prob, cfg, [100], seed=0)
         mf.run_s2(prob, cfg, 0.05, [100], seed=0)
         mf.run_s1(prob, cfg, 0.05, [40], seed=0)
+
+
+def test_the_reported_s2_case_on_movielens_is_refused():
+    """run_s2(..., HuaConfig(d=8, gamma=50)) on ML-100K returned an RMSE of 5.7e5 after 3 rounds at ε = 1."""
+    from tests.conftest import ML100K_U_DATA
+
+    if not ML100K_U_DATA.exists():
+        pytest.skip("no ML-100K mirror")
+    from dpmf_lib.experiments.hua import hua_common as hc
+
+    _, prob = hc.load_data(("ml-100k",))
+    with pytest.raises(ParameterError, match=r"S2 diverged by iteration 3 .* lower gamma \(now 50"):
+        mf.run_s2(prob, mf.HuaConfig(d=8, gamma=50.0), 1.0, [3], seed=0)
