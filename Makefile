@@ -51,9 +51,11 @@ figures: data
 # successful run is kept in results/paper/<name>/ (committed) with its measured time and peak memory in run.json.
 # The runner skips what is current, so an interrupted run resumes where it stopped.
 BUDGET ?= 60
+# REPRODUCE_ARGS: more options of the runner, e.g. '--backend dask --scheduler tcp://HOST:8786' (docs/distributed.md)
+REPRODUCE_ARGS ?=
 paper-snapshot: data
 	$(PY) -m dpmf_lib.reproduce --profile paper --jobs $(JOBS) --timeout $(BUDGET) --snapshot \
-	  $(if $(ONLY),--only '$(ONLY)')
+	  $(if $(ONLY),--only '$(ONLY)') $(REPRODUCE_ARGS)
 
 # The suite runs in TEST_JOBS processes (pytest-xdist; auto = one per core, 0 = all in this process); each test file
 # stays on one worker (--dist loadfile), so its module fixtures are built once.

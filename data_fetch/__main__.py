@@ -4,6 +4,7 @@ file: ``python -m data_fetch add ID PATH --format csv-header --scale 0.5,5`` / `
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 
@@ -13,6 +14,20 @@ from dpmf_lib.paths import data_dir
 from .fetch import fetch, is_present, mirror_dir
 from .manifest import manifest_problem
 from .registry import DATASETS, get_spec
+
+
+#: what the disk said, for the errors that are the disk's and not the dataset's
+DISK_ERRORS = {errno.ENOSPC: "the disk is full (ENOSPC)", errno.EFBIG: "a file reached the size limit (EFBIG; see "
+               "`ulimit -f`)", errno.EROFS: "the filesystem is read-only (EROFS)",
+               errno.EDQUOT: "the disk quota is exceeded (EDQUOT)"}
+
+
+def disk_message(exc: OSError) -> str | None:
+    """A named message for an OSError of the disk (full, read-only, size limit, quota), else None."""
+    if exc.errno not in DISK_ERRORS:
+        return None
+    return (f"{DISK_ERRORS[exc.errno]} writing {exc.filename or 'the data directory'}; nothing half-written is left "
+            "and an installed copy is kept — free space or choose another --dest / $DPMF_DATA_DIR")
 
 
 def user_main(argv: list[str]) -> int:
@@ -46,6 +61,11 @@ def user_main(argv: list[str]) -> int:
             print(f"{args.id}: removed from {user.registry_path()}")
     except WorkbookError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        if disk_message(err) is None:
+            raise
+        print(f"error: {disk_message(err)}", file=sys.stderr)
         return 1
     return 0
 
@@ -91,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ds}: {path}")
         except WorkbookError as err:
             print(f"{ds}: {err}", file=sys.stderr)
+            status = 1
+        except OSError as err:
+            if disk_message(err) is None:
+                raise
+            print(f"{ds}: {disk_message(err)}", file=sys.stderr)
             status = 1
     return status
 

@@ -6,7 +6,8 @@ Experiments whose runs are shared between notebooks cache them here — Balu cha
 (:mod:`dpmf_lib.experiments.hua.hua_common`, Figures 1–10). A key holds every argument that changes the numbers, the data
 source (checksum; real or stand-in) and a hash of the code the result depends on, so a stale entry is never read; a
 cached result is the pickled object the computation returned, so a result served from the cache is bit-identical to
-a fresh one.
+a fresh one. Each entry keeps the sha256 of its ``output.pkl`` beside it (``output.pkl.sha256``): an entry whose
+bytes changed after it was written (a flipped byte in a pickled array still unpickles) is computed again, not read.
 
 One switch, ``$DPMF_CACHE``:
 
@@ -62,13 +63,66 @@ def cached_call(func, *args, ignore: tuple[str, ...] = (), enabled: bool = True,
     if m == "off":
         return func(*args, **kwargs)
     mf = memory().cache(func, ignore=list(ignore))
+    entry = _entry_dir(mf, args, kwargs)
     if m == "refresh":
         out = mf.call(*args, **kwargs)
         # joblib >= 1.3 returns (output, metadata)
         if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict) and "duration" in out[1]:
             out = out[0]
+        _seal(entry, again=True)
         return out
-    return mf(*args, **kwargs)
+    if entry is not None and not _intact(entry):  # a changed or truncated entry is computed again, never read
+        import warnings
+
+        warnings.warn(f"result cache: {entry / 'output.pkl'} is not the file that was written (sha256): computed "
+                      "again", stacklevel=2)
+        shutil.rmtree(entry, ignore_errors=True)
+    out = mf(*args, **kwargs)
+    _seal(entry)
+    return out
+
+
+#: beside each entry's ``output.pkl``: its sha256, written when the entry is made (or first read)
+CHECKSUM_FILE = "output.pkl.sha256"
+
+
+def _entry_dir(mf, args, kwargs) -> Path | None:
+    """The folder of the entry ``mf(*args, **kwargs)`` reads or writes (None when this joblib hides it)."""
+    try:
+        return Path(mf.store_backend.location, mf.func_id, mf._get_args_id(*args, **kwargs))
+    except Exception:  # another joblib: entries go unchecked, as before
+        return None
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _intact(entry: Path) -> bool:
+    """False when the entry's ``output.pkl`` differs from the checksum recorded with it (an entry without a checksum,
+    made before they were kept, counts as intact and gets one when read)."""
+    try:
+        want = (entry / CHECKSUM_FILE).read_text().strip()
+        return _sha256(entry / "output.pkl") == want
+    except OSError:
+        return True
+
+
+def _seal(entry: Path | None, again: bool = False) -> None:
+    if entry is None or not (entry / "output.pkl").exists() or ((entry / CHECKSUM_FILE).exists() and not again):
+        return
+    try:
+        tmp = entry / f".{CHECKSUM_FILE}.{os.getpid()}"
+        tmp.write_text(_sha256(entry / "output.pkl") + "\n")
+        os.replace(tmp, entry / CHECKSUM_FILE)
+    except OSError:  # a read-only cache is still read
+        pass
 
 
 def code_version(*modules: str) -> str:

@@ -3,6 +3,13 @@
 A profile only overrides names that ``defaults`` declares; any other name — in a profile, or in the ``overrides`` a
 notebook or a papermill call passes — is an error naming the file, the profile and the valid names. ``paper`` holds
 the paper's settings, ``ci`` what fits the CI budget (minutes on 2 cores), ``smoke`` what runs in seconds for tests.
+
+A mapping-valued parameter (``sgd: {epochs: 8, eta0: 0.05, ...}``) is merged key by key: ``overrides: {sgd: {eta0:
+0.1}}`` changes ``eta0`` and keeps the other keys. Every key of an override, nested ones included, must be one the
+params file uses for that parameter (a mapping keyed by dataset ids takes any dataset id), and its value of a kind the
+file gives it (a number, a boolean, a string, a list, a mapping — or anything where the file has ``null``): ``tau:
+100`` where ``tau`` is a mapping per dataset, or ``d: true``, is refused naming the parameter. A key repeated in one
+YAML mapping is an error (YAML itself would keep the last value silently).
 """
 
 from __future__ import annotations
@@ -26,13 +33,49 @@ def params_path(name: str) -> Path:
     return params_dir() / f"{name}.yaml"
 
 
+class _DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (safe_load keeps the last value silently)."""
+
+
+def _mapping_without_duplicates(loader: StrictLoader, node, deep: bool = False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: construct_mapping names it
+            continue
+        if first is not None:
+            raise _DuplicateKey(f"key {key!r} appears twice in one mapping (lines {first} and "
+                                f"{key_node.start_mark.line + 1}): YAML would keep the last silently; keep one")
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def strict_load(text_or_stream) -> Any:
+    """YAML like ``yaml.safe_load``, but a key repeated in one mapping raises :class:`yaml.YAMLError`: the loader of
+    parameter files and of the runner's ``--set`` values."""
+    return yaml.load(text_or_stream, Loader=StrictLoader)  # noqa: S506 (a SafeLoader)
+
+
 def read_yaml(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+            return strict_load(fh)
     except FileNotFoundError:
         raise ParameterError(f"{path}: no such parameter file — create it with `defaults:` and `profiles:` "
                              f"({', '.join(PROFILES)})") from None
+    except _DuplicateKey as exc:
+        raise ParameterError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ParameterError(f"{path}: not valid YAML ({exc})") from None
 
@@ -75,18 +118,129 @@ def load_params(name: str, profile: str = DEFAULT_PROFILE, overrides: dict | Non
         unknown = set(block) - set(defaults)
         if unknown:
             raise _unknown(unknown, defaults, f"{path}, profile '{pname}'")
-    resolved = copy.deepcopy(defaults)
-    resolved.update(copy.deepcopy(profiles[profile] or {}))
+    resolved = merged(defaults, profiles[profile] or {})
     overrides = overrides or {}
     unknown = set(overrides) - set(defaults)
     if unknown:
         raise _unknown(unknown, defaults, f"overrides for {path.name}")
-    resolved.update(copy.deepcopy(overrides))
+    inline_ids = [d.get("id") for n in ("datasets", "dataset")
+                  for d in (overrides.get(n) if isinstance(overrides.get(n), list) else [overrides.get(n)])
+                  if isinstance(d, dict)]
+    for k, v in overrides.items():
+        seen = [defaults[k]] + [b[k] for b in profiles.values() if isinstance(b, dict) and k in b]
+        check_like(v, seen, k, f"overrides for {path.name}", inline_ids)
+    resolved = merged(resolved, overrides)
     resolved["profile"] = profile
     from .data.user import register_specs_in  # inline dataset specs: checked now, known to this process
 
     register_specs_in(resolved)
     return resolved
+
+
+def merged(base: dict, over: dict) -> dict:
+    """``base`` with ``over`` laid on top, key by key into nested mappings (a copy; neither argument changes)."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merged(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def kind_of(v) -> str:
+    """The YAML kind of a value: null, boolean, number, string, list, mapping (else its type's name)."""
+    import numbers
+
+    import numpy as np
+
+    if v is None:
+        return "null"
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, numbers.Real):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "list"
+    if isinstance(v, dict):
+        return "mapping"
+    return type(v).__name__
+
+
+_KINDS = ("null", "boolean", "number", "string", "list", "mapping")
+
+
+def _looks_like_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def check_like(value, seen: list, name: str, where: str, more_ids: list | None = None) -> None:
+    """Refuse ``value`` for parameter ``name`` (a dotted path for a nested key) when its kind is none of the kinds
+    the params file gives it in ``seen`` (its values in ``defaults`` and the profiles; where one of them is ``null``
+    any kind goes, and ``null`` itself always does: it means "off" or "the default" to many experiments), and, for a
+    mapping, every key that none of them has — with "did you mean" — unless the mapping is keyed by dataset ids,
+    where any dataset id goes (built-in, registered, or an inline spec's in ``more_ids``). Recurses into nested
+    mappings. Raises :class:`ParameterError`."""
+    kinds = {kind_of(s) for s in seen}
+    kind = kind_of(value)
+    if not seen or "null" in kinds or kind not in _KINDS or kind == "null":
+        pass
+    elif kind not in kinds:
+        example = next(s for s in seen if kind_of(s) in kinds)
+        expected = " or ".join(k for k in _KINDS if k in kinds)
+        hint = ""
+        if kind == "string" and "number" in kinds and _looks_like_number(value):
+            hint = (f" (YAML reads {value!r} as a string: write a number with a decimal point, e.g. "
+                    f"{float(value):.1f} or {int(float(value)) if float(value).is_integer() else float(value)})")
+        elif kind == "boolean" and "number" in kinds:
+            hint = " (a boolean is not a number)"
+        raise ParameterError(f"{where}: parameter '{name}' must be a {expected} like the params file's "
+                             f"{example!r}, got the {kind} {value!r}{hint}")
+    if kind != "mapping":
+        return
+    maps = [s for s in seen if isinstance(s, dict)]
+    if not maps:
+        return
+    known = list(dict.fromkeys(k for m in maps for k in m))
+    by_dataset = _keyed_by_dataset(known)
+    for key, v in value.items():
+        if key in known:
+            check_like(v, [m[key] for m in maps if key in m], f"{name}.{key}", where, more_ids)
+        elif by_dataset:
+            ids = _dataset_ids() + [i for i in more_ids or () if isinstance(i, str)]
+            if key not in ids:
+                close = difflib.get_close_matches(str(key), ids, n=1)
+                raise ParameterError(f"{where}: parameter '{name}' is keyed by dataset id; {key!r} is not one"
+                                     + (f" (did you mean '{close[0]}'?)" if close else "")
+                                     + f"; its keys now: {', '.join(map(str, known))}")
+            check_like(v, [x for m in maps for x in m.values()], f"{name}.{key}", where, more_ids)
+        else:
+            close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1)
+            raise ParameterError(f"{where}: unknown key '{key}' in parameter '{name}'"
+                                 + (f" (did you mean '{close[0]}'?)" if close else "")
+                                 + f"; its keys are: {', '.join(map(str, known))}")
+
+
+def _dataset_ids() -> list[str]:
+    from data_fetch.registry import DATASETS  # lazy: data_fetch imports dpmf_lib
+
+    from .data import user
+
+    return list(DATASETS) + user.user_ids()
+
+
+def _keyed_by_dataset(keys: list) -> bool:
+    """A mapping keyed by dataset id (``tau: {ml-100k: 100, ...}``, ``dataset_repeats: {}``): every key it has in
+    the params file is a dataset id."""
+    from data_fetch.registry import DATASETS
+
+    return all(isinstance(k, str) and k in DATASETS for k in keys)
 
 
 def require_positive(params: dict, *names: str) -> None:

@@ -65,7 +65,7 @@ def _read_json(path: Path):
 
 def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
     from .runner.hashing import run_hash
-    from .runner.staleness import staleness
+    from .runner.staleness import DAMAGED, staleness
     from .errors import WorkbookError
 
     fig_dir = fig_dir or figures_dir()
@@ -86,6 +86,8 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
                 why = f"cannot check: {exc}"
             if run.get("status") != "ok":
                 status = "failed"
+            elif why and why.startswith(DAMAGED):
+                status = "damaged"  # files changed after the run: none of its measurements are read
             elif why:
                 status = "stale"
             else:
@@ -97,7 +99,7 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
         png = out / f"{e.name}.png"
         rows.append({
             "name": e.name, "paper": e.paper, "label": e.label, "caption": e.caption, "issue": e.issue,
-            "status": status, "why": why if status == "stale" else None,
+            "status": status, "why": why if status in ("stale", "damaged") else None,
             "profile": prov.get("profile") or run.get("profile"),
             "runtime_s": run.get("runtime_s"), "data": _data_kind(prov) if prov else None,
             "datasets": datasets, "thumbnail": f"{e.name}/{png.name}" if status == "ok" and png.exists() else None,
@@ -175,12 +177,14 @@ STATUS_LEGEND = {
     "ok": "built by the runner and current (same code, params, notebook and data)",
     "failed": "the last run failed: the failing cell is named, the executed notebook is linked",
     "stale": "built, but code, params, notebook or data changed since: its claims are not judged",
+    "damaged": "a file of the run is not as the run wrote it (the file is named; sha256 in run.json): its claims "
+               "are not judged, and the runner runs it again",
     "not run": "implemented, never run into figures/",
     "not yet": "no notebook yet",
     "not applicable (diagram/summary)": "a diagram or qualitative summary of the paper: nothing to reproduce",
 }
-STATUS_CLASS = {"ok": "s-ok", "failed": "s-failed", "stale": "s-stale", "not run": "s-notrun", "not yet": "s-notyet",
-                "not applicable (diagram/summary)": "s-na"}
+STATUS_CLASS = {"ok": "s-ok", "failed": "s-failed", "stale": "s-stale", "damaged": "s-failed", "not run": "s-notrun",
+                "not yet": "s-notyet", "not applicable (diagram/summary)": "s-na"}
 #: Where the executed notebooks are rendered to HTML (at report time), relative to the figures directory. Outside
 #: figures/<name>/ so that only the runner writes those.
 HTML_SUBDIR = "_html"
@@ -250,7 +254,7 @@ def _older_rules(out: Path) -> str:
 def _links(fig_dir: Path, r: dict) -> list[tuple[str, str]]:
     """(label, relative href) of every output of a figure row that exists."""
     name, out = r["name"], fig_dir / r["name"]
-    if r["status"] not in ("ok", "failed", "stale") or not out.is_dir():
+    if r["status"] not in ("ok", "failed", "stale", "damaged") or not out.is_dir():
         return []
     links = []
     ipynb = out / f"{name}.ipynb"
@@ -362,16 +366,18 @@ def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> tuple[str, dict]:
     verdicts = snapshot.paper_verdicts()
     current = [r for r in states.values() if r["state"] == "current"]
     stale = [r for r in states.values() if r["state"] == "stale"]
+    damaged = [r for r in states.values() if r["state"] == "damaged"]
     judged = [v["verdict"] for v in verdicts.values() if v.get("verdict")]
     counts = {v: judged.count(v) for v in dict.fromkeys(judged)}
     summary_text = (
         f"Paper profile (committed snapshot, results/paper): {len(current)} of {len(states)} notebooks current"
-        + (f", {len(stale)} stale" if stale else "") + "; their claims: "
+        + (f", {len(stale)} stale" if stale else "") + (f", {len(damaged)} damaged" if damaged else "")
+        + "; their claims: "
         + (", ".join(f"{n} {v}" for v, n in counts.items()) or "none") + ".")
 
     def verdict(c: dict) -> str | None:
         v = verdicts.get(c["id"]) or {}
-        return v.get("verdict") or ({"stale": "stale snapshot"}.get(v.get("state")))
+        return v.get("verdict") or ({"stale": "stale snapshot", "damaged": "damaged snapshot row"}.get(v.get("state")))
 
     by_id = {x.id: x for x in current_claims()}
 

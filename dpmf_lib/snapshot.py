@@ -123,6 +123,12 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
         raise ValueError(f"{src} does not hold a successful paper-profile run (run.json: status "
                          f"{run.get('status')!r}, profile {run.get('profile')!r}); run "
                          f"`python -m dpmf_lib.reproduce --profile paper --only {name}` first")
+    from .runner.staleness import damaged
+
+    broken = damaged(src, run)
+    if broken:
+        raise ValueError(f"{src} is damaged: {'; '.join(broken)}; run `python -m dpmf_lib.reproduce --profile paper "
+                         f"--only {name}` again before taking it")
     dest = snapshot_dir() / name
     staging = dest.parent / f".staging-{name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -134,18 +140,22 @@ def take(name: str, fig_dir: Path | None = None) -> Path:
     _gzip_large_tables(staging)
     if (staging / f"{name}.png").exists():
         compact_figure(staging / f"{name}.png")
-    from .runner.execution import swap_into_place
+    from .runner.execution import output_checksums, swap_into_place
+
+    if (staging / "run.json").exists():  # the row's own files (gzipped table, compacted figure), as kept here
+        (staging / "run.json").write_text(json.dumps({**run, "outputs": output_checksums(staging)}, indent=2) + "\n")
 
     swap_into_place(staging, dest)
     return dest
 
 
 def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
-    """``("current", None)``, ``("stale", why)`` or ``("missing", None)`` for one registry entry. A row revalidated
+    """``("current", None)``, ``("stale", why)``, ``("damaged", why)`` (a file of the row is not as it was taken: the
+    file is named) or ``("missing", None)`` for one registry entry. A row revalidated
     by its canary for this run hash (:mod:`dpmf_lib.runner.canary`) is current; :func:`revalidated_at` tells it
     apart, and every listing shows it as ``current (revalidated at <commit>)``."""
     from .runner.hashing import run_hash
-    from .runner.staleness import staleness
+    from .runner.staleness import DAMAGED, staleness
 
     out = snapshot_dir() / entry.name
     if not (out / "run.json").exists():
@@ -155,6 +165,8 @@ def row_state(entry, digest: str | None = None) -> tuple[str, str | None]:
     if why and revalidated_at(entry, digest):
         own = (_read_json(out / "run.json") or {}).get("hash")
         why = staleness(entry, own, out_dir=out)  # data and seed rules still count
+    if why and why.startswith(DAMAGED):
+        return "damaged", why
     return ("stale", why) if why else ("current", None)
 
 

@@ -79,6 +79,14 @@ def random_split(r: Ratings, fractions=(0.8, 0.1, 0.1), seed=0) -> tuple[Ratings
     perm = rng.permutation(n)
     cuts = np.rint(np.cumsum(f) * n).astype(np.int64)
     cuts[-1] = n
+    sizes = np.diff(np.concatenate([[0], cuts]))
+    empty = [k for k in range(len(f)) if f[k] > 0 and sizes[k] == 0]
+    if empty:  # an empty test part gave no error, then a wrong one (a "diverged" model judged on nothing)
+        need = int(np.ceil(1.0 / min(f[k] for k in range(len(f)) if f[k] > 0)))
+        shares = "/".join(f"{x:g}" for x in f)
+        raise ParameterError(f"{r.source.dataset or 'the ratings'}: {n} rating(s) cannot be split {shares}: "
+                             + ", ".join(f"part {k + 1} ({f[k]:g}) would hold 0 ratings" for k in empty)
+                             + f" — give a dataset of at least {need} ratings (more for a meaningful test)")
     parts, start = [], 0
     for k, end in enumerate(cuts):
         idx = np.sort(perm[start:end])

@@ -212,23 +212,40 @@ def add(dataset_id: str, path, fmt: str, rating_scale, rating_step=None, *, repl
     if rating_step is not None:
         raw["rating_step"] = rating_step
     spec = parse_spec(raw, f"data_fetch add {dataset_id}")
-    specs = registered()
-    if dataset_id in specs and specs[dataset_id] != spec and not replace:
-        raise ParameterError(f"data_fetch add {dataset_id}: already registered for {specs[dataset_id].path}; "
-                             "pass --replace to point it at the new file, or choose another id")
+    _check_not_taken(registered(), spec, replace)
     load_user(spec)  # raises DataFormatError naming the file, the line and the fix
-    specs[dataset_id] = spec
-    _write_registry(specs)
+    with _registry_lock():  # read, change and write under the lock: concurrent adds are all kept
+        specs = registered()
+        _check_not_taken(specs, spec, replace)
+        specs[dataset_id] = spec
+        _write_registry(specs)
     return spec
 
 
+def _check_not_taken(specs: dict, spec: UserDataset, replace: bool) -> None:
+    if spec.id in specs and specs[spec.id] != spec and not replace:
+        raise ParameterError(f"data_fetch add {spec.id}: already registered for {specs[spec.id].path}; "
+                             "pass --replace to point it at the new file, or choose another id")
+
+
+def _registry_lock():
+    """The data directory's lock, the one :func:`data_fetch.fetch.dest_lock` takes for a fetch (``flock`` on the
+    directory): two ``python -m data_fetch add`` at once would otherwise each write the file they read, and only
+    the last registration would be kept."""
+    from data_fetch.fetch import dest_lock
+
+    registry_path().parent.mkdir(parents=True, exist_ok=True)
+    return dest_lock(registry_path().parent)
+
+
 def remove(dataset_id: str) -> None:
-    specs = registered()
-    if dataset_id not in specs:
-        raise ParameterError(f"data_fetch remove: {dataset_id!r} is not a registered user dataset "
-                             f"(registered: {', '.join(specs) or 'none'})")
-    del specs[dataset_id]
-    _write_registry(specs)
+    with _registry_lock():
+        specs = registered()
+        if dataset_id not in specs:
+            raise ParameterError(f"data_fetch remove: {dataset_id!r} is not a registered user dataset "
+                                 f"(registered: {', '.join(specs) or 'none'})")
+        del specs[dataset_id]
+        _write_registry(specs)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

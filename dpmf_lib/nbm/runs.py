@@ -319,10 +319,30 @@ def select_best(df: pd.DataFrame) -> pd.DataFrame:
     # only configurations evaluated on every fold of their (method, ε) compete (successive halving cuts the others)
     full = agg["n_folds"] == agg.groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["n_folds"] \
         .transform("max")
+    require_a_finite_config(agg[full])
     best = agg[full].groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["rmse"].idxmin()
     agg.loc[best.values, "selected"] = True
     agg["label"] = agg["method"].map(LABELS)
     return agg
+
+
+#: the step-size parameter of each method's grid (what lowers a diverging run)
+STEP_SIZES = {"pnbm": "eta", "dpsgd-pnbm": "eta", "dpsgd-pnbm-clipped": "eta", "mf": "eta", "dpsgd-mf": "eta",
+              "mf-lr": "eta", "dpsgd-mf-lr": "eta", "sgld-pnbm": "eta1", "dpps-pnbm": "eta1", "dpps-mf": "eta"}
+
+
+def require_a_finite_config(agg: pd.DataFrame) -> None:
+    """Raise :class:`ParameterError` naming the method's step size when no configuration of a (dataset, method, ε)
+    has a finite RMSE: every run diverged, and selecting among them would put a non-finite RMSE in the figure. A
+    diverged configuration beside finite ones is kept as a row (it is never selected)."""
+    finite = agg.assign(_ok=np.isfinite(agg["rmse"].astype(float)))
+    ok = finite.groupby(["dataset", "method", "epsilon"], dropna=False, sort=False)["_ok"].any()
+    for (dataset, method, epsilon), good in ok.items():
+        if not good:
+            eps = "non-private" if pd.isna(epsilon) else f"ε = {epsilon:g}"
+            raise ParameterError(f"{LABELS.get(method, method)} on {dataset} ({eps}): every configuration of its grid "
+                                 f"diverged (RMSE not finite) — lower its step size "
+                                 f"'{STEP_SIZES.get(method, 'eta')}' in the grid")
 
 
 def best_rmse(agg: pd.DataFrame, dataset: str, method: str, epsilon=None) -> float:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import WorkbookError
@@ -36,6 +37,7 @@ from ..registry import load_registry, select, unregistered_notebooks
 from .distributed import _run_all, cache_readers_last, cache_reads, forwarded_env
 from .execution import recover_interrupted
 from .hashing import run_hash
+from .preflight import check_costs, check_set_values
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -48,6 +50,7 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
     import yaml
 
     from ..errors import ParameterError
+    from ..params import merged, strict_load
 
     sets: dict[str, dict] = {n: {} for n in names}
     for item in items:
@@ -56,7 +59,7 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
         if not eq or not key:
             raise ParameterError(f"--set {item!r}: expected KEY=VALUE or NOTEBOOK.KEY=VALUE (VALUE in YAML)")
         try:
-            value = yaml.safe_load(raw)
+            value = strict_load(raw)  # a key repeated in a mapping is an error, as in a params file
         except yaml.YAMLError as exc:
             raise ParameterError(f"--set {key}: {raw!r} is not valid YAML ({exc})") from None
         target, dot, param = key.rpartition(".")
@@ -79,7 +82,8 @@ def parse_sets(items: list[str], names: list[str], known: list[str] | None = Non
                     + "; the parameters are in params/<name>.yaml (`defaults:`)"
                     + ("; use --set NAME.KEY=VALUE or --only to reach only the notebooks that have it"
                        if len(targets) > 1 else ""))
-            sets[n][param] = value
+            old = sets[n].get(param)  # two --set of one mapping: merged key by key, as with the profile's value
+            sets[n][param] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return {n: o for n, o in sets.items() if o}
 
 
@@ -154,6 +158,15 @@ def _profile_name(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``reproduce`` command; Ctrl-C ends it with one line (exit 130), never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted (nothing was replaced)", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpmf_lib.reproduce", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", type=_profile_name, default=os.environ.get("DPMF_PROFILE", "ci"),
@@ -229,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     for e in chosen:
         try:
             if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
-                load_params(e.name, args.profile, sets[e.name])
+                load_params(e.name, args.profile, sets[e.name])  # names, nested keys, kinds
+                check_set_values(e.name, args.profile, sets[e.name])  # ε, dataset ids, sizes
+                for warning in check_costs(e.name, args.profile, sets[e.name], args.timeout):  # memory, work
+                    print(warning, file=sys.stderr)
             digest = run_hash(e, args.profile)
             why[e.name] = reason_to_run(e, args.profile, digest, force=args.force, overrides=sets.get(e.name))
         except WorkbookError as exc:
@@ -276,26 +292,69 @@ def main(argv: list[str] | None = None) -> int:
     timeout_s = args.timeout * 60 if args.timeout else None
     from tqdm.auto import tqdm  # status lines through tqdm.write: printed above the progress bar, not glued to it
 
-    for rec in _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets,
-                        reads):
-        if args.snapshot and rec["status"] == "ok":
-            from ..snapshot import take
+    runs = _run_all(todo, args.profile, max(1, args.jobs), args.backend, args.scheduler, env, timeout_s, sets, reads)
+    done = []
+    try:
+        with _sigterm_as_interrupt():
+            for rec in runs:
+                done.append(rec["notebook"])
+                if args.snapshot and rec["status"] == "ok":
+                    from ..snapshot import take
 
-            tqdm.write(f"snapshot: {take(rec['notebook'])}")
-        line = (f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
-                + (f", peak {rec['peak_rss_mib']:.0f} MiB" if rec.get("peak_rss_mib") else ""))
-        if rec.get("overrides"):
-            line += f" (with --set {rec['overrides']}: not canonical, in {rec['out_dir']})"
-        if rec["status"] != "ok":
-            failures.append(rec)
-            out = Path(rec.get("out_dir") or figures_dir() / rec["notebook"])
-            line += f" — FAILED at {rec['error']} (executed copy: {out / (rec['notebook'] + '.ipynb')})"
-        tqdm.write(line)
+                    tqdm.write(f"snapshot: {take(rec['notebook'])}")
+                line = (f"{rec['notebook']}: {rec['status']} in {rec['runtime_s']} s"
+                        + (f", peak {rec['peak_rss_mib']:.0f} MiB" if rec.get("peak_rss_mib") else ""))
+                if rec.get("overrides"):
+                    line += f" (with --set {rec['overrides']}: not canonical, in {rec['out_dir']})"
+                if rec["status"] != "ok":
+                    failures.append(rec)
+                    out = Path(rec.get("out_dir") or figures_dir() / rec["notebook"])
+                    line += (f" — {rec['error']}" if rec.get("disk_error") or rec["status"] == "interrupted" or
+                             not (out / (rec["notebook"] + ".ipynb")).exists()
+                             else f" — FAILED at {rec['error']} (executed copy: {out / (rec['notebook'] + '.ipynb')})")
+                tqdm.write(line)
+    except KeyboardInterrupt:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while the notebooks stop changes nothing
+        runs.close()  # stops the running notebooks: each drops its staging directory, the previous outputs stay
+        left = [n for n, _ in todo if n not in done]
+        print(f"interrupted: stopped {', '.join(left) or 'nothing'}; their previous outputs are kept "
+              f"(run the same command again to resume)", file=sys.stderr)
+        return 130
     from ..report import write_report
 
-    md, html = write_report()
+    try:
+        md, html = write_report()
+    except OSError as exc:
+        from .execution import DISK_ERRORS
+
+        what = DISK_ERRORS.get(exc.errno, exc.strerror or type(exc).__name__)
+        print(f"error: cannot write the report: {what} ({exc.filename}); the runs' outputs are in place — build "
+              "it again with `python -m dpmf_lib.report` once the disk takes it", file=sys.stderr)
+        return 1
     print(f"report: {md} and {html}")
     if failures:
         print(f"{len(failures)} notebook(s) failed: {', '.join(r['notebook'] for r in failures)}", file=sys.stderr)
         return 1
     return 0
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a batch system's stop, `kill`) ends the run as Ctrl-C does: the notebooks stop, previous outputs
+    stay."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (a test calling main() from a thread): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
+import time
 
 from ..errors import WorkbookError
 from ..paths import figures_dir
-from .execution import THREAD_LIMIT_VARS, execute
+from .execution import STOP_FILE_VAR, THREAD_LIMIT_VARS, clear_stop, execute, request_stop
 
 
 def forwarded_env(extra: dict | None = None) -> dict:
@@ -55,7 +57,7 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
     names = {n for n, _ in todo}
     after = {n: {p for p in (reads or {}).get(n, ()) if p in names and p != n} for n, _ in todo}
     sets = sets or {}
-    client = cluster = pool = None
+    client = cluster = pool = stop_file = None
     if backend == "dask":
         from dask.distributed import Client, LocalCluster
         from dask.distributed import wait as wait_dask
@@ -64,9 +66,13 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
             cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None)
             env = {**env, "DPMF_DASK_SCHEDULER": cluster.scheduler_address}
         client = Client(scheduler or cluster)
+        # Ctrl-C reaches the notebooks on the workers through a file on the shared figures filesystem
+        stop_file = str(figures_dir() / f".stop-{socket.gethostname()}-{os.getpid()}-{time.time_ns()}")
+        env = {**env, STOP_FILE_VAR: stop_file}
 
         def submit(n, h):
-            return client.submit(execute, n, profile, h, env, timeout_s, sets.get(n), pure=False)
+            # check_code: a worker importing another checkout refuses rather than file results under this run hash
+            return client.submit(execute, n, profile, h, env, timeout_s, sets.get(n), check_code=True, pure=False)
 
         def first_done(futures):
             return wait_dask(futures, return_when="FIRST_COMPLETED").done
@@ -90,16 +96,45 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
             if not running:
                 raise WorkbookError("registry: reads_cache_of forms a cycle among " + ", ".join(n for n, _ in pending))
             for fut in first_done(list(running)):
-                ended.add(running.pop(fut))
+                name = running.pop(fut)
+                ended.add(name)
                 bar.update()
-                yield fut.result()
+                yield _record_of(fut, name, profile, backend)
     finally:
-        for fut in running:
-            fut.cancel()
+        if running:  # stopped (Ctrl-C, SIGTERM, an error here): the notebooks stop and keep their previous outputs
+            bar.leave = False
+            request_stop(stop_file)
+            for fut in running:
+                fut.cancel()
+            if client is not None:  # the tasks see the stop file within a second; give them the time to drop staging
+                try:
+                    wait_dask(list(running), timeout=15)
+                except Exception:  # a timeout, or the cluster went away: nothing more to do from here
+                    pass
         if pool is not None:
             pool.shutdown(wait=True)
         if client is not None:
             client.close()
         if cluster is not None:
             cluster.close()
+        if stop_file:  # no task of this runner is left to read it
+            try:
+                os.unlink(stop_file)
+            except OSError:
+                pass
+        clear_stop()
         bar.close()
+
+
+def _record_of(fut, name: str, profile: str, backend: str) -> dict:
+    """The run record a finished future holds; an exception (the dask worker running the notebook died more often
+    than the scheduler retries, the cluster went away, the runner's own code raised) becomes a failed record naming
+    it, so one notebook's loss is reported and the others' runs go on."""
+    try:
+        return fut.result()
+    except Exception as exc:
+        kind = type(exc).__name__
+        where = ("the dask worker running it died (and so did the workers it was retried on)" if kind == "KilledWorker"
+                 else f"its {'dask task' if backend == 'dask' else 'run'} raised")
+        return {"notebook": name, "profile": profile, "status": "failed", "runtime_s": 0.0,
+                "error": f"{where}: {kind}: {str(exc)[:400]}; its previous outputs, if any, are kept"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -46,12 +47,50 @@ def staleness(entry: Entry, digest: str, out_dir: Path | None = None, *, profile
         return "the seed rule of a claim it measures changed: " + ", ".join(changed_rules)
     if not _outputs_present(out, entry.name):
         return "outputs missing"
+    broken = damaged(out, run)
+    if broken:
+        return DAMAGED + ": " + "; ".join(broken) + " (the runner runs it again)"
     then = run.get("data_state") or {}
     now = data_states([{"dataset": d} for d in then])
     changed = sorted(d for d in then if now.get(d) != then[d])
     if changed:
         return "data changed since the last run: " + ", ".join(f"{d} ({then[d]} → {now.get(d)})" for d in changed)
     return None
+
+
+#: the start of :func:`staleness`'s answer for a run whose files are not the ones it wrote
+DAMAGED = "damaged"
+
+
+def damaged(out: Path, run: dict) -> list[str]:
+    """The files of a run's folder that are not as the run wrote them: a file ``run.json`` lists (``outputs``: sha256
+    of each) missing or with other bytes, or — for a record without checksums (older runs, snapshot rows taken before
+    they were kept) — a ``measurements.json`` or ``provenance.json`` that is no longer valid JSON. Empty when all is
+    well."""
+    found = []
+    for rel, digest in sorted((run.get("outputs") or {}).items()):
+        f = out / rel
+        try:
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                while block := fh.read(1 << 20):
+                    h.update(block)
+        except FileNotFoundError:
+            found.append(f"{rel} is missing")
+            continue
+        except OSError as exc:
+            found.append(f"{rel} cannot be read ({exc.strerror})")
+            continue
+        if h.hexdigest() != digest:
+            found.append(f"{rel} differs from what the run wrote (sha256)")
+    for rel in ("measurements.json", "provenance.json"):
+        if rel in (run.get("outputs") or {}) or not (out / rel).exists():
+            continue
+        try:
+            json.loads((out / rel).read_text())
+        except (OSError, ValueError):
+            found.append(f"{rel} is not valid JSON")
+    return found
 
 
 def _seed_rules_of(measurements_file: Path) -> dict:

@@ -98,6 +98,11 @@ def prepare_split(r, seed: int, *, fractions=(0.8, 0.1, 0.1), min_freq: int = 10
         return Triples(np.ascontiguousarray(u), np.ascontiguousarray(i), np.ascontiguousarray(resid))
 
     t0, v0, s0 = triples(tr, False), triples(va, True), triples(te, True)
+    if not (len(t0) and len(v0) and len(s0)):  # an empty set: RMSE NaN in every row, then a wrong "diverged"
+        raise ParameterError(f"{r.source.dataset or 'the ratings'}: split {seed} of {r.n_ratings} ratings leaves "
+                             f"{len(t0)} training, {len(v0)} validation (of {len(va)}) and {len(s0)} test (of {len(te)}) "
+                             f"ratings after keeping only users and items with at least min_freq = {min_freq} training "
+                             "ratings — lower min_freq or use a larger dataset")
     info = {"n_train": len(t0), "n_val": len(v0), "n_test": len(s0), "n_val_removed": len(va) - len(v0),
             "n_test_removed": len(te) - len(s0), "split_seed": seed}
     return PreparedSplit(r.n_users, r.n_items, t0, v0, s0, mu, bu, bi, info)

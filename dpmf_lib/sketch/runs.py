@@ -94,6 +94,7 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
                 chosen = (float(sp["eta"]), float(sp["lam"]))
             best, n_evals = ev(*chosen), 1
             flags = flags or {"search_refined": False, "eta_on_edge": False, "lam_on_edge": False}
+        require_finite_fit(best, config, sp, s)
         row = {k: v for k, v in config.items() if k not in SEARCH_KEYS}
         row.update({k: v for k, v in best.items() if k != "history" or track})
         row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
@@ -103,6 +104,23 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
                    worse_than_bias_only=bool(best["val_rmse"] > b_val + DEGENERATE_TOL), **flags)
         rows.append(row)
     return rows
+
+
+def require_finite_fit(best: dict, config: dict, sp: dict, split: int) -> None:
+    """Raise :class:`ParameterError` naming the step size when the run a row reports diverged (its validation or test
+    RMSE is not finite): with a fixed ``eta``, that ``eta``; after a search, the grid, every point of which diverged.
+    A diverged point inside a search is no error — the search passes it by (its validation RMSE counts as +inf)."""
+    val, test = best.get("val_rmse"), best.get("test_rmse")
+    if all(isinstance(x, (int, float)) and math.isfinite(x) for x in (val, test)):
+        return
+    if math.isnan(val) and math.isnan(test):  # empty validation and test sets: prepare_split refuses those
+        return
+    what = (f"{config.get('method')} (d = {config.get('d')}) diverged on split {split}: validation RMSE {val}, test "
+            f"RMSE {test} at eta = {best.get('eta'):g}, lam = {best.get('lam'):g}")
+    if sp.get("search"):
+        raise ParameterError(f"{what}, the best point of its search: SGD diverged at every step size of the grid — "
+                             f"lower eta_grid (now {list(sp.get('eta_grid', []))})")
+    raise ParameterError(f"{what}: SGD diverged — lower eta (now {best.get('eta'):g})")
 
 
 def bias_only_rmse(data) -> tuple[float, float]:

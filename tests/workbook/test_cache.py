@@ -55,6 +55,30 @@ def test_on_refresh_off(fresh_cache, monkeypatch):
         cache.cached_call(counted, 3)
 
 
+def array_of(x):
+    import numpy as np
+
+    CALLS.append(x)
+    return np.arange(1000, dtype=np.float64) * x
+
+
+def test_an_entry_changed_after_it_was_written_is_computed_again_not_read(fresh_cache):
+    """Nothing tied a cache entry to what was written: a flipped byte inside a pickled array unpickles fine and
+    serves other numbers."""
+    import numpy as np
+
+    first = cache.cached_call(array_of, 2)
+    (pkl,) = (fresh_cache / "joblib").rglob("output.pkl")
+    assert (pkl.parent / cache.CHECKSUM_FILE).read_text().strip() == cache._sha256(pkl)
+    data = bytearray(pkl.read_bytes())
+    data[-200] ^= 0x40  # inside the array's raw data
+    pkl.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="not the file that was written"):
+        again = cache.cached_call(array_of, 2)
+    assert np.array_equal(again, first) and CALLS == [2, 2]
+    assert cache.cached_call(array_of, 2) is not None and CALLS == [2, 2]  # the fresh entry is read again
+
+
 def test_clear_removes_entries_and_the_legacy_caches(fresh_cache, tmp_path, monkeypatch):
     monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "data"))
     cache.cached_call(counted, 7)

@@ -447,3 +447,37 @@ def test_list_has_a_header(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["notebook", "paper", "label", "state", "caption"]
     assert lines[1].startswith("liu_fig1 ") and "implemented" in lines[1]
+@pytest.mark.parametrize("item,says", [
+    ("hua_fig2.eps_values=[0.1, 0]", "parameter 'eps_values': 0 is not a privacy budget"),
+    ("hua_fig2.eps_fixed=-1", "parameter 'eps_fixed': -1 is not a privacy budget"),
+    ("liu_fig7.epsilons=[.inf]", "parameter 'epsilons': inf is not a privacy budget"),
+    ("hua_fig2.dataset=ml-100kk", "parameter 'dataset': unknown dataset 'ml-100kk' (did you mean 'ml-100k'?)"),
+    ("liu_fig7.gibbs={datasets: [movielens]}", "parameter 'gibbs.datasets': unknown dataset 'movielens'"),
+    ("pnbm_fig1.mf_d=[0]", "parameter 'mf_d': 0 is not a size"),
+    ("hua_fig2.d=8.5", "parameter 'd': 8.5 is not a size"),
+    ("liu_fig7.sgd={eta: 0.1}", "unknown key 'eta' in parameter 'sgd' (did you mean 'eta0'?)"),
+    ("hua_fig2.d=true", "parameter 'd' must be a number"),
+    ("liu_fig7.sgd={eta0: 0.1, eta0: 0.2}", "key 'eta0' appears twice"),
+])
+def test_a_bad_set_value_is_refused_before_any_kernel_starts(item, says, capsys, figures_tmp):
+    """ε ≤ 0 or an unknown dataset via --set failed inside the notebook after 23-34 s; `mf_d: [0]` after 73 s."""
+    code = cli.main(["--profile", "smoke", "--only", "hua_fig2,liu_fig7,pnbm_fig1", "--set", item])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err, err
+    assert not list(figures_tmp.iterdir())
+
+
+def test_set_values_of_one_mapping_merge():
+    sets = cli.parse_sets(["liu_fig7.sgd={eta0: 0.1}", "liu_fig7.sgd={epochs: 3}"], ["liu_fig7"])
+    assert sets == {"liu_fig7": {"sgd": {"eta0": 0.1, "epochs": 3}}}
+
+
+def test_good_set_values_pass_the_runners_checks():
+    from dpmf_lib.params import load_params
+    from dpmf_lib.runner.preflight import check_set_values
+
+    for name, over in [("balu_fig3_6", {"blip_eps": [0, 1]}), ("balu_fig3_2", {"eps": [2, 0]}), ("hua_fig2", {"eps_values": [0.05]}),
+                       ("balu_fig5_2", {"datasets": ["sift1m"]}), ("liu_fig7", {"sgd": {"eta0": 0.1}}),
+                       ("balu_fig3_6", {"jlt_min_sweeps": "same"})]:
+        load_params(name, "smoke", over)
+        check_set_values(name, "smoke", over)

@@ -57,6 +57,19 @@ def test_select_best_picks_lowest_mean_over_folds():
     assert runs.best_rmse(agg, "d", "m", 1.0) == pytest.approx(0.955)
 
 
+def test_a_grid_whose_every_configuration_diverged_names_the_step_size():
+    """A selected RMSE of inf reached the figure; one diverged configuration beside finite ones is passed by."""
+    from dpmf_lib.errors import ParameterError
+
+    df = pd.DataFrame({"dataset": "d", "method": "sgld-pnbm", "epsilon": 1.0, "config": ["a", "a", "b", "b"],
+                       "fold": [1, 2, 1, 2], "rmse": [np.inf, np.inf, np.nan, np.inf], "epsilon_amplified": 1.2,
+                       "seconds": 1.0})
+    with pytest.raises(ParameterError, match=r"every configuration of its grid diverged .* lower its step size 'eta1'"):
+        runs.select_best(df)
+    df.loc[2:3, "rmse"] = [0.9, 1.0]
+    assert runs.select_best(df).query("selected").config.tolist() == ["b"]
+
+
 @pytest.fixture(scope="module")
 def ml100k_fold1():
     try:

@@ -219,3 +219,40 @@ def test_s3_dynamics_and_caps(toy):
     assert abs(online[-50:].mean() / toy.n_users - 0.05 / 0.07) < 0.15
     with pytest.raises(ParameterError, match="p_join"):
         mf.OnlineUsers(10, 1.5, 0.1, 5, np.random.default_rng(0))
+
+
+# ---- divergence ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scenario", ["baseline", "s1", "s2", "s3"])
+def test_a_diverging_step_size_is_a_named_error_not_a_result(scenario):
+    """hua_fig2 with gamma: 50 wrote a CSV with a baseline mean error of 1.3e8; run_s2(..., HuaConfig(d=8, gamma=50))
+    returned an RMSE of 5.7e5. Every scenario names gamma instead."""
+    prob = mf.Problem.from_ratings(small_ratings())
+    cfg = mf.HuaConfig(d=8, gamma=50.0)
+    run = {"baseline": lambda: mf.train_mf(prob, cfg, [5, 40], seed=0),
+           "s1": lambda: mf.run_s1(prob, cfg, 1.0, [5, 40], seed=0),
+           "s2": lambda: mf.run_s2(prob, cfg, 1.0, [5, 40], seed=0),
+           "s3": lambda: mf.run_s3(prob, cfg, 1.0, [5, 40], seed=0, p_join=1.0, p_leave=0.0)}[scenario]
+    with pytest.raises(ParameterError, match=r"diverged by iteration \d+ .* lower gamma \(now 50"):
+        run()
+
+
+def test_stable_step_sizes_pass_the_divergence_check():
+    prob = mf.Problem.from_ratings(small_ratings())
+    for gamma in (2.0 ** -5, 0.5):
+        cfg = mf.HuaConfig(d=8, gamma=gamma)
+        mf.train_mf(prob, cfg, [100], seed=0)
+        mf.run_s2(prob, cfg, 0.05, [100], seed=0)
+        mf.run_s1(prob, cfg, 0.05, [40], seed=0)
+
+
+def test_the_reported_s2_case_on_movielens_is_refused():
+    """run_s2(..., HuaConfig(d=8, gamma=50)) on ML-100K returned an RMSE of 5.7e5 after 3 rounds at ε = 1."""
+    from tests.conftest import ML100K_U_DATA
+
+    if not ML100K_U_DATA.exists():
+        pytest.skip("no ML-100K mirror")
+    from dpmf_lib.experiments.hua import hua_common as hc
+
+    _, prob = hc.load_data(("ml-100k",))
+    with pytest.raises(ParameterError, match=r"S2 diverged by iteration 3 .* lower gamma \(now 50"):
+        mf.run_s2(prob, mf.HuaConfig(d=8, gamma=50.0), 1.0, [3], seed=0)

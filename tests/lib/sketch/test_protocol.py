@@ -155,9 +155,29 @@ def test_worse_than_bias_only_is_not_degenerate():
     from dpmf_lib.sketch.runs import run_configs
 
     s = prepare_split(_ratings(), 0, min_freq=5)
-    params = {"search": False, "eta": 0.3, "lam": 0.0, "eta_grid": [0.3], "lam_grid": [0.0], "refine": 0,
-              "search_each_split": False, "epochs": 30, "init_scale": 0.5, "n_jobs": 1}
+    # (eta 0.3, the value here before, diverged: its "over-fitting" RMSE was inf, which is now refused)
+    params = {"search": False, "eta": 0.2, "lam": 0.0, "eta_grid": [0.2], "lam_grid": [0.0], "refine": 0,
+              "search_each_split": False, "epochs": 200, "init_scale": 0.5, "n_jobs": 1}
     df = run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s], params)
     row = df.iloc[0]
-    assert row.val_rmse > row.bias_only_val_rmse + 5e-4
+    assert np.isfinite(row.val_rmse) and row.val_rmse > row.bias_only_val_rmse + 5e-4
     assert bool(row.worse_than_bias_only) and not bool(row.degenerate)
+
+
+def test_a_diverging_eta_is_a_named_error_not_an_inf_row():
+    """balu_table4_2 with eta: 50 wrote test_rmse = inf as a normal row."""
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.sketch.runs import run_configs
+
+    s = prepare_split(_ratings(), 0, min_freq=5)
+    params = {"search": False, "eta": 50.0, "lam": 0.0, "eta_grid": [50.0], "lam_grid": [0.0], "refine": 0,
+              "search_each_split": False, "epochs": 5, "init_scale": 0.5, "n_jobs": 1}
+    with pytest.raises(ParameterError, match=r"diverged on split 0: .* SGD diverged — lower eta \(now 50\)"):
+        run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s], params)
+    with pytest.raises(ParameterError, match=r"every step size of the grid — lower eta_grid \(now \[50.0, 100.0\]\)"):
+        run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s],
+                    {**params, "search": True, "eta_grid": [50.0, 100.0]})
+    # one diverging point of a search is passed by: the search picks a finite one
+    df = run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s],
+                     {**params, "search": True, "eta_grid": [0.03, 100.0], "lam_grid": [0.02]})
+    assert np.isfinite(df.test_rmse).all() and df.eta.iloc[0] == 0.03
