@@ -86,22 +86,11 @@ def module_name(path: Path) -> str:
 
 
 def imported_names(source: str, filename: str, package: str) -> set[str]:
-    """Every name an import statement of ``source`` may bind a module to (``from pkg import name`` gives ``pkg`` and
-    ``pkg.name``): the rule of :mod:`dpmf_lib.dependencies`, anywhere in the file."""
-    found = set()
-    for node in ast.walk(ast.parse(source, filename)):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                anchor = ".".join(parts[:len(parts) - node.level + 1])
-                base = f"{anchor}.{node.module}" if node.module else anchor
-            else:
-                base = node.module or ""
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)
-    return found
+    """Every name an import statement of ``source`` may bind a module to: the rule of :mod:`dpmf_lib.dependencies`
+    (the same function), anywhere in the file."""
+    from dpmf_lib.dependencies import _imported_names
+
+    return set(_imported_names(source, filename, package))
 
 
 @lru_cache(maxsize=None)
