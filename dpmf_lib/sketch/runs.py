@@ -94,7 +94,8 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
                 chosen = (float(sp["eta"]), float(sp["lam"]))
             best, n_evals = ev(*chosen), 1
             flags = flags or {"search_refined": False, "eta_on_edge": False, "lam_on_edge": False}
-        require_finite_fit(best, config, sp, s)
+        if data.info["n_val"] and data.info["n_test"]:  # an empty set's RMSE is NaN by construction, not divergence
+            require_finite_fit(best, config, sp, s)
         row = {k: v for k, v in config.items() if k not in SEARCH_KEYS}
         row.update({k: v for k, v in best.items() if k != "history" or track})
         row.update(split=s, n_search_evals=n_evals, n_train=data.info["n_train"], n_test=data.info["n_test"])
@@ -112,8 +113,6 @@ def require_finite_fit(best: dict, config: dict, sp: dict, split: int) -> None:
     A diverged point inside a search is no error — the search passes it by (its validation RMSE counts as +inf)."""
     val, test = best.get("val_rmse"), best.get("test_rmse")
     if all(isinstance(x, (int, float)) and math.isfinite(x) for x in (val, test)):
-        return
-    if math.isnan(val) and math.isnan(test):  # empty validation and test sets: prepare_split refuses those
         return
     what = (f"{config.get('method')} (d = {config.get('d')}) diverged on split {split}: validation RMSE {val}, test "
             f"RMSE {test} at eta = {best.get('eta'):g}, lam = {best.get('lam'):g}")

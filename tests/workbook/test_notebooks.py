@@ -210,7 +210,7 @@ def test_papermill_parameters_by_name_reach_the_run_and_unknown_ones_fail(figure
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["params"]["seed"] == 1 and prov["overrides"] == {"seed": 1} and not prov["canonical"]
     assert not (figures_tmp / "balu_table5_1").exists()
-    last = nbformat.read(tmp_path / "ok.ipynb", as_version=4).cells[-1]
+    last = [c for c in nbformat.read(tmp_path / "ok.ipynb", as_version=4).cells if c.cell_type == "code"][-1]
     shown = last.outputs[0]["data"]
     assert "text/html" in shown and "PosixPath" not in shown["text/plain"] and "profile smoke" in shown["text/plain"]
     with pytest.raises(pm.PapermillExecutionError, match=r"unknown parameter 'sed' \(did you mean 'seed'\?\)"):
