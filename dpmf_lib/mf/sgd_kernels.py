@@ -30,7 +30,7 @@ MAX_ROW_LENGTH = max(ROW_LENGTHS, default=0)
 @njit(cache=True, fastmath=True)
 def _sgd_range_rows(users, items, vals, start, stop, U, V, bu, bi, b0, eta, lam, lamb, pf, D):
     """``_sgd_range`` for rows of the literal length ``D`` (:mod:`dpmf_lib.mf.rowvec`), with the next rating's dot
-    product read *before* this rating's update is stored (#19, nineteenth session).
+    product read *before* this rating's update is stored.
 
     Why: at d = 128 the loop kernel is bound neither by its loads nor by its FP work but by the chain dot -> error ->
     update -> the next rating's loads, which must wait for the stores they might alias (in cache: ~84 cycles per
@@ -123,7 +123,7 @@ CACHE_LINE = 64
 
 
 def aligned_copy(a: np.ndarray, align: int = CACHE_LINE) -> np.ndarray:
-    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary (#19). numpy's large allocations
+    """A C-contiguous copy of ``a`` whose data starts on an ``align``-byte boundary. numpy's large allocations
     start 16 bytes past a page boundary here, so with d = 128 every 512-byte factor row straddled 9 cache lines and
     every 64-byte vector load crossed a line; aligned, a row is exactly 8 lines when d·4 is a multiple of 64."""
     buf = np.empty(a.nbytes + align, dtype=np.uint8)
