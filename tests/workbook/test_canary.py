@@ -49,7 +49,7 @@ def _lines(text: str, pattern: str = "") -> dict[str, str]:
     for line in text.splitlines():
         name, _, rest = line.partition(" ")
         if name and name.startswith(pattern) and not name.startswith("/"):
-            out[name] = rest.strip()
+            out.setdefault(name, rest.strip())  # an action's line comes before the listing that follows it
     return out
 
 
