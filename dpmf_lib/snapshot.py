@@ -11,7 +11,6 @@ notebooks.
     python -m dpmf_lib.snapshot                    # list the snapshot: current, stale (and why), missing
     python -m dpmf_lib.snapshot --scorecard        # write and print results/paper/SCORECARD.md and the README's headline
                                                    # (every listing writes both)
-    python -m dpmf_lib.snapshot --rehash           # move rows hashed by the old byte scheme (no re-run)
     python -m dpmf_lib.snapshot --canary-record    # record each current row's canary (dpmf_lib.runner.canary)
     python -m dpmf_lib.snapshot --revalidate       # re-run stale rows' canaries; identical → current (revalidated)
 
@@ -497,9 +496,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="shell pattern(s) of notebook names, comma-separated")
     ap.add_argument("--compact", action="store_true",
                     help="re-encode the snapshot's figures as palette PNGs (what --take does to each row it keeps)")
-    ap.add_argument("--rehash", action="store_true",
-                    help="move rows (and figures/'s runs) hashed by the old byte scheme to the behaviour scheme, where "
-                         "today's code is the code they ran (dpmf_lib.runner.rehash); nothing is re-run")
     ap.add_argument("--canary-record", action="store_true",
                     help="run the canary profile of current rows that have no canary for their code, and keep its "
                          "fingerprint beside the row (dpmf_lib.runner.canary)")
@@ -529,11 +525,6 @@ def main(argv: list[str] | None = None) -> int:
             canary.each(chosen, "record", snapshot_dir(), force=args.force)
         if args.revalidate:
             canary.each(chosen, "revalidate", snapshot_dir())
-    if args.rehash:
-        from .runner.rehash import rehash
-
-        for outcome, names in sorted(rehash([snapshot_dir(), figures_dir()]).items()):
-            print(f"{outcome:8s} {len(names):3d}: {', '.join(names)}")
     if args.compact:
         done = [f for f in sorted(snapshot_dir().glob("*/*.png")) if compact_figure(f)]
         print(f"{len(done)} figure(s) re-encoded as palette PNGs in {snapshot_dir()}")

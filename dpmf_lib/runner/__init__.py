@@ -5,5 +5,5 @@
 - :mod:`.execution`: one notebook, executed by papermill in its own process into a staging directory;
 - :mod:`.distributed`: many notebooks, from local threads or as dask tasks;
 - :mod:`.cli`: the ``reproduce`` command;
-- :mod:`.canary`: canary revalidation of snapshot rows; :mod:`.rehash`: moving records between hash schemes.
+- :mod:`.canary`: canary revalidation of snapshot rows.
 """

@@ -77,7 +77,7 @@ def run_hash(entry: Entry, profile: str) -> str:
     return hash_of_parts(run_hash_parts(entry, profile))
 
 
-#: names the way :func:`run_hash` is formed; ``python -m dpmf_lib.snapshot --rehash`` moves rows hashed the old way
+#: names the way :func:`run_hash` is formed (a record hashed by another scheme is stale)
 HASH_SCHEME = "behaviour-v1"
 
 

@@ -147,25 +147,6 @@ def test_a_code_edit_stales_exactly_the_rows_whose_closure_holds_it(tmp_path, co
     assert {n for n, s in states.items() if s == "current"} == set(committed_states) - expected
 
 
-def test_rehash_moves_rows_taken_by_this_code_and_leaves_others(tmp_path, monkeypatch):
-    """A row hashed by the byte scheme at today's bytes is moved to the behaviour hash; a row with any other hash is
-    left stale."""
-    from dpmf_lib.registry import load_registry
-    from dpmf_lib.runner.hashing import run_hash
-    from dpmf_lib.runner import rehash as rh
-
-    entries = {e.name: e for e in load_registry()[1]}
-    folder = tmp_path / "rows"
-    for name, h in (("hua_fig4", rh.byte_run_hash(entries["hua_fig4"], "paper")), ("hua_fig6", "0" * 64)):
-        (folder / name).mkdir(parents=True)
-        (folder / name / "run.json").write_text(json.dumps({"status": "ok", "profile": "paper", "hash": h}))
-    out = rh.rehash([folder])
-    assert out == {"moved": ["rows/hua_fig4"], "stale": ["rows/hua_fig6"]}
-    moved = json.loads((folder / "hua_fig4" / "run.json").read_text())
-    assert moved["hash"] == run_hash(entries["hua_fig4"], "paper") and moved["rehashed_from"]
-    assert rh.rehash([folder]) == {"already": ["rows/hua_fig4"], "stale": ["rows/hua_fig6"]}
-
-
 def test_code_digest_covers_the_closure():
     a = code_digest("dpmf_lib.errors")
     assert a == code_digest("dpmf_lib.errors") and a != code_digest("dpmf_lib.paths")
