@@ -48,8 +48,9 @@ How a verdict is reached (a reviewer's rules, not a convenience):
   ε_lower with an ε (stated or provable), seed by seed, never through a mean: a lower bound averaged with a
   t-interval throws a refutation away. Each seed's bound exceeds a true ε with probability ≤ 0.05 and the seeds are
   independent, so k of n seeds above the ε has probability ≤ P[Binomial(n, 0.05) ≥ k]: at ≤ 0.05 the ε is refuted
-  (*differs*). This is the correction the stored per-seed 95 % bounds allow; a Bonferroni bound per seed (each at
-  1 − 0.05/n, "any seed above refutes") needs each seed's error counts, which the ledger does not record. A
+  (*differs*). Where the ledger stored each seed's evaluation error counts (guards ``audit_fp``, ``audit_fn``,
+  ``audit_n0``, ``audit_n1``), a Bonferroni bound per seed is formed too — each seed's Clopper–Pearson ε_lower at
+  1 − 0.05/n — and any seed's above the ε refutes it as well (family-wise error ≤ 0.05). A
   mechanism with no proof for what was audited (provable ε = ∞, or a premise the audited runs break) is never
   *reproduced* by an audit that finds little: *inconclusive*, with how far the audit could reach. An audit that
   found ε_lower = 0 in every seed has no power: *inconclusive*.
@@ -160,6 +161,7 @@ class AuditRule:
     no_proof: str | None = None
     pair: float | None = None
     delta: float = 0.0
+    control: str | None = None  # the positive control of the audit's pipeline (a test that must catch a broken variant)
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,7 @@ class Notes:
 
 NO_NOTES = Notes()
 _NOTE_FIELDS = {"kinds", "cause", "evidence", "fair_form", "show_only", "audit"}
-_AUDIT_FIELDS = {"against", "epsilon", "runs", "proof", "no_proof", "pair", "delta"}
+_AUDIT_FIELDS = {"against", "epsilon", "runs", "proof", "no_proof", "pair", "delta", "control"}
 
 
 def _parse_notes(doc, where: str) -> dict[str, Notes]:
@@ -520,6 +522,26 @@ def audit_reach(runs: int, confidence: float = CONFIDENCE, delta: float = 0.0) -
     return math.log(max(1.0 - u - delta, 1e-300) / u)
 
 
+def bonferroni_lower(m: dict, rule: AuditRule) -> list[float] | None:
+    """Each seed's ε_lower at confidence 1 − (1 − CONFIDENCE)/n (Bonferroni over the n seeds), from the evaluation
+    counts the ledger stores as guards of its measurement (``audit_fp`` of ``audit_n0``, ``audit_fn`` of
+    ``audit_n1``; one value per seed); None when a seed's counts were not stored."""
+    from .privacy.audit import epsilon_from_counts
+
+    g = m.get("guards") or {}
+    names = ("audit_fp", "audit_n0", "audit_fn", "audit_n1")
+    cols = [g.get(k) for k in names]
+    if any(c is None for c in cols):
+        return None
+    cols = [c if isinstance(c, list) else [c] for c in cols]
+    n = len(cols[0])
+    if any(len(c) != n for c in cols) or any(not math.isfinite(float(v)) for c in cols for v in c):
+        return None
+    conf = 1.0 - (1.0 - CONFIDENCE) / n
+    return [epsilon_from_counts(int(fp), int(n0), int(fn), int(n1), delta=rule.delta, confidence=conf)
+            for fp, n0, fn, n1 in zip(*cols)]
+
+
 def judge_audit(claim: Claim, m: dict, rule: AuditRule, values: list[float]) -> Judgement:
     """Audited-vs-ε, seed by seed (see the module docstring): ``values`` are ε_lower − ε per seed."""
     from scipy import stats
@@ -545,8 +567,16 @@ def judge_audit(claim: Claim, m: dict, rule: AuditRule, values: list[float]) -> 
     chance = f"under {name}-DP each seed does so with probability ≤ {alpha:g}, independently: P ≤ {p:.2g}"
     power = (f"the audit's bounds reach {max(audited):.3g} at most (over seeds) and could certify at most "
              f"ε ≈ {reach:.2g} with {rule.runs} runs per dataset")
+    bonf = bonferroni_lower(m, rule)
+    bonf_over = [b for b in (bonf or []) if b > eps]
+    bonf_text = ("" if bonf is None else f"; per seed at Bonferroni-corrected {1 - alpha / n:.4g}: ε_lower up to "
+                 f"{max(bonf):.3g}" + (f", {len(bonf_over)} of {n} above {name} = {eps:g}" if bonf_over else ""))
     if k and p <= alpha:
-        j.verdict, j.reason = DIFFERS, f"{over}; {chance}{pair}"
+        j.verdict, j.reason = DIFFERS, f"{over}; {chance}{bonf_text}{pair}"
+    elif bonf_over:
+        j.verdict, j.reason = DIFFERS, (f"{len(bonf_over)} of {n} seeds' Clopper–Pearson bounds at the "
+                                        f"Bonferroni-corrected confidence {1 - alpha / n:.4g} exceed {name} = {eps:g} "
+                                        f"(ε_lower up to {max(bonf_over):.3g}; family-wise error ≤ {alpha:g}){pair}")
     elif rule.no_proof:
         j.reason, j.category = (f"no proof: {rule.no_proof}; an audit that finds little is no evidence of privacy — "
                                 f"{power}" + (f"; {over}, {chance}" if k else "") + pair), "no proof"
@@ -557,7 +587,8 @@ def judge_audit(claim: Claim, m: dict, rule: AuditRule, values: list[float]) -> 
         j.reason, j.category = f"{over}; {chance}: not a refutation{pair}", "not significant"
     else:
         j.verdict = REPRODUCED
-        j.reason = (f"no seed's 95 % lower bound exceeds {name} = {eps:g} (proof: {rule.proof}); {power}{pair}")
+        j.reason = (f"no seed's 95 % lower bound exceeds {name} = {eps:g} (proof: {rule.proof}); {power}"
+                    f"{bonf_text}{pair}")
     return j
 
 

@@ -7,6 +7,9 @@ with c_uj = r_uj - r̄_j. C = 0 gives the plain kNN formula; C > 0 is DPSGD-PNBM
 Gradient (eq. 5) of r̂_ui w.r.t. s_ij, j ∈ J:  ∂r̂/∂s_ij = (c_uj - p sgn(s_ij) [D > C]) / D'.
 Per-term clipping for the DP bound: e ∈ [-e_max, e_max], (c_uj - p sgn(s_ij)) ∈ [-f_max, f_max]; then every entry of a
 per-rating gradient obeys |G_ij(u)| ≤ e_max f_max / C (the paper's bound with f_max = φ).
+``clip_pred`` (DPPS-PNBM): the gradient of the clipped loss ½(clip(r̂_ui, r_min, r_max) − r_ui)², i.e. e ∂r̂/∂S while
+r̂ lies in the range and 0 outside it (where the clipped loss is flat) — the loss whose every term is ≤ (r_max −
+r_min)², so the posterior the sampler targets has the bounded log-likelihood the privacy argument needs.
 """
 
 from __future__ import annotations
@@ -105,7 +108,9 @@ def grad_kernel(S, uptr, uitems, ucent, rbar, bptr, busers, bvals, Nk, C, e_max,
                 continue
             rh = rbar[i] + p
             if clip_pred:
-                rh = min(max(rh, rmin), rmax)
+                # the gradient of the clipped loss ½(clip(r̂) − r)²: (clip(r̂) − r) ∂r̂/∂S inside the range, 0 outside
+                if rh < rmin or rh > rmax:
+                    continue
             e = rh - bvals[q0]
             e = min(max(e, -e_max), e_max)
             dsg = 1.0 if den > C else 0.0

@@ -33,8 +33,10 @@ Algorithm 2 (DPPS-PNBM) as reconstructed here:
   2. for t = 1..T: η_t = η_1 t^(-ξ);  Φ ← L ratings drawn with replacement;
   3.   S ← S - (η_t/2) κ (𝓛/L Σ_Φ g_ui + λ S ∘ H⁻¹ ∘ 𝕀[i, j ∈ Φ]) + z_t,  z_t ~ N(0, ϱ η_t) on every off-diagonal entry;
   4. release S^(T) (one sample).
-g_ui uses e = clip(r̂, r_min, r_max) - r so that each squared error is ≤ (r_max - r_min)² (the bound B assumes it); the
-derivative is taken through r̂ as if unclipped. Model (2) without the C bound (C = 0).
+g_ui is the gradient of the clipped loss ½(clip(r̂, r_min, r_max) − r)² — each squared error is then ≤ (r_max − r_min)²,
+the bound B the privacy argument assumes — i.e. e ∂r̂/∂S while r̂ is in the range and 0 outside it, so the chain
+targets the posterior whose log-likelihood B bounds (the paper states the bound but no clip; the clipped error times
+the unclipped derivative would be the gradient of no loss). Model (2) without the C bound (C = 0).
 
 Temperature ϱ (our choice, stated because it decides which ε holds): ϱ multiplies the step size of drift AND noise
 alike, i.e. step 3 runs with η_t' = ϱ η_t: S ← S - (ϱη_t/2) κ (...) + N(0, ϱ η_t). That is the paper's literal "multiply

@@ -44,8 +44,8 @@ def gradient(S, user_rows, rbar, batch, Nk, C, e_max=np.inf, f_max=np.inf, rmin=
         rh, p, den, deff, pos = predict_one(S, i, items, cent, rbar[i], Nk, C)
         if deff <= 0:
             continue
-        if clip_pred:
-            rh = min(max(rh, rmin), rmax)
+        if clip_pred and not (rmin <= rh <= rmax):
+            continue  # the clipped loss is flat outside the range: its gradient is 0
         e = float(np.clip(rh - r, -e_max, e_max))
         for k in pos:
             j = items[k]
@@ -55,13 +55,14 @@ def gradient(S, user_rows, rbar, batch, Nk, C, e_max=np.inf, f_max=np.inf, rmin=
     return G
 
 
-def loss(S, user_rows, rbar, batch, Nk, C):
-    """½ Σ (r̂ - r)² over the batch (no clipping): the function whose gradient is :func:`gradient` (unclipped)."""
+def loss(S, user_rows, rbar, batch, Nk, C, rmin=-np.inf, rmax=np.inf):
+    """½ Σ (clip(r̂, rmin, rmax) - r)² over the batch (default: no clipping): the function whose gradient is
+    :func:`gradient` (unclipped, or with ``clip_pred`` and the same range)."""
     tot = 0.0
     for u, i, r in batch:
         items, cent = user_rows[u]
         rh, *_ = predict_one(S, i, items, cent, rbar[i], Nk, C)
-        tot += 0.5 * (rh - r) ** 2
+        tot += 0.5 * (min(max(rh, rmin), rmax) - r) ** 2
     return tot
 
 

@@ -128,7 +128,8 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
             return memo[key]
     rel = ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
                             rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
-                            step_scale=float(rho), seed=int(seed), schedule=Schedule(n_threads=1))
+                            step_scale=float(rho), seed=int(seed), schedule=Schedule(n_threads=1),
+                            priors_public=True)  # Λ = λ λ_r: a number of the grid, not fit to the ratings
     if key is not None:
         ran = float(rel.history["eta"].iloc[0]) if rel.history is not None and "eta" in rel.history else math.nan
         want = float(rho) * key[1] / pre.train.n_ratings

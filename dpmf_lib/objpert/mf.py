@@ -40,7 +40,8 @@ Reconstruction choices (the paper leaves them open; each is repeated in the note
 Privacy record (for a ledger): ``run_s1/2/3`` return a :class:`ScenarioResult` — the ``{T: summary}`` dict with a
 ``privacy`` attribute: ``epsilon_stated`` (the paper's ε; None: non-private), ``epsilon_effective`` (the ε that holds
 for what ran, or None with the reason in ``caveats``), ``seed_used``, ``seed_was_fixed``. S1 exact: Theorem 1's ε for V
-given U. S1 gd: None (not the minimiser). S2/S3: None — the stated ε is per round: every round releases an aggregate
+given U would hold for an idealised release; as run, U is non-private MF on the same ratings, so None. S1 gd: None
+(not the minimiser). S2/S3: None — the stated ε is per round: every round releases an aggregate
 with fresh noise ``rho~_j(t)`` (and the fixed ``eta_j``), and T rounds compose to more than ε; the composition is not
 accounted here. Seeds: ``seed=None`` (the default) draws fresh OS entropy; an int reproduces (and replays) the noise.
 """
@@ -290,10 +291,10 @@ def _privacy(scenario: str, eps, cfg: HuaConfig, seed_used, fixed) -> dict:
             if cfg.reopt != "exact":
                 caveats.append("reopt='gd': V after finite gradient rounds from the non-private V(T) is not the "
                                "minimiser of (6) that Theorem 1 covers")
-            else:
-                caveats.append("Theorem 1 covers V given U; U is non-private MF on the same data, held fixed")
-                if cfg.max_norm <= 1.0 and cfg.noise_scale == "theorem1":
-                    effective = eps
+            else:  # Theorem 1 is about V given a U that does not depend on the ratings: none holds here
+                caveats.append("premise broken: Theorem 1 covers V given a fixed U; here U is non-private MF on the "
+                               "same ratings and V = A(U)^-1 (b(U) - eta/2) depends on it, so no eps holds "
+                               "(eps would hold for an idealised release with U independent of the ratings)")
         else:
             caveats.append("eps is per round: every round releases an aggregate with fresh noise rho~_j(t) (plus "
                            "the fixed eta_j); T rounds compose to more than eps (composition not accounted here)")

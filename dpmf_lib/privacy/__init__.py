@@ -14,7 +14,7 @@ ps``; this package re-exports only :mod:`~dpmf_lib.privacy.common`, see the end 
 - :func:`range_violations` — out-of-range predictions over all (user, item) pairs (numba; reference
   :func:`range_violations_reference`)
 - :func:`privacy_accounting` — per-user personalized ε_i (Theorem 2) and the realized log-likelihood at the sample
-- :func:`privacy_summary` — user-level ε, rating-level ε/τ, quantiles of ε_i / ε
+- :func:`privacy_summary` — user-level ε, rating-level ε (:func:`rating_epsilon`: ε max_i w_i (Δ+κ)² / B), quantiles of ε_i / ε
 
 Shared by every DP release path of the workbook (:mod:`dpmf_lib.privacy.common`): :func:`check_dp_epsilon` (only None
 means non-private; NaN / inf raise) and :func:`resolve_seed` (``seed=None`` → fresh OS entropy, recorded as

@@ -71,6 +71,32 @@ def epsilon_from_counts(fp: int, n0: int, fn: int, n1: int, *, delta: float = 0.
     return best
 
 
+def reach(n: int, *, delta: float = 0.0, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The largest ε_lower an audit can certify with ``n`` evaluation runs per dataset (no error either way)."""
+    return epsilon_from_counts(0, int(n), 0, int(n), delta=delta, confidence=confidence)
+
+
+def detectable_epsilon(n: int, above: float = 0.0, *, delta: float = 0.0,
+                       confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The audit's power at ``n`` evaluation runs per dataset: the smallest true ε of the pair for which the best
+    possible test certifies ε_lower > ``above`` at its expected error counts. The pair is randomized response at ε
+    (FPR = FNR = (1 − δ)/(1 + e^ε): the pair whose every threshold test is tight for (ε, δ)-DP), so no audit with
+    these runs can catch a violation of ``above`` by a mechanism whose true ε is smaller. ``inf`` when ``above`` is
+    at or beyond :func:`reach`."""
+    def certified(e):
+        p = (1.0 - delta) / (1.0 + math.exp(e))
+        k = int(round(p * n))
+        return epsilon_from_counts(k, int(n), k, int(n), delta=delta, confidence=confidence)
+
+    if above >= reach(n, delta=delta, confidence=confidence) or certified(60.0) <= above:
+        return math.inf
+    lo, hi = 0.0, 60.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if certified(mid) > above else (mid, hi)
+    return hi
+
+
 # ----------------------------------------------------------------------------------------------- threshold scan
 
 
@@ -140,6 +166,8 @@ class AuditResult:
     threshold: float
     sign: float
     epsilon_point: float  # ln((1 − FNR − δ)/FPR) at the observed rates (+1/2 smoothing): not a bound
+    n0: int = -1  # evaluation runs on D (fp counts among them); -1: not recorded
+    n1: int = -1  # evaluation runs on D′ (fn counts among them)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -162,7 +190,7 @@ def audit_statistics(s0, s1, *, delta: float = 0.0, confidence: float = DEFAULT_
     eps = epsilon_from_counts(fp, n0, fn, n1, delta=delta, confidence=confidence)
     fpr, fnr = (fp + 0.5) / (n0 + 1), (fn + 0.5) / (n1 + 1)
     point = max(0.0, math.log(max(1 - fnr - delta, 1e-300) / fpr), math.log(max(1 - fpr - delta, 1e-300) / fnr))
-    return AuditResult(eps, confidence, delta, min(c0, c1), min(n0, n1), fp, fn, thr, sign, point)
+    return AuditResult(eps, confidence, delta, min(c0, c1), min(n0, n1), fp, fn, thr, sign, point, n0, n1)
 
 
 def projection_statistic(R0, R1, calibration_fraction: float = 0.5):

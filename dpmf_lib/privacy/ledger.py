@@ -1,12 +1,21 @@
 """The privacy ledger: for every mechanism, the ε the paper states, the ε that holds for this
 implementation, and the reason — or "no finite ε" with the reason.
 
-One :class:`LedgerEntry` per mechanism and setting. ``epsilon_provable`` is the ε we can prove for the implementation
-with every caveat we can account for numerically (sensitivity actually bounded, temperature, composition over rounds,
-non-private item means, the neighbouring relation stated in ``unit``); ``inf`` means no finite ε holds and
-``no_finite_reason`` says why. ``conditions`` lists what the provable ε still assumes (e.g. an exact posterior sample
-where the implementation runs a finite SGLD chain: every posterior-sampling mechanism shares that caveat, which no
-number here accounts for). ``pld_epsilon`` / ``rdp_epsilon``: the same ε recomputed with Google's ``dp-accounting``
+One :class:`LedgerEntry` per mechanism and setting. Two numbers, never one for both:
+
+- ``epsilon_idealised``: the ε the proof gives when every premise it rests on holds (sensitivity actually bounded,
+  temperature, composition over rounds, the neighbouring relation stated in ``unit``);
+- ``epsilon_provable``: the ε that holds for the release *as the code runs it*. It equals ``epsilon_idealised`` unless
+  the code breaks a premise of the proof — computes a noiseless function of the same ratings into the release
+  (``premise_broken``: U or r̄ or Λ without noise, a drift that is not the target's gradient); then it is ``inf``
+  ("no finite ε") and ``no_finite_reason`` starts with "premise broken:". :class:`LedgerEntry` applies that rule
+  itself, so an entry cannot print an idealised bound as provable.
+
+``conditions`` lists what both still assume and no number accounts for: an exact posterior sample where the
+implementation runs a finite chain (shared by every posterior-sampling row: the papers' own δ-far caveat), ideal
+real-valued noise where the code draws floating-point noise (``noise_sampler``: the textbook samplers −b·log u,
+b·√(2h)·z, Box–Muller / polar normals are not the discrete or snapped samplers whose ε survives rounding; Mironov
+2012), and the public parts of the neighbouring relation. ``pld_epsilon`` / ``rdp_epsilon``: the same ε recomputed with Google's ``dp-accounting``
 (privacy-loss distributions / Rényi DP) where the mechanism is one the library models (Laplace, Gaussian, randomized
 response and their compositions); NaN with the reason in ``accounting_note`` otherwise (exponential mechanisms, the
 K-norm noise of Hua's Theorem 1).
@@ -25,6 +34,16 @@ import numpy as np
 from ..errors import ParameterError
 
 INF = math.inf
+#: the floating-point samplers of the workbook (conditions of every noisy row; see the module docstring)
+FLOAT_LAPLACE = ("floating-point Laplace (−b·log u or numpy's sampler): ε assumes real-valued noise; the rounding "
+                 "is not accounted (Mironov 2012)")
+FLOAT_GAUSSIAN = "floating-point Gaussian: ε assumes real-valued noise; the rounding is not accounted"
+FLOAT_THEOREM2 = ("floating-point b·√(2h)·z (Theorem 2 of Hua et al.): ε assumes real-valued Laplace noise; the "
+                  "rounding is not accounted")
+FLOAT_NORM_GAMMA = ("floating-point norm-Gamma (Gamma radius × normalised Gaussian direction): ε assumes real-valued "
+                    "noise; the rounding is not accounted")
+FLOAT_SGLD = ("floating-point Gaussian Langevin noise of a finite chain: ε is the exact sample's; neither the chain's "
+              "distance to the target nor the rounding is accounted")
 PURE_DELTA = 1e-6  # δ at which dp-accounting's PLD reports a pure-ε mechanism (its discretisation has a tiny δ tail)
 
 
@@ -47,11 +66,33 @@ class LedgerEntry:
     rdp_epsilon: float = float("nan")
     accounting_note: str = ""
     extra: dict = field(default_factory=dict)
+    epsilon_idealised: float = float("nan")  # the proof's ε when its premises hold (set by __post_init__ when NaN)
+    # how the noise is drawn, and that its floating-point form is not accounted ("" where there is no noise)
+    noise_sampler: str = ""
+
+    def __post_init__(self):
+        if math.isnan(self.epsilon_idealised):
+            self.epsilon_idealised = float(self.epsilon_provable)
+        if self.premise_broken and not self.no_finite_reason.startswith("premise broken"):
+            # the bound is for an idealised release: it does not hold for what ran
+            self.epsilon_provable = INF
+            reason = f"premise broken: {self.premise_broken}"
+            self.no_finite_reason = reason if not self.no_finite_reason else f"{reason}; {self.no_finite_reason}"
+            if self.accounting_note:
+                self.accounting_note += " (of the idealised release)"
+
+    @property
+    def kind(self) -> str:
+        """``provable`` (finite for what ran), ``idealised`` (finite only if the broken premise held) or ``none``."""
+        if math.isfinite(self.epsilon_provable):
+            return "provable"
+        return "idealised" if (self.premise_broken and math.isfinite(self.epsilon_idealised)) else "none"
 
     def as_dict(self) -> dict:
         d = asdict(self)
         extra = d.pop("extra")
         d.update(extra)
+        d["epsilon_kind"] = self.kind
         return d
 
 
@@ -147,6 +188,7 @@ def blip_entry(eps: float, K: int, nbits_max: int | None = None) -> LedgerEntry:
     prov = k * math.log((1 - p) / p)
     return LedgerEntry("BLIP", "paper", "item (add/remove one item of a profile)", eps, 0.0, prov, 0.0,
                        conditions="public codebook (hash positions); fresh flips per release",
+                       noise_sampler="randomized response: a bit flips when a uniform double is below p",
                        caveats="a user who publishes several BLIPs of one profile composes their ε",
                        pld_epsilon=pld_randomized_response(p, k), accounting_note=f"PLD: {k} randomized responses "
                        f"(flip p = {p:.4g}) at δ = {PURE_DELTA:g}")
@@ -170,6 +212,7 @@ def jlt_entry(eps: float, delta: float, sensitivity: float) -> LedgerEntry:
                                 "Gaussian curve at this σ"),
                        pld_epsilon=pld_gaussian(sigma, sensitivity, delta),
                        rdp_epsilon=rdp_gaussian(sigma, sensitivity, delta),
+                       noise_sampler=FLOAT_GAUSSIAN,
                        accounting_note=f"PLD and RDP of a Gaussian, σ = {sigma:.4g}", extra={"sigma": sigma,
                                                                                            "eps_below_ln_1_delta": ok})
 
@@ -184,41 +227,56 @@ def count_sketch_entry(threshold: float) -> LedgerEntry:
                        accounting_note="nothing to account: no randomness")
 
 
-def liu_entry(eps: float, B: float, tau: int, *, constraint_satisfied: bool, lambda_data_dependent: bool = True,
-              personalized: float | None = None, zeta: float = 1.0) -> LedgerEntry:
-    """Liu et al. Algorithm 1 (Theorem 1): one sample from exp(−ε/(4B)·F) is ε-DP at user level *when every
-    prediction lies in [r_min − κ, r_max + κ]* (lines 5–6), which bounds each user's log-likelihood by B. Our sampler's
-    range loop never lands (the issue: 0 of 30 exact samples in range), so Theorem 1 does not apply to the release: no
-    finite ε. ``personalized``: the user's ε_i = ε B_i/(2B) of Theorem 2 (same conditions). ``zeta``: the temperature
-    the paper's SGLD would use; a ζ ≠ 1 on the noise alone targets the (ε/ζ)-posterior (now refused by
-    ``sample_private``)."""
+def liu_entry(eps: float, B: float, tau: int, *, constraint_satisfied: bool, w_max: float,
+              lambda_data_dependent: bool = True, personalized: float | None = None,
+              zeta: float = 1.0) -> LedgerEntry:
+    """Liu et al. Algorithm 1 (Theorem 1): one sample from exp(−ε/(4B)·F) under a data-independent prior is ε-DP at
+    user level *when every prediction lies in [r_min − κ, r_max + κ]* (lines 5–6), which bounds each user's
+    log-likelihood by B = τ(Δ+κ)² (data-independent B₀: the paper's max over the data would move with one user's
+    counts). If the range loop did not land, Theorem 1 does not apply: no finite ε. ``lambda_data_dependent``: Λ_u,
+    Λ_v (and λ_b) come from a non-private run on the same ratings (Section 6.6, the figures' pipeline): a noiseless
+    function of the data inside the target, a broken premise (the ε is then for an idealised release).
+    ``personalized``: the user's ε_i = ε B_i/(2B) of Theorem 2 (same conditions). ``zeta``: the temperature the
+    paper's SGLD would use; a ζ ≠ 1 on the noise alone targets the (ε/ζ)-posterior (refused by ``sample_private``).
+
+    Rating level (``epsilon_rating_stated``): one rating's term is ≤ w_i (Δ+κ)², so on Theorem 1's scale changing one
+    value costs ε w_i (Δ+κ)²/B = ε w_i/τ; the release's rating-level ε is ε·``w_max``/τ with w_max = max_i w_i
+    (= min(ρ, τ/min_i m_i)): the paper's ε/τ only when every w_i ≤ 1."""
     name = "Liu Algorithm 1" if personalized is None else "Liu personalized ε_i (Theorem 2)"
     stated = eps if personalized is None else personalized
-    caveats = ["finite SGLD chain (not an exact posterior sample)"]
-    if lambda_data_dependent:
-        caveats.append("Λ_u, Λ_v from a non-private run on the same data (data-dependent hyper-parameters)")
+    caveats = []
     if zeta != 1.0:
         caveats.append(f"temperature ζ = {zeta:g} on the noise only would target ε/ζ = {eps / zeta:g}")
     reason = "" if constraint_satisfied else ("the prediction-range rule (lines 5–6) did not land: the log-likelihood "
                                               "bound B behind Theorem 1 does not hold for the release")
     return LedgerEntry(name, "paper", "user (replace one user's ratings)", stated, 0.0,
                        stated if constraint_satisfied else INF, 0.0, no_finite_reason=reason,
-                       conditions="exact posterior sample with every prediction in range",
-                       caveats="; ".join(caveats), accounting_note="exponential mechanism: no dp-accounting event",
-                       extra={"epsilon_rating_level": stated / tau, "B": B})
+                       conditions="exact posterior sample (the chain is finite) with every prediction in range; "
+                                  "B = τ(Δ+κ)² data-independent",
+                       premise_broken=("Λ_u, Λ_v (and λ_b) come from a non-private run on the same ratings"
+                                       if lambda_data_dependent else ""),
+                       caveats="; ".join(caveats), noise_sampler=FLOAT_SGLD,
+                       accounting_note="exponential mechanism: no dp-accounting event",
+                       extra={"epsilon_rating_stated": eps * float(w_max) / tau, "w_max": float(w_max), "B": B})
 
 
-def liu_clipped_entry(eps: float, B: float, tau: int) -> LedgerEntry:
+def liu_clipped_entry(eps: float, B: float, tau: int, *, w_max: float,
+                      lambda_data_dependent: bool = True) -> LedgerEntry:
     """Liu et al. with the prediction clipped inside the loss (ours, ``sample_private(clip_loss=True)``): every term
     w_i (r − clip(r̂, r_min − κ, r_max + κ))² ≤ w_i (Δ + κ)², so each user's part of F is ≤ B for any (U, V) and one
-    exact sample of exp(−ε/(4B)·F) is ε-DP at user level (Theorem 1's argument) without the range rule."""
+    exact sample of exp(−ε/(4B)·F) under a data-independent prior is ε-DP at user level (Theorem 1's argument)
+    without the range rule. With Λ from a non-private run on the same ratings (``lambda_data_dependent``, the
+    figures' pipeline) the premise of a data-independent prior is broken. Rating level: ε·``w_max``/τ (as
+    :func:`liu_entry`)."""
     return LedgerEntry("Liu Algorithm 1, clipped loss (ours)", "ours", "user (replace one user's ratings)", eps, 0.0,
                        eps, 0.0,
-                       conditions="exact posterior sample of the clipped-loss target; data-independent Λ",
-                       caveats="finite SGLD chain (not an exact posterior sample); the paper's Fig. 7 Λ is "
-                               "data-dependent (the audit fixes Λ)",
+                       conditions="exact posterior sample of the clipped-loss target (the chain is finite); "
+                                  "B = τ(Δ+κ)² data-independent",
+                       premise_broken=("Λ_u, Λ_v (and λ_b) come from a non-private run on the same ratings"
+                                       if lambda_data_dependent else ""),
+                       noise_sampler=FLOAT_SGLD,
                        accounting_note="exponential mechanism: no dp-accounting event",
-                       extra={"epsilon_rating_level": eps / tau, "B": B})
+                       extra={"epsilon_rating_stated": eps * float(w_max) / tau, "w_max": float(w_max), "B": B})
 
 
 def dpsgd_pnbm_entry(eps: float, K: int, gamma: float, L: int, Nk_eff: int, phi: float, C: float) -> LedgerEntry:
@@ -236,8 +294,11 @@ def dpsgd_pnbm_entry(eps: float, K: int, gamma: float, L: int, Nk_eff: int, phi:
     b1 = acc.laplace_scale(1, eps, K, gamma, phi, C)
     sens1 = L * Nk_eff * acc.sensitivity(1, phi, C)
     return LedgerEntry("DPSGD-PNBM", "paper", "rating (change one value)", eps, 0.0, prov, 0.0,
-                       conditions=f"clips as implemented (|e| ≤ e_max(t), |c − p sgn s| ≤ φ, D ≥ C = {C:g}); "
-                                  f"L = {L}, N_k = {Nk_eff}",
+                       conditions=f"release = S; clips as implemented (|e| ≤ e_max(t), |c − p sgn s| ≤ φ, "
+                                  f"D ≥ C = {C:g}); L = {L}, N_k = {Nk_eff}",
+                       premise_broken="the predictor also releases the item means r̄, computed without noise (the "
+                                      "bound covers S alone)",
+                       noise_sampler=FLOAT_LAPLACE,
                        caveats="the paper's ΔF bounds one gradient entry; non-private item means r̄ spread one "
                                "rating to every rating of the item's raters; the 'privacy enhancing' γ factor is not "
                                "the standard subsampling bound",
@@ -269,6 +330,7 @@ def dpsgd_pnbm_clipped_entry(eps: float, K: int, clip_l1: float, mean_share: flo
                        conditions=f"which (user, item) pairs are rated is public; per-user L1 clip {clip_l1:g}; item "
                                   f"means with ε_r = {eps_r:g}; K = {K}",
                        caveats="float32 rounding of the clipped sum is not accounted",
+                       noise_sampler=FLOAT_LAPLACE,
                        pld_epsilon=_composed_laplace_pld(pairs), rdp_epsilon=float(ra.get_epsilon(PURE_DELTA)),
                        accounting_note=f"PLD/RDP of 1 + {K} Laplace releases (item means; clipped gradients)",
                        extra={"laplace_scale_t1": b, "l1_sensitivity_bound_t1": 2.0 * clip_l1,
@@ -289,30 +351,42 @@ def _composed_laplace_pld(pairs, delta: float = PURE_DELTA) -> float:
     return float(out.get_epsilon_for_delta(delta))
 
 
-def dpps_pnbm_entry(eps: float, B: float, n_users: int, rho: float, rho_on_noise_only: bool) -> LedgerEntry:
+def dpps_pnbm_entry(eps: float, B: float, n_users: int, rho: float, rho_on_noise_only: bool, *,
+                    drift: str = "clipped_loss") -> LedgerEntry:
     """DPPS-PNBM. One exact sample from exp(−κ Σ_u ℓ_u), κ = min(1, ε/(4B)), ℓ_u ∈ [0, B] (clipped predictions,
     τ-trimming): if only user u's term changed, ε-DP. But ℓ_v uses the non-private item means r̄, which one user's
     ratings move, so every user's term can change: |ΔE| ≤ κ n B and the exact sample is (n κ B · 2)-DP = n·min(ε, 4B)/2
-    at user level. With the temperature on the noise only (the paper's reading) the chain targets ε/ϱ instead of ε."""
+    at user level. With the temperature on the noise only (the paper's reading) the chain targets ε/ϱ instead of ε.
+    The predictor releases r̄ itself too (noiseless): a broken premise. ``drift``: ``"clipped_loss"`` (the gradient
+    of the clipped loss, whose posterior the bound is about) or ``"clipped_error"`` (clipped error × unclipped
+    derivative: not the gradient of any loss, so even an infinite chain does not target the bounded posterior — a
+    broken premise too)."""
     target = min(eps / rho if rho_on_noise_only else eps, 4.0 * B)
     prov = n_users * target / 2.0
+    broken = ["the predictor also releases the item means r̄, computed without noise"]
+    if drift != "clipped_loss":
+        broken.append("the drift (clipped error × unclipped derivative) is not the gradient of the clipped loss, so "
+                      "the chain does not target the B-bounded posterior")
     return LedgerEntry("DPPS-PNBM", "paper", "user (replace one user's ratings)", eps, 0.0, prov, 0.0,
                        conditions="exact posterior sample (the SGLD chain is finite: not covered)",
-                       premise_broken="the release is a finite SGLD chain, not an exact posterior sample",
+                       premise_broken="; ".join(broken),
                        caveats=(f"non-private item means r̄ couple all {n_users} users' likelihood terms; "
                                 + (f"ϱ = {rho:g} on the noise only targets ε/ϱ = {eps / rho:g}" if rho_on_noise_only
                                    else f"ϱ = {rho:g} scales drift and noise alike (no change of target)")),
+                       noise_sampler=FLOAT_SGLD,
                        accounting_note="exponential mechanism: no dp-accounting event",
-                       extra={"epsilon_target": target})
+                       extra={"epsilon_target": target, "drift": drift})
 
 
-def dpps_mf_entry(eps: float, tau: int, *, constraint_satisfied: bool, rho: float, rho_on_noise_only: bool):
-    """DPPS-MF = Liu's Algorithm 1 with the PNBM paper's grid; data-independent Λ = λλ_r. Same range rule as Liu."""
-    e = liu_entry(eps, tau * 25.0, tau, constraint_satisfied=constraint_satisfied,
+def dpps_mf_entry(eps: float, tau: int, *, constraint_satisfied: bool, rho: float, rho_on_noise_only: bool,
+                  w_max: float = 1.0):
+    """DPPS-MF = Liu's Algorithm 1 with the PNBM paper's grid; data-independent Λ = λλ_r and the weight cap ρ_w = 1
+    (so w_max ≤ 1). Same range rule as Liu."""
+    e = liu_entry(eps, tau * 25.0, tau, constraint_satisfied=constraint_satisfied, w_max=w_max,
                   lambda_data_dependent=False, zeta=rho if rho_on_noise_only else 1.0)
     e.mechanism = "DPPS-MF"
     if not rho_on_noise_only:
-        e.caveats += f"; ϱ = {rho:g} applied as a step scale (no change of target)"
+        e.caveats += ("; " if e.caveats else "") + f"ϱ = {rho:g} applied as a step scale (no change of target)"
     return e
 
 
@@ -328,6 +402,7 @@ def dpsgd_mf_entry(eps: float, K: int, phi: float) -> LedgerEntry:
                        premise_broken="the predictor also releases the item means r̄, computed without noise",
                        caveats="item means r̄ (prediction offsets) are computed without noise: with them the model "
                                "has no finite ε",
+                       noise_sampler=FLOAT_LAPLACE,
                        pld_epsilon=pld_laplace(b, 2 * phi, K), rdp_epsilon=rdp_laplace(b, 2 * phi, K),
                        accounting_note="PLD/RDP of K Laplace releases, L1 sensitivity 2φ per epoch")
 
@@ -342,6 +417,7 @@ def hua_s1_entry(eps: float, reopt: str) -> LedgerEntry:
                            conditions="U held fixed (Theorem 1's premise); ‖u_i‖ ≤ 1",
                            premise_broken="U is fit to the same ratings without noise",
                            caveats="U is fit to the same ratings without noise: with U counted, no finite ε",
+                           noise_sampler=FLOAT_NORM_GAMMA,
                            accounting_note="K-norm (norm-Gamma) noise: no dp-accounting event")
     return LedgerEntry("Hua S1 (gd re-optimisation)", "paper", "rating (change one value)", eps, 0.0, INF, 0.0,
                        no_finite_reason="the release is gradient rounds from the non-private V(T), not the minimiser "
@@ -364,6 +440,7 @@ def hua_rounds_entry(eps: float, T: int, d: int, scenario: str, delta: float = 1
                                   "round",
                        caveats="u_p's dependence on the rating spreads the change to p's other items in later rounds "
                                "(not covered, as in the paper)",
+                       noise_sampler=FLOAT_THEOREM2,
                        pld_epsilon=pld_laplace(b, s, T, delta), rdp_epsilon=rdp_laplace(b, s, T, delta),
                        accounting_note=f"PLD/RDP of {T} Laplace rounds at δ = {delta:g}",
                        extra={"delta_pld": delta, "epsilon_per_round": er})
@@ -378,6 +455,7 @@ def hua_rounds_as_stated(eps: float, T: int, d: int, scenario: str, delta: float
                        premise_broken="U is updated from the same ratings without noise between rounds",
                        conditions="U fixed within each round (the paper's premise)",
                        caveats=f"the stated ε ignores the composition over T = {T} rounds",
+                       noise_sampler=FLOAT_THEOREM2,
                        pld_epsilon=pld_laplace(b, s, T, delta) if T * eps < 2000 else float("nan"),
                        rdp_epsilon=rdp_laplace(b, s, T, delta),
                        accounting_note=f"PLD/RDP of {T} Laplace rounds at δ = {delta:g}",
@@ -389,4 +467,7 @@ def check_entry(e: LedgerEntry) -> LedgerEntry:
         raise ParameterError(f"{e.mechanism}: stated ε must be > 0")
     if not np.isfinite(e.epsilon_provable) and not e.no_finite_reason:
         raise ParameterError(f"{e.mechanism}: an infinite provable ε needs a reason")
+    if e.premise_broken and np.isfinite(e.epsilon_provable):
+        raise ParameterError(f"{e.mechanism}: a premise is broken ({e.premise_broken}), so its ε is idealised: "
+                             "epsilon_provable must be inf (the bound goes in epsilon_idealised)")
     return e

@@ -5,9 +5,11 @@ Algorithm 1 as we implement it (Δ = r_max − r_min, c = (Δ + κ)²):
 1. Weights (Section 6.6): w_i = min(ρ, B₀ / (m_i c)) with B₀ = τ c ("We set B = τ(5 − 1 + κ)²"), m_i the user's
    number of training ratings *before* trimming (Algorithm 1 lists "number of ratings of each user {m_1..m_n}" and
    line 1 uses min{τ, m_i}, so m_i is the untrimmed count). Users without ratings get w_i = 0.
-2. Line 1: B = max_i min(τ, m_i) w_i c, and B_i = min(τ, m_i) w_i c (Theorem 2). ``Preprocessed.B_weights`` keeps B₀;
-   ``B == B₀`` whenever some user has ρ·min(τ, m_i) ≥ τ (e.g. any user with ≥ τ ratings when ρ ≥ 1). Note: B as the
-   paper computes it is a max over the data; a formally data-independent bound is B₀ — both are recorded.
+2. Line 1: B_i = min(τ, m_i) w_i c (Theorem 2) ≤ B₀ for every user. The paper's B = max_i B_i is a maximum over the
+   data (under the user-level relation one user's counts move it, and with it the target's scale ε/(4B)), which no
+   ε accounts for; we use the data-independent bound B = B₀ = τ c (``Preprocessed.B``, also ``B_weights``) in the
+   target and in every ε, and record the data's max_i B_i as ``Preprocessed.B_data`` (equal to B₀ whenever some
+   user has ρ·min(τ, m_i) ≥ τ, e.g. any user with ≥ τ ratings when ρ ≥ 1).
 3. Line 2: each user with m_i > τ keeps τ ratings chosen uniformly at random (seeded,
    :func:`dpmf_lib.data.splits.trim_per_user`).
 4. Lines 3–4: sample (U, V) ∝ exp(−ε/(4B) Σ_i Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)²) × prior, by SGLD
@@ -58,7 +60,9 @@ replayable by anyone who knows it: the SGLD noise comes from a counter-based spl
 reads a Gaussian lookup table (generated once from the seed) at splitmix64-chosen offsets, so the same seed gives the
 same table and the same offsets.
 
-Accounting (Theorem 2, Section 6.7): user-level ε; rating-level ε/τ; personalized ε_i = ε B_i / (2B); and the realized
+Accounting (Theorem 2, Section 6.7): user-level ε; rating-level ε·max_i w_i c / B (one rating's term is ≤ w_i c, on
+Theorem 1's scale where a user's ≤ B gives ε: :func:`rating_epsilon`; the paper's ε/τ is the case w_i ≤ 1, and with
+ρ > 1 a light user's weight reaches ρ); personalized ε_i = ε B_i / (2B); and the realized
 per-user log-likelihood at the released sample ℓ_i = ε/(4B) Σ_{j∈Ω_i} w_i (r_ij − r̂_ij)² (the user's term in the
 exponent). The proof of Theorem 2 bounds the privacy ratio by exp(2 × the bound on the user's log-likelihood), so the
 realized analogue of ε_i is 2ℓ_i = ε L_i / (2B) with L_i = Σ w_i (r_ij − r̂_ij)²; the paper's "a typical user's personal
@@ -142,8 +146,8 @@ class Preprocessed:
     kept: np.ndarray  # int64 ratings per user after trimming (= min(τ, m_i))
     w: np.ndarray  # float64 per-user weight w_i
     B_i: np.ndarray  # float64 per-user bound min(τ, m_i) w_i (Δ+κ)²
-    B: float  # max_i B_i (Algorithm 1 line 1)
-    B_weights: float  # τ (Δ+κ)², the B of the weight formula (Section 6.6)
+    B: float  # B₀ = τ (Δ+κ)²: the data-independent bound the target and every ε use (module docstring)
+    B_weights: float  # τ (Δ+κ)², the B of the weight formula (Section 6.6); = B
     rating_weights: np.ndarray  # float32 w_i of each rating of ``train`` (aligned)
     tau: int
     kappa: float
@@ -152,6 +156,7 @@ class Preprocessed:
     n_trimmed: int  # ratings removed by trimming
     seed: int | None = 0  # the trimming seed used (None: the caller passed a Generator)
     seed_was_fixed: bool = True  # False: drawn from fresh OS entropy (seed=None)
+    B_data: float = float("nan")  # max_i B_i (the paper's Algorithm 1 line 1, a max over the data): recorded, not used
 
     @property
     def delta(self) -> float:
@@ -195,9 +200,10 @@ def preprocess(train, *, tau: int, kappa: float, rho: float, seed=None, weights_
     if not np.array_equal(kept, np.minimum(m, p["tau"])):  # guards the contract of trim_per_user
         raise AssertionError("trim_per_user did not keep min(τ, m_i) ratings per user")
     rw = np.ascontiguousarray(w[trimmed.users].astype(np.float32))
-    return Preprocessed(trimmed, m, kept, w, B_i, B, B0, rw, p["tau"], p["kappa"], p["rho"],
+    # B₀, not the data's max_i B_i: a bound that one user's counts move would change the target's scale with the data
+    return Preprocessed(trimmed, m, kept, w, B_i, B0, B0, rw, p["tau"], p["kappa"], p["rho"],
                         (float(train.rating_scale[0]), float(train.rating_scale[1])),
-                        int(train.n_ratings - trimmed.n_ratings), seed_used, fixed)
+                        int(train.n_ratings - trimmed.n_ratings), seed_used, fixed, B_data=B)
 
 # ----------------------------------------------------------------------------------------------- range constraint
 
@@ -419,7 +425,8 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
                    mode: str = "fast", seed=None, schedule=None, test=None, zeta: float = 1.0,
                    step_scale: float = 1.0, clip_loss: bool = False, burn_in: int = 0, n_chains: int = 1,
-                   redraw: str = "fresh", thin: int = 1, sampler: str = "sgld", **sgld_kwargs) -> PrivateRelease:
+                   redraw: str = "fresh", thin: int = 1, sampler: str = "sgld", priors_public: bool = False,
+                   **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
 
     ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run on the same data —
@@ -437,8 +444,15 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     F = Σ w_i (r_ij − clip(r̂_ij, r_min − κ, r_max + κ))² + prior. Every term is then ≤ w_i (Δ + κ)² for any (U, V),
     so each user's part of F is ≤ B_i ≤ B by construction and Theorem 1 applies to the exact sample of this target
     without the range rule of lines 5–6: the rejection loop is not run (``n_resamples`` = 0; the out-of-range count is
-    still measured and reported) and ``epsilon_effective`` is ε. The target is a different (flat outside the range)
-    likelihood; the finite-chain and data-dependent-Λ caveats stay.
+    still measured and reported). The target is a different (flat outside the range) likelihood; the finite-chain
+    caveat stays.
+
+    ``priors_public``: True when ``Lambda_u``, ``Lambda_v`` and ``lam_bias`` are data-independent (fixed numbers, or
+    the PNBM paper's λλ_r). False (default): they may come from the data — Section 6.6 fixes them at a non-private
+    SGLD run on the same ratings (:func:`fixed_priors`), a noiseless function of the data inside the target, which
+    breaks Theorem 1's premise (a data-independent prior): then no ε holds and ``epsilon_effective`` is None whatever
+    the range rule did. ``epsilon_effective`` is ε only for a data-independent prior and a bounded likelihood (the
+    range rule met, or ``clip_loss``); the finite chain is the condition every posterior-sampling ε shares.
 
     Chains. ``burn_in`` > 0: every chain runs ``burn_in`` rounds at the decaying step η_t = h / t^γ from
     its data-independent start, then ``rounds`` rounds at the constant step h (γ = 0), keeping a draw every ``thin``
@@ -570,9 +584,10 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
         size = res.extra.get("noise_table_size") if hasattr(res, "extra") else None
         first += (f"; its noise is read from a Gaussian lookup table of {size} numbers at random offsets (the paper's "
                   "fast SGLD), not fresh draws")
-    caveats = [first,
-               "Λ_u, Λ_v (and λ_b) come from a non-private run on the same data: data-dependent hyper-parameters "
-               "that ε does not account for"]
+    caveats = [first]
+    if not priors_public:
+        caveats.append("premise broken: Λ_u, Λ_v (and λ_b) may come from a non-private run on the same data "
+                       "(priors_public=False): data-dependent hyper-parameters inside the target, so no ε holds")
     if clip_loss:
         caveats.append("ours: likelihood with the prediction clipped to [r_min − κ, r_max + κ] (bounded by "
                        "construction; a different target than the paper's)")
@@ -595,8 +610,8 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
                           float(lambda_r), satisfied, n_res, viol,
                           info["n_pairs"], info["min"], info["max"], model, history,
                           step_scale=float(step_scale),
-                          privacy=PrivacyRecord(eps, eps if (satisfied or clip_loss) else None, seed_used, seed_fixed,
-                                                tuple(caveats)), loss_clipped=bool(clip_loss),
+                          privacy=PrivacyRecord(eps, eps if ((satisfied or clip_loss) and priors_public) else None,
+                                                seed_used, seed_fixed, tuple(caveats)), loss_clipped=bool(clip_loss),
                           n_chains=len(runs), released_chain=released, redraw=redraw, sampler=sampler,
                           rhat=diag["rhat"],
                           ess=diag["ess"], trace=trace, chain_models=[r.model for r, _ in runs],
@@ -643,11 +658,26 @@ def privacy_accounting(pre: Preprocessed, epsilon: float, model=None) -> pd.Data
     return df
 
 
+def rating_epsilons(pre: Preprocessed, epsilon: float) -> np.ndarray:
+    """Per-user rating-level ε: one rating's term of user i is ≤ w_i (Δ+κ)² (range met or loss clipped), so on
+    Theorem 1's scale (a user's ≤ B gives ε) changing one of its values costs ε w_i (Δ+κ)² / B. 0 for users without
+    ratings."""
+    eps = check_epsilon(epsilon)
+    c = (pre.delta + pre.kappa) ** 2
+    return np.where(pre.kept > 0, eps * np.asarray(pre.w, np.float64) * c / pre.B, 0.0)
+
+
+def rating_epsilon(pre: Preprocessed, epsilon: float) -> float:
+    """The rating-level ε of the release: max over users of :func:`rating_epsilons` = ε max_i w_i (Δ+κ)² / B. With
+    B = τ(Δ+κ)² it is ε max_i w_i / τ: the paper's ε/τ when every w_i ≤ 1 (ρ ≤ 1), up to ρ ε/τ otherwise."""
+    return float(rating_epsilons(pre, epsilon).max())
+
+
 def privacy_summary(pre: Preprocessed, epsilon: float, acc: pd.DataFrame | None = None) -> dict:
-    """User-level ε, rating-level ε/τ, B, and quantiles of the personalized losses."""
+    """User-level ε, rating-level ε (:func:`rating_epsilon`), B, and quantiles of the personalized losses."""
     eps = check_epsilon(epsilon)
     acc = privacy_accounting(pre, eps) if acc is None else acc
-    out = {"epsilon_user": eps, "epsilon_rating": eps / pre.tau, "B": pre.B, "B_weights": pre.B_weights,
+    out = {"epsilon_user": eps, "epsilon_rating": rating_epsilon(pre, eps), "B": pre.B, "B_weights": pre.B_weights,
            "tau": pre.tau, "kappa": pre.kappa, "rho": pre.rho,
            "eps_i_over_eps_median": float(acc["eps_i_over_eps"].median()),
            "eps_i_over_eps_max": float(acc["eps_i_over_eps"].max()),

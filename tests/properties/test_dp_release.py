@@ -286,7 +286,8 @@ def test_hua_s1_defaults_to_the_exact_minimiser_and_gd_is_labelled():
     assert hua.HuaConfig().reopt == "exact"
     ex = hua.run_s1(prob, hua.HuaConfig(d=4), 0.5, [5], seed=2)
     gd = hua.run_s1(prob, hua.HuaConfig(d=4, reopt="gd"), 0.5, [5], seed=2)
-    assert ex.privacy["epsilon_effective"] == 0.5
+    # U is non-private MF on the same ratings: Theorem 1's premise (V given a fixed U) is broken, no ε holds
+    assert ex.privacy["epsilon_effective"] is None and any("premise broken" in c for c in ex.privacy["caveats"])
     assert gd.privacy["epsilon_effective"] is None and any("gd" in c for c in gd.privacy["caveats"])
 
 
@@ -372,7 +373,7 @@ def test_sample_private_refuses_a_temperature_and_offers_a_step_scale():
     np.testing.assert_allclose(a.V, b.V, rtol=1e-5, atol=1e-6)
     # the range rule was not checked, so Theorem 1 gives no finite ε for this sample: None, not the stated ε
     assert a.epsilon == eps and a.epsilon_effective is None and a.step_scale == 0.5
-    assert any("non-private run" in c for c in a.privacy_caveats)  # Λ is data-dependent, and says so
+    assert any("non-private run" in c for c in a.privacy_caveats)  # Λ may be data-dependent, and says so
 
 
 def test_dpps_mf_maps_rho_to_a_step_scale():
@@ -478,12 +479,16 @@ def test_count_sketch_clipping_is_deterministic_given_data_and_seed():
 
 
 def test_liu_release_claims_its_epsilon_only_when_the_range_rule_held(monkeypatch):
-    """Theorem 1 needs every prediction within the range (Algorithm 1 lines 5–6): a sample that did not meet it
-    carries epsilon_effective None; one that met it (here: a range check forced to pass) carries the stated ε."""
+    """Theorem 1 needs every prediction within the range (Algorithm 1 lines 5–6) and a data-independent prior: a
+    sample that did not meet the range carries epsilon_effective None; one that met it (here: a range check forced
+    to pass) carries the stated ε only when Λ is declared public — Λ that may be fit to the ratings (the figures')
+    breaks the premise, and then no ε holds either."""
     r, pre = _liu_toy()
     kw = dict(Lambda_u=2.0, Lambda_v=2.0, d=2, rounds=2, schedule=Schedule(n_threads=1), seed=5)
     eps = 4 * pre.B
-    assert ps.sample_private(pre, eps, check_range=False, **kw).epsilon_effective is None
+    assert ps.sample_private(pre, eps, check_range=False, priors_public=True, **kw).epsilon_effective is None
     monkeypatch.setattr(ps, "range_violations", lambda *a, **k: {"n_out": 0, "n_pairs": 1, "min": 1.0, "max": 5.0})
-    held = ps.sample_private(pre, eps, check_range=True, **kw)
+    held = ps.sample_private(pre, eps, check_range=True, priors_public=True, **kw)
     assert held.constraint_satisfied and held.epsilon_effective == eps
+    fitted = ps.sample_private(pre, eps, check_range=True, **kw)
+    assert fitted.constraint_satisfied and fitted.epsilon_effective is None

@@ -163,6 +163,37 @@ def test_an_audit_is_judged_seed_by_seed_with_a_correction_for_the_seeds():
     assert zero.verdict == INCONCLUSIVE and zero.category == "no audit power"
 
 
+def test_a_bonferroni_bound_per_seed_refutes_from_the_stored_counts():
+    """With each seed's evaluation counts stored (guards), one seed whose Clopper–Pearson bound at 1 − 0.05/n exceeds
+    the ε refutes it (family-wise error ≤ 0.05), where the binomial count of seeds (1 of 5) could not."""
+    from dpmf_lib.privacy.audit import epsilon_from_counts
+
+    c = _audit_claim()
+    proven = Notes(audit=AuditRule("stated", 1.0, 5000, proof="a proof"))
+    m = _audit_meas([-0.5, 2.0, -0.4, -0.3, -0.2])
+    counts = [(1500, 5000, 1500, 5000)] * 5  # ≈ 0.8 each: below ε = 1
+    counts[1] = (20, 5000, 20, 5000)  # seed 1: far above ε = 1 even at 1 − 0.01
+    m["guards"] = {k: [float(c[i]) for c in counts] for i, k in enumerate(("audit_fp", "audit_n0", "audit_fn",
+                                                                          "audit_n1"))}
+    assert epsilon_from_counts(20, 5000, 20, 5000, confidence=0.99) > 1.0
+    j = judge(c, [m], proven)
+    assert j.verdict == DIFFERS and "Bonferroni" in j.reason and "1 of 5" in j.reason
+    # without the counts, the same values are one seed of five: not significant
+    m.pop("guards")
+    assert judge(c, [m], proven).category == "not significant"
+
+
+def test_every_ledger_audit_rule_names_a_positive_control_that_exists():
+    from pathlib import Path
+
+    src = (Path(__file__).parents[1] / "properties" / "test_audit_controls.py").read_text(encoding="utf-8")
+    tests = set(re.findall(r"^def (test_\w+)", src, re.M))
+    for cid, n in NOTES.items():
+        if n.audit is not None:
+            assert n.audit.control, f"{cid}: an audit rule without a positive control"
+            assert n.audit.control.split("[")[0] in tests, f"{cid}: control {n.audit.control} is not a test"
+
+
 def test_audit_reach_is_the_clopper_pearson_ceiling():
     from dpmf_lib.privacy.audit import epsilon_from_counts
 
@@ -191,13 +222,15 @@ def test_audit_rules_agree_with_the_ledger_table():
     assert set(audited) == {c.id for c in CLAIMS.values() if c.notebook == "extra_privacy_ledger"}
     for cid, rule in audited.items():
         row = table[table.key == keys[cid]].iloc[0]
-        eps = row.epsilon_provable if rule.against == "provable" else row.epsilon_stated
+        # the bound a provable-rule compares with: the ledger's audit_bound (provable, or idealised where a premise
+        # is broken) when the table has it; the older tables' epsilon_provable otherwise
+        bound = row.audit_bound if "audit_bound" in row else row.epsilon_provable
+        eps = bound if rule.against == "provable" else row.epsilon_stated
         assert math.isclose(rule.epsilon, eps, rel_tol=1e-9, abs_tol=1e-12), cid
         assert rule.runs == row.n_evaluation and math.isclose(rule.delta, row.audit_delta), cid
         if rule.pair is not None:
             assert math.isclose(rule.pair, row.epsilon_pair, rel_tol=1e-9, abs_tol=1e-12), cid
-        unproven = not math.isfinite(row.epsilon_provable) or (rule.against == "stated"
-                                                               and row.epsilon_provable > row.epsilon_stated)
+        unproven = not math.isfinite(bound) or (rule.against == "stated" and bound > row.epsilon_stated)
         if unproven:
             assert rule.no_proof, f"{cid}: no finite proof of the ε it is compared with, yet an audit rule with proof"
         if isinstance(row.premise_broken, str) and row.premise_broken and rule.proof:

@@ -26,13 +26,15 @@ ledger's own unit, ``unit``), converted by :func:`to_common_units`:
   relation of those mechanisms, so this user-level ε is for changing the *values* of one user's ratings.
 - **rating level** (neighbours: one rating's value changed): a rating-level ε is used as it is; a user-level ε holds
   unchanged (changing one rating is one of the changes the user-level relation allows), except where the ledger gives
-  a per-rating bound of the mechanism itself (Liu Algorithm 1 / DPPS-MF: Theorem 2's ε/τ, only when the provable ε is
-  finite). The paper's "average rating level" ε/τ of DPPS-PNBM is *not* used: one rating moves the non-private item
+  a per-rating bound of the mechanism itself (Liu Algorithm 1 / DPPS-MF: ε·max_i w_i/τ, the largest per-rating
+  weight times ε/τ — the paper's ε/τ only when every w_i ≤ 1). The paper's "average rating level" ε/τ of DPPS-PNBM is *not* used: one rating moves the non-private item
   means, which enter every user's term.
 
-Where the provable ε is infinite ("no finite ε": Liu and DPPS-MF when the prediction-range rule of Algorithm 1 did not
-land), the point is drawn at the paper's *stated* ε converted the same way (Liu: user ε and the paper's rating-level
-ε/τ) with a hollow marker labelled "stated, no proof holds" (column ``x_kind``).
+Where the implementation breaks a premise of the proof (the ledger's ``premise_broken``: Λ, U or r̄ computed without
+noise from the same ratings), no ε holds for what ran; the point is drawn half-filled at the ε of the idealised
+release (``epsilon_idealised``; ``x_kind`` "idealised (premise broken)"). Where no finite ε holds even then (Liu and
+DPPS-MF when the prediction-range rule of Algorithm 1 did not land), it is drawn at the paper's *stated* ε converted
+the same way (Liu: user ε and ε·max_i w_i/τ) with a hollow marker labelled "stated, no proof holds".
 
 Reference lines: the item-mean predictor and non-private biased MF (:func:`dpmf_lib.mf.train_sgd`) on the same fold.
 BLIP, JLT and count-sketch clipping are not on the figure: BLIP and JLT sanitise item sets (profiles), they release no
@@ -101,22 +103,22 @@ def to_common_units(eps: float, unit: str, k_user: int, rating_bound: float | No
     raise ParameterError(f"unit must be '{USER}' or '{RATING}', got {unit!r}")
 
 
+#: ``x_kind`` of a frontier point: the ledger's ε kind (:attr:`dpmf_lib.privacy.ledger.LedgerEntry.kind`)
+X_PROVABLE, X_IDEALISED, X_STATED = "provable", "idealised (premise broken)", "stated, no proof holds"
+
+
 def axis_values(entry: lg.LedgerEntry, k_user: int) -> dict:
-    """Where a ledger entry goes on the two panels: the provable ε in both units when finite (``x_kind`` =
-    "provable", or "provable only for an idealised release" when the ledger says the implementation breaks one of
-    its premises — U or r̄ without noise, a finite chain), else the paper's stated ε in both units (``x_kind`` =
-    "stated, no proof holds")."""
+    """Where a ledger entry goes on the two panels: the provable ε in both units when one holds for what ran
+    (``x_kind`` = "provable"); the ε of the idealised release when the ledger says the implementation breaks one of
+    the proof's premises (U, r̄ or Λ without noise; ``x_kind`` = "idealised (premise broken)", the reason in
+    ``premise_broken``); else the paper's stated ε in both units (``x_kind`` = "stated, no proof holds")."""
     unit = unit_of(entry.unit)
-    finite = math.isfinite(entry.epsilon_provable)
-    rb = entry.extra.get("epsilon_rating_level")  # Liu-type: Theorem 2's per-rating ε for the *stated* ε
-    if finite:
-        scale = entry.epsilon_provable / entry.epsilon_stated
-        c = to_common_units(entry.epsilon_provable, unit, k_user, None if rb is None else rb * scale)
-    else:
-        c = to_common_units(entry.epsilon_stated, unit, k_user, rb)
+    kind = {"provable": X_PROVABLE, "idealised": X_IDEALISED, "none": X_STATED}[entry.kind]
+    eps_x = (entry.epsilon_provable if kind == X_PROVABLE else entry.epsilon_idealised if kind == X_IDEALISED
+             else entry.epsilon_stated)
+    rb = entry.extra.get("epsilon_rating_stated")  # Liu-type: the per-rating ε (ε max_i w_i / τ) for the *stated* ε
+    c = to_common_units(eps_x, unit, k_user, None if rb is None else rb * eps_x / entry.epsilon_stated)
     st = to_common_units(entry.epsilon_stated, unit, k_user, rb)
-    kind = ("stated, no proof holds" if not finite else
-            "provable only for an idealised release" if entry.premise_broken else "provable")
     return {"x_user": c["eps_user"], "x_rating": c["eps_rating"], "x_kind": kind, "premise_broken": entry.premise_broken,
             "conversion_user": c["how_user"], "conversion_rating": c["how_rating"],
             "epsilon_stated_user": st["eps_user"], "epsilon_stated_rating": st["eps_rating"], "unit": unit}
@@ -161,7 +163,8 @@ def run_liu(train, test, p: dict, seed: int):
         pre = ps.preprocess(train, tau=int(p["liu_tau"]), kappa=1.0, rho=float(cfg["rho"]), seed=seed)
         for eps in _eps_list(p, "liu_epsilons"):
             row, rel, _ = liu_fig7.private_point(pre, eps, priors, train, test, lp)
-            e = lg.liu_entry(eps, pre.B, pre.tau, constraint_satisfied=bool(rel.constraint_satisfied))
+            e = lg.liu_entry(eps, pre.B, pre.tau, constraint_satisfied=bool(rel.constraint_satisfied),
+                             w_max=float(pre.w[pre.kept > 0].max()))
             yield e, cfg, row["test_rmse"], {"range_rule_met": bool(rel.constraint_satisfied)}
 
 
@@ -281,6 +284,7 @@ def run(params: dict) -> pd.DataFrame:
             lg.check_entry(entry)
             pts.append({"key": key, "label": LABELS[key], "kind": "private", "mechanism": entry.mechanism,
                         "epsilon_stated": entry.epsilon_stated, "epsilon_provable": entry.epsilon_provable,
+                        "epsilon_idealised": entry.epsilon_idealised, "epsilon_kind": entry.kind,
                         "ledger_unit": entry.unit, "no_finite_reason": entry.no_finite_reason,
                         "conditions": entry.conditions, "caveats": entry.caveats,
                         **axis_values(entry, k_user), "rmse": rmse,
@@ -314,20 +318,21 @@ def plot(df: pd.DataFrame, params: dict):
             g = g.sort_values(col)
             ax.plot(g[col], g.rmse, "-", color=color, lw=1, alpha=0.6)
             prov = g[g.x_kind == "provable"]
-            ideal = g[g.x_kind == "provable only for an idealised release"]
-            stated = g[g.x_kind == "stated, no proof holds"]
+            ideal = g[g.x_kind == X_IDEALISED]
+            stated = g[g.x_kind == X_STATED]
             if len(prov):  # filled: the provable ε of the ledger
                 ax.plot(prov[col], prov.rmse, marker, color=color, ms=7, ls="none", label=LABELS.get(key, key))
             if len(ideal):  # half-filled: a bound whose premise this implementation does not meet
                 ax.plot(ideal[col], ideal.rmse, marker, color=color, fillstyle="left", mfc=color, mec=color,
-                        ms=8, ls="none", label=f"{LABELS.get(key, key)}: ε of an idealised release")
+                        ms=8, ls="none", label=f"{LABELS.get(key, key)}: ε of an idealised release (premise broken)")
             if len(stated):  # hollow: no finite ε holds; drawn at the paper's stated ε
                 ax.plot(stated[col], stated.rmse, marker, mfc="none", mec=color, mew=1.5, ms=8, ls="none",
                         label=f"{LABELS.get(key, key)}: stated, no proof holds")
         for (_, r), ls in zip(refs.iterrows(), ("--", ":", "-.")):
             ax.axhline(r.rmse, color="0.3", ls=ls, lw=1.1, label=f"{r.mechanism}: {r.rmse:.3f}")
         ax.set_xscale("log")
-        ax.set_xlabel("ε (provable, ledger; half-filled: premise broken; hollow: stated only)")
+        ax.set_xlabel("ε: provable for what ran (filled); of an idealised release, premise broken (half-filled); "
+                      "stated, no proof (hollow)", fontsize=7)
         ax.set_ylabel(f"test RMSE (ML-100K u{int(df.fold.iloc[0])}.test, clipped)")
         ax.set_title(title, fontsize=9)
     h, lab = axes[0, 0].get_legend_handles_labels()

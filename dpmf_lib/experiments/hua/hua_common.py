@@ -406,7 +406,8 @@ def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
                 ax.plot([e], [v], "*", color="black", ms=10, zorder=5,
                         label=f"paper (text): {SCEN[scen].split(' ')[0]} {rel} {v:g} at ε = {e:g}")
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xlabel("ε")
+        ax.set_xlabel("stated ε (S2/S3: per round) — no ε holds as run (U is fit to the same ratings; privacy ledger)",
+                      fontsize=7)
         ax.set_ylabel("mean increase of |prediction error|")
         finite = sub.mean_increase[np.isfinite(sub.mean_increase)]
         if len(finite) and finite.abs().max() > 50 * max(0.01, finite.abs().min()):

@@ -135,7 +135,8 @@ def plot(df: pd.DataFrame, params: dict):
             ax.axhline(r0, ls=(0, (2, 2)), lw=1.0, color="tab:red",
                        label=f"start S⁰ ~ U(0, {params['init_high']}), no training: {r0:.4f}")
         ax.set_xscale("log")
-        ax.set_xlabel(f"x  (user-level ε = x · τ, τ = {params['tau']})")
+        ax.set_xlabel(f"x  (stated user-level ε = x · τ, τ = {params['tau']}; no ε holds as run: the predictor "
+                      "releases noiseless r̄, privacy ledger)", fontsize=7)
         ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         title = f"{ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)"
         ax.set_title(title)

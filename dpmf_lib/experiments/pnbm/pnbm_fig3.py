@@ -95,7 +95,8 @@ def plot(df: pd.DataFrame, params: dict):
             ax.axhline(r0, ls=(0, (2, 2)), lw=1.0, color="tab:red",
                        label=f"DPPS start S⁰ (data-independent, no training): {r0:.4f}")
         ax.set_xscale("log")
-        ax.set_xlabel("x: rating-level ε (DPPS: average, ε_user / τ)")
+        ax.set_xlabel("x: stated rating-level ε (DPPS: average, ε_user / τ) — provable only for the series marked ours "
+                      "(privacy ledger)", fontsize=7)
         ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         ax.set_title(f"{ds} (folds {df.folds.iloc[0]})")
         ax.legend(fontsize=8)

@@ -4,6 +4,7 @@ the two axes, and the smoke run (one row per mechanism and stated ε, every priv
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpmf_lib.errors import ParameterError
@@ -45,16 +46,21 @@ def test_conversions_refuse_bad_input_by_name():
 
 def test_ledger_entries_land_where_the_conversions_say():
     k = 7
-    # Liu, range rule not met: no finite ε → drawn at the paper's ε (user) and its ε/τ (rating), marked stated-only
-    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=False), k)
-    assert a["x_kind"] == "stated, no proof holds" and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(1.0)
-    # range rule met: provable, Theorem 2's per-rating ε/τ
-    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=True), k)
-    assert a["x_kind"] == "provable" and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(1.0)
+    # Liu, range rule not met: no finite ε → drawn at the paper's ε (user) and ε max_i w_i/τ (rating), stated-only
+    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=False, w_max=1.0,
+                                    lambda_data_dependent=False), k)
+    assert a["x_kind"] == fr.X_STATED and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(1.0)
+    # range rule met, data-independent Λ: provable; per rating ε·max_i w_i/τ (ρ = 10: up to 10 ε/τ, not ε/τ)
+    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=True, w_max=7.7,
+                                    lambda_data_dependent=False), k)
+    assert a["x_kind"] == fr.X_PROVABLE and a["x_user"] == 100.0 and a["x_rating"] == pytest.approx(7.7)
+    # Λ fit to the same ratings (the figures): the ε of an idealised release, never "provable"
+    a = fr.axis_values(lg.liu_entry(100.0, 2500.0, 100, constraint_satisfied=True, w_max=1.0), k)
+    assert a["x_kind"] == fr.X_IDEALISED and "Λ" in a["premise_broken"] and a["x_user"] == 100.0
     # DPSGD-MF: 2ε per rating, k · 2ε per user — for (P, Q) alone: the predictor also releases noiseless r̄, so
     # the point is marked as the ε of an idealised release
     a = fr.axis_values(lg.dpsgd_mf_entry(0.5, 5, 4.0), k)
-    assert a["x_kind"] == "provable only for an idealised release" and "r̄" in a["premise_broken"]
+    assert a["x_kind"] == fr.X_IDEALISED and "r̄" in a["premise_broken"]
     assert a["x_rating"] == pytest.approx(1.0) and a["x_user"] == pytest.approx(7.0)
     # Hua S2 as run: T rounds at ε each compose to T ε per rating
     a = fr.axis_values(lg.hua_rounds_as_stated(0.1, 20, 2, "S2"), k)
@@ -102,30 +108,35 @@ def test_smoke_run_has_one_row_per_mechanism_and_epsilon_plus_references(smoke):
 def test_every_private_point_is_provable_or_marked_stated_only(smoke):
     _, df = smoke
     priv = df[df.kind == "private"]
-    prov = priv[priv.x_kind != "stated, no proof holds"]  # provable, possibly only for an idealised release
-    stated = priv[priv.x_kind == "stated, no proof holds"]
-    assert set(priv.x_kind) <= {"provable", "provable only for an idealised release", "stated, no proof holds"}
-    ideal = priv[priv.x_kind == "provable only for an idealised release"]
-    assert (ideal.premise_broken.str.len() > 0).all()
+    prov = priv[priv.x_kind == fr.X_PROVABLE]
+    ideal = priv[priv.x_kind == fr.X_IDEALISED]
+    stated = priv[priv.x_kind == fr.X_STATED]
+    assert set(priv.x_kind) <= {fr.X_PROVABLE, fr.X_IDEALISED, fr.X_STATED}
+    assert (ideal.premise_broken.str.len() > 0).all() and (prov.premise_broken.str.len() == 0).all()
     # the mechanisms whose bound needs a premise the code breaks are never drawn as plain proofs
-    assert not set(priv[priv.x_kind == "provable"].key) & {"dpsgd-mf", "hua-s1", "hua-s2", "hua-s3", "dpps-pnbm"}
+    assert not set(prov.key) & {"liu", "dpsgd-mf", "dpsgd-pnbm", "hua-s1", "hua-s2", "hua-s3", "dpps-pnbm"}
     assert np.isfinite(prov.epsilon_provable).all()
+    # an idealised point: no ε holds for what ran (provable inf), the bound is in epsilon_idealised
+    assert np.isinf(ideal.epsilon_provable).all() and np.isfinite(ideal.epsilon_idealised).all()
     assert np.isinf(stated.epsilon_provable).all() and (stated.no_finite_reason.str.len() > 0).all()
-    # a provable point sits at the ledger's ε in its own unit; a stated-only one at the paper's
-    for _, r in prov.iterrows():
+    # a provable point sits at the ledger's ε in its own unit, an idealised one at the idealised ε, a stated-only one
+    # at the paper's
+    for _, r in pd.concat([prov, ideal]).iterrows():
         own = r.x_rating if r.unit == "rating" else r.x_user
-        assert own == pytest.approx(r.epsilon_provable), r.key
+        want = r.epsilon_provable if r.x_kind == fr.X_PROVABLE else r.epsilon_idealised
+        assert own == pytest.approx(want), r.key
     for _, r in stated.iterrows():
         assert r.x_user == pytest.approx(r.epsilon_stated_user) and r.x_rating == pytest.approx(r.epsilon_stated_rating)
     # rating-level mechanisms: user level by group privacy over the most active user's training ratings
-    rat = prov[prov.unit == "rating"]
+    rat = pd.concat([prov, ideal])
+    rat = rat[rat.unit == "rating"]
     assert np.allclose(rat.x_user, rat.k_user * rat.x_rating)
-    # the ledger's accounting for what ran: DPSGD-MF 2ε, Hua S1 ε, S2/S3 T·ε
+    # the ledger's accounting of the idealised releases: DPSGD-MF 2ε, Hua S1 ε, S2/S3 T·ε
     g = priv.set_index("key")
-    assert g.loc["dpsgd-mf", "epsilon_provable"] == pytest.approx(2 * g.loc["dpsgd-mf", "epsilon_stated"])
-    assert g.loc["hua-s1", "epsilon_provable"] == pytest.approx(g.loc["hua-s1", "epsilon_stated"])
+    assert g.loc["dpsgd-mf", "epsilon_idealised"] == pytest.approx(2 * g.loc["dpsgd-mf", "epsilon_stated"])
+    assert g.loc["hua-s1", "epsilon_idealised"] == pytest.approx(g.loc["hua-s1", "epsilon_stated"])
     T = load_params("extra_privacy_frontier", "smoke")["hua_grid"]["iterations"][0]
-    assert g.loc["hua-s2", "epsilon_provable"] == pytest.approx(T * g.loc["hua-s2", "epsilon_stated"])
+    assert g.loc["hua-s2", "epsilon_idealised"] == pytest.approx(T * g.loc["hua-s2", "epsilon_stated"])
 
 
 def test_group_privacy_factor_and_item_means_are_those_of_u1(smoke):

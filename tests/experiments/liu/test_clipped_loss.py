@@ -91,8 +91,11 @@ def test_clipped_loss_release_holds_epsilon_without_the_range_loop():
     pre = ps.preprocess(r, tau=5, kappa=1e-4, rho=1.0, seed=0)
     paper = ps.sample_private(pre, 0.01, **kw)  # a broad sample: the range rule binds and the loop gives up
     assert not paper.constraint_satisfied and paper.epsilon_effective is None
-    ours = ps.sample_private(pre, 0.01, clip_loss=True, **kw)
+    ours = ps.sample_private(pre, 0.01, clip_loss=True, priors_public=True, **kw)  # Λ = 0.5: a number
     assert ours.loss_clipped and ours.n_resamples == 0 and ours.epsilon_effective == 0.01
+    # the same release with Λ that may come from the ratings (the figures' Section 6.6 priors): no ε holds
+    fitted = ps.sample_private(pre, 0.01, clip_loss=True, **kw)
+    assert fitted.epsilon_effective is None and any("premise broken" in c for c in fitted.privacy_caveats)
     assert len(ours.violations) == 1  # still measured once, reported, not looped on
     assert any("ours" in c for c in ours.privacy_caveats)
     assert not paper.loss_clipped
@@ -114,7 +117,9 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     ours = df[df.method == liu_fig7.OURS]
     paper = df[df.method == "DPMF (Algorithm 1, local ridge)"]
     assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
-    assert np.allclose(ours.epsilon_effective, ours.epsilon) and (ours.n_resamples == 0).all()
+    # Λ is fit to the same ratings (Section 6.6): no ε holds for any point, the clipped series included
+    assert ours.epsilon_effective.isna().all() and df.epsilon_rating.isna().all() and (ours.n_resamples == 0).all()
+    assert (ours.epsilon_rating_stated > 0).all()
     liu_fig7.plot(df, p)
     # the exact-Gibbs series (issue #14): every ε of the grid, its 4B chains are the reference line's, the claim reads it
     gib = df[df.method == liu_fig7.GIBBS_DP]

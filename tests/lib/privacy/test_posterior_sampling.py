@@ -220,7 +220,8 @@ def test_accounting_personalized_eps_and_realized_loglik():
     # user 0: 2 ratings, user 1: 4 ratings; τ = 3 ⇒ user 1 keeps 3 with w = 3/4
     r = make_ratings([0, 0, 1, 1, 1, 1], [0, 1, 0, 1, 2, 3], [1, 5, 3, 3, 3, 3], 2, 4)
     pre = ps.preprocess(r, tau=3, kappa=1.0, rho=1.0, seed=0)
-    assert pre.B_i.tolist() == [2 * 25.0, 3 * 0.75 * 25] and pre.B == 56.25  # B = max_i B_i
+    assert pre.B_i.tolist() == [2 * 25.0, 3 * 0.75 * 25] and pre.B_data == 56.25  # the paper's max_i B_i
+    assert pre.B == 3 * 25.0  # the data-independent B₀ = τ (Δ+κ)² the target and every ε use
     model = MFModel(np.zeros((2, 1), np.float32), np.zeros((4, 1), np.float32), np.zeros(2, np.float32),
                     np.zeros(4, np.float32), 3.0)  # predicts 3 everywhere
     acc = ps.privacy_accounting(pre, 8.0, model)
@@ -230,7 +231,8 @@ def test_accounting_personalized_eps_and_realized_loglik():
     np.testing.assert_allclose(acc.eps_hat_i, 2 * acc.loglik_i)
     assert acc.bound_ok.all()
     s = ps.privacy_summary(pre, 8.0, acc)
-    assert s["epsilon_rating"] == 8.0 / 3 and s["eps_i_over_eps_max"] == 0.5
+    # rating level: ε max_i w_i (Δ+κ)²/B = 8 · 1 · 25/75 (user 0's weight is 1)
+    assert s["epsilon_rating"] == pytest.approx(8.0 / 3) and s["eps_i_over_eps_max"] == pytest.approx(56.25 / 150)
 
 
 # ---- the release states how its redraws were made and which sampler ran (issue #14 review) ----
