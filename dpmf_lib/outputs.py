@@ -94,7 +94,9 @@ class NotebookRun:
     (unknown names raise), applies the shared plotting style and starts the clock. A notebook passes
     ``namespace=globals()`` as well: its ``parameters`` cell defines one ``name = None`` per parameter of the file, and
     the ones set to something else (by papermill's ``-p name value``, or by hand) become overrides; a name papermill
-    injected that is not a parameter raises (:func:`merge_named_parameters`).
+    injected that is not a parameter raises (:func:`merge_named_parameters`). A run by hand makes the runner's checks
+    of overrides here, before the experiment starts (:func:`dpmf_lib.runner.preflight.preflight`: values, memory,
+    work far past the profile's).
 
     Where it writes: only the runner (``python -m dpmf_lib.reproduce``), with no overrides, writes the canonical
     ``figures/<name>/`` (it hands the kernel a staging directory and renames it into place when the run succeeds).
@@ -116,6 +118,11 @@ class NotebookRun:
         # Run by the runner: write into its staging directory, which it renames into place (figures/<name>/, or
         # figures/_runs/… for a run with `--set`). Canonical only without overrides; the runner checks that too.
         self.by_runner = bool(staging) and os.environ.get(RUN_NOTEBOOK_VAR) == name and out_dir is None
+        if not self.by_runner:  # the runner made these checks before starting this kernel; by hand they are made here
+            from .runner.preflight import preflight
+
+            for warning in preflight(name, profile, self.overrides, hand=True):
+                print(warning)
         self.canonical = self.by_runner and not self.overrides
         if out_dir is not None:
             self.out_dir = Path(out_dir).resolve()

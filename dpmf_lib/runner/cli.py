@@ -37,7 +37,7 @@ from ..registry import load_registry, select, unregistered_notebooks
 from .distributed import _run_all, cache_readers_last, cache_reads, forwarded_env
 from .execution import recover_interrupted
 from .hashing import run_hash
-from .preflight import check_costs, check_set_values
+from .preflight import preflight
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -243,8 +243,7 @@ def _main(argv: list[str] | None = None) -> int:
         try:
             if sets.get(e.name):  # a bad value (a spec naming a missing file, ε <= 0 …) stops here, not in a worker
                 load_params(e.name, args.profile, sets[e.name])  # names, nested keys, kinds
-                check_set_values(e.name, args.profile, sets[e.name])  # ε, dataset ids, sizes
-                for warning in check_costs(e.name, args.profile, sets[e.name], args.timeout):  # memory, work
+                for warning in preflight(e.name, args.profile, sets[e.name], args.timeout):  # values, costs
                     print(warning, file=sys.stderr)
             digest = run_hash(e, args.profile)
             why[e.name] = reason_to_run(e, args.profile, digest, force=args.force, overrides=sets.get(e.name))

@@ -197,11 +197,14 @@ def recorded_minutes(name: str, profile: str) -> float | None:
     return None
 
 
-def check_costs(name: str, profile: str, overrides: dict, timeout_min: float | None = None) -> list[str]:
+def check_costs(name: str, profile: str, overrides: dict, timeout_min: float | None = None, *,
+                hand: bool = False) -> list[str]:
     """Refuse (:class:`ParameterError`) a ``--set`` run whose sizes need more memory than this machine has
     (:func:`memory_floor`), naming the parameter; return warnings for one whose passes, rounds or sizes are
     :data:`WARN_FACTOR` times the profile's or more (each parameter with the profile's value, and the time this
-    would take from the profile's recorded time) — refused instead under ``--timeout`` when that time is past it."""
+    would take from the profile's recorded time) — refused instead under ``--timeout`` when that time is past it,
+    and always in a ``hand`` run (papermill or JupyterLab: nobody reads a warning in a cell's output before the
+    hours start, and nothing stops the run; the runner is the way to run it anyway)."""
     import psutil
 
     from ..params import load_params
@@ -231,7 +234,22 @@ def check_costs(name: str, profile: str, overrides: dict, timeout_min: float | N
     text = f"{name}: {', '.join(parts)} is about {factor:.3g} times the {profile} profile's work{took}"
     if timeout_min is not None and minutes is not None and minutes * factor > timeout_min:
         raise ParameterError(f"{text}, past --timeout {timeout_min:g} min — lower it")
+    if hand:
+        raise ParameterError(f"{text}; a run by hand (papermill, JupyterLab) refuses this much — lower it, or run it "
+                             f"with `python -m dpmf_lib.reproduce --only {name} --set ...`, which warns and goes on")
     return [f"warning: {text}"]
+
+
+def preflight(name: str, profile: str, overrides: dict, timeout_min: float | None = None, *,
+              hand: bool = False) -> list[str]:
+    """Every check of a run with ``overrides`` before any work starts, wherever it was started: the values
+    (:func:`check_set_values`) and the costs (:func:`check_costs`); returns the warnings. The runner calls it before
+    starting a kernel, :class:`dpmf_lib.outputs.NotebookRun` in a run by hand (``hand=True``) before the experiment.
+    :func:`dpmf_lib.params.load_params` (names, nested keys, kinds) must have accepted ``overrides`` first."""
+    if not overrides:
+        return []
+    check_set_values(name, profile, overrides)  # ε, dataset ids, sizes
+    return check_costs(name, profile, overrides, timeout_min, hand=hand)  # memory, work
 
 
 def _duration(minutes: float) -> str:

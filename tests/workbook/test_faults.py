@@ -457,6 +457,26 @@ def test_under_timeout_work_past_the_budget_is_refused(capsys, figures_tmp):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name, args, says", [
+    ("balu_table4_2", ["-p", "d", "65535"], "d = 65535 (the smoke profile's: 32) is about 2.05e+03 times"),
+    ("liu_fig7", ["-y", "overrides: {sgd: {epochs: 1000000000}}"], "sgd.epochs = 1000000000 (the smoke profile's: 3)"),
+])
+def test_a_run_by_hand_gets_the_runners_guards_before_the_experiment_starts(name, args, says, tmp_path):
+    """`papermill notebooks/X.ipynb out.ipynb -p d 65535` got only the kind checks and computed for hours; the
+    notebook now refuses it with the runner's message, in its first cell that does work."""
+    figures = tmp_path / "figures"
+    t0 = time.time()
+    p = subprocess.run([sys.executable, "-m", "papermill", str(REPO / "notebooks" / f"{name}.ipynb"),
+                        str(tmp_path / "out.ipynb"), "-p", "profile", "smoke", *args, "--cwd", str(REPO / "notebooks")],
+                       cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "DPMF_FIGURES_DIR": str(figures)})
+    assert p.returncode != 0 and "ParameterError" in p.stderr and says in p.stderr, p.stderr[-3000:]
+    assert "a run by hand (papermill, JupyterLab) refuses this much" in p.stderr
+    assert time.time() - t0 < 120  # a kernel's start and the imports, no training
+    assert not figures.exists() or not any(figures.rglob("*.csv"))
+
+
+@pytest.mark.slow
 def test_a_fetch_onto_a_full_disk_is_a_named_error_and_leaves_nothing_half_written(small_disk, mirror):
     """data_fetch into a disk that fills up gave a raw OSError traceback."""
     dest = small_disk / "data"
