@@ -172,7 +172,7 @@ def summarize(err: np.ndarray) -> dict:
 
 #: a checkpoint whose mean |error| exceeds this many times the rating range (times 1 + 2d/ε, the noise's reach, for a
 #: private run) has diverged: the runs at stable step sizes stay below 3x (non-private) and 0.1x (private, ML-100K,
-#: d 8 and 50, γ ≤ 1, ε ≥ 0.05, up to 100 rounds); past the V update's stability limit (γ·(max_norm² + μ) > 2 with
+#: d 8 and 50, γ ≤ 1, ε ≥ 0.05, up to 100 rounds); past the V update's stability limit (γ·(max_norm² + μ) > 1 with
 #: mean weights) the error grows geometrically (γ = 2: 1e9 after 40 rounds; γ = 50: S2 at ε = 1 700x after 3 rounds,
 #: 1e8 after 5)
 DIVERGED_AT = 100.0
@@ -188,7 +188,57 @@ def require_converging(summary: dict, scenario: str, T: int, prob: "Problem", cf
     what = "not finite" if not math.isfinite(mean) else f"{mean:.3g} on ratings spanning {prob.delta:g}"
     raise ParameterError(f"{scenario} diverged by iteration {T} (mean |error| {what}): the step size is too large — "
                          f"lower gamma (now {cfg.gamma:g}; with grad_weights 'mean' the V update is stable only for "
-                         f"gamma·(max_norm² + mu) < 2, far smaller with 'sum')")
+                         f"gamma·(max_norm² + mu) < 1, far smaller with 'sum')")
+
+
+class DivergenceWatch:
+    """Every round's check for the slow divergence the checkpoints miss: past the V update's stability limit by a
+    little (gamma = 1.05-1.2 with mean weights) a few items' v_j grow geometrically while the mean |error| stays at
+    10-20 stars for a hundred rounds (and the runs at the paper's settings reach thousands of stars legitimately).
+
+    The rule reads only what the noise cannot change. With U fixed, a round maps v_j to
+    ``(I - 2 gamma (A_j + mu I)) v_j + (data and noise terms)``, ``A_j = w_j sum_{i rates j} u_i u_i^T``: the noise is
+    added, never multiplied, so the noise-free part expands only where ``gamma (lambda_max(A_j) + mu) > 1``. Since
+    ``lambda_max(A_j) <= tr(A_j) <= max_norm²`` (mean weights; ``k_j max_norm²`` with sums), a config with
+    ``gamma (max_norm² + mu) <= 1`` cannot expand whatever the noise: the watch is off and costs nothing (the
+    paper's gamma = 2^-5, max_norm = 1: 0.031). Otherwise, each round, a run has diverged when the current U makes
+    the update expanding (``gamma (max_j tr(A_j) + mu) > 1``) and the largest |error| on the training ratings is past
+    :data:`DIVERGED_AT` times the rating range (times the noise's reach for a private run, as in
+    :func:`require_converging`) for :data:`OVER_FOR` consecutive rounds; or when U or V is not finite."""
+
+    OVER_FOR = 3
+
+    def __init__(self, prob: "Problem", cfg: HuaConfig, scenario: str, eps=None):
+        self.prob, self.cfg, self.scenario, self.eps = prob, cfg, scenario, eps
+        widest = cfg.max_norm ** 2 * (1.0 if cfg.grad_weights == "mean" else float(np.max(prob.item_counts, initial=1)))
+        self.active = cfg.gamma * (widest + cfg.mu) > 1.0
+        self.bound = DIVERGED_AT * prob.delta * (1.0 if eps is None else 1.0 + 2.0 * cfg.d / eps)
+        self.over = 0
+
+    def check(self, U, V, t: int, iw) -> None:
+        """After round ``t`` (``iw``: the item weights the round used)."""
+        if not self.active:
+            return
+        if not (np.isfinite(U).all() and np.isfinite(V).all()):
+            self._raise(t, "U or V is not finite")
+        prob = self.prob
+        sq = np.einsum("id,id->i", U, U, dtype=np.float64)
+        trace = np.asarray(iw, np.float64) * np.bincount(prob.items, weights=sq[prob.users], minlength=prob.n_items)
+        widest = float(trace.max(initial=0.0))
+        worst = float(abs_errors(prob, U, V).max(initial=0.0))
+        if self.cfg.gamma * (widest + self.cfg.mu) > 1.0 and worst > self.bound:
+            self.over += 1
+        else:
+            self.over = 0
+        if self.over >= self.OVER_FOR:
+            self._raise(t, f"largest |error| {worst:.3g} on ratings spanning {prob.delta:g} for {self.over} rounds, while "
+                           f"the V update expands: gamma·(mean ||u||² of an item's raters + mu) = "
+                           f"{self.cfg.gamma * (widest + self.cfg.mu):.3g} > 1")
+
+    def _raise(self, t: int, what: str):
+        raise ParameterError(f"{self.scenario} diverged by iteration {t} ({what}): the step size is too large "
+                             f"— lower gamma (now {self.cfg.gamma:g}; with grad_weights 'mean' the V update is stable "
+                             f"only for gamma·(max_norm² + mu) < 1, far smaller with 'sum')")
 
 
 def _checkpoints(iterations) -> list[int]:
@@ -212,10 +262,12 @@ def train_mf(prob: Problem, cfg: HuaConfig, iterations, seed=0, *, states: bool 
     zero = np.zeros((prob.n_items, cfg.d), np.float32)
     out, st = {}, {}
     t = 0
+    watch = DivergenceWatch(prob, cfg, "the non-private MF")
     for T in its:
         while t < T:
             mf_round(prob, cfg, U, V, parts, zero, uw, iw)
             t += 1
+            watch.check(U, V, t, iw)
         out[T] = summarize(abs_errors(prob, U, V))
         require_converging(out[T], "the non-private MF", T, prob, cfg)
         if states:
@@ -238,7 +290,7 @@ def item_gram(prob: Problem, U, kernel: str = "numba"):
     return A, b
 
 
-def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int):
+def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int, eps=None):
     """V minimising (6) with U fixed: the exact ridge solve (``exact``) or ``iters`` V-only gradient rounds from
     ``V`` (``gd``, which is not the minimiser)."""
     uw, iw = prob.weights(cfg)
@@ -255,8 +307,10 @@ def s1_reoptimize(prob: Problem, cfg: HuaConfig, U, V, eta, iters: int):
     parts = np.arange(prob.n_users, dtype=np.int32)
     noise = np.ascontiguousarray(eta, dtype=np.float32)
     Uc = U.copy()
-    for _ in range(int(iters)):
+    watch = DivergenceWatch(prob, cfg, "S1's V re-optimisation", eps)
+    for t in range(int(iters)):
         mf_round(prob, cfg, Uc, V, parts, noise, uw, iw, users=False)
+        watch.check(Uc, V, t + 1, iw)
     return V
 
 
@@ -315,7 +369,7 @@ def run_s1(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_fa
     out = ScenarioResult(privacy=_privacy("s1", eps, cfg, seed, fixed))
     for T in its:
         U, V = states[T]
-        V2 = s1_reoptimize(prob, cfg, U, V, eta, T if cfg.reopt_iters is None else cfg.reopt_iters)
+        V2 = s1_reoptimize(prob, cfg, U, V, eta, T if cfg.reopt_iters is None else cfg.reopt_iters, eps)
         out[T] = summarize(abs_errors(prob, U, V2))
         require_converging(out[T], "S1", T, prob, cfg, eps)
         if keep_factors:
@@ -336,11 +390,13 @@ def run_s2(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, keep_fa
     uw, iw = prob.weights(cfg)
     parts = np.arange(prob.n_users, dtype=np.int32)
     out, t = ScenarioResult(privacy=_privacy("s2", eps, cfg, seed, fixed)), 0
+    watch = DivergenceWatch(prob, cfg, "S2", eps)
     for T in its:
         while t < T:
             rho = nz.item_laplace_via_shares(m, d, eps, prob.delta, rng_noise, np.float32)
             mf_round(prob, cfg, U, V, parts, _scaled(eta + rho, prob, cfg), uw, iw)
             t += 1
+            watch.check(U, V, t, iw)
         out[T] = summarize(abs_errors(prob, U, V))
         require_converging(out[T], "S2", T, prob, cfg, eps)
         if keep_factors:
@@ -408,6 +464,7 @@ def run_s3(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, p_join=
         raise ParameterError(f"parameter 's3_item_weight' must be 'all_raters' or 'participants', got {item_weight!r}")
     dyn = OnlineUsers(prob.n_users, p_join, p_leave, max_online, rng_dyn)
     out, t = ScenarioResult(privacy=_privacy("s3", eps, cfg, seed, fixed)), 0
+    watch = DivergenceWatch(prob, cfg, "S3", eps)
     for T in its:
         while t < T:
             parts = dyn.participants()
@@ -420,6 +477,7 @@ def run_s3(prob: Problem, cfg: HuaConfig, eps, iterations, seed=None, *, p_join=
                 trace.append((t, int(dyn.online.sum()), len(parts), int(touched.sum())))
             dyn.step()
             t += 1
+            watch.check(U, V, t, iw)
         out[T] = summarize(abs_errors(prob, U, V))
         require_converging(out[T], "S3", T, prob, cfg, eps)
         if keep_factors:
