@@ -309,7 +309,7 @@ def _main(argv: list[str] | None = None) -> int:
                     failures.append(rec)
                     out = Path(rec.get("out_dir") or figures_dir() / rec["notebook"])
                     line += (f" — {rec['error']}" if rec.get("disk_error") or rec["status"] == "interrupted" or
-                             not (out / (rec["notebook"] + ".ipynb")).exists()
+                             rec.get("executed") is False or not (out / (rec["notebook"] + ".ipynb")).exists()
                              else f" — FAILED at {rec['error']} (executed copy: {out / (rec['notebook'] + '.ipynb')})")
                 tqdm.write(line)
     except KeyboardInterrupt:

@@ -129,12 +129,13 @@ def _run_all(todo: list[tuple[str, str]], profile: str, jobs: int, backend: str,
 def _record_of(fut, name: str, profile: str, backend: str) -> dict:
     """The run record a finished future holds; an exception (the dask worker running the notebook died more often
     than the scheduler retries, the cluster went away, the runner's own code raised) becomes a failed record naming
-    it, so one notebook's loss is reported and the others' runs go on."""
+    it, so one notebook's loss is reported and the others' runs go on; ``executed: False``: no executed copy of this
+    run exists (the one in its folder is the previous run's)."""
     try:
         return fut.result()
     except Exception as exc:
         kind = type(exc).__name__
         where = ("the dask worker running it died (and so did the workers it was retried on)" if kind == "KilledWorker"
                  else f"its {'dask task' if backend == 'dask' else 'run'} raised")
-        return {"notebook": name, "profile": profile, "status": "failed", "runtime_s": 0.0,
+        return {"notebook": name, "profile": profile, "status": "failed", "runtime_s": 0.0, "executed": False,
                 "error": f"{where}: {kind}: {str(exc)[:400]}; its previous outputs, if any, are kept"}

@@ -40,22 +40,36 @@ def _worker_env() -> dict:
     return env
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A scheduler and two one-thread workers (with nannies, as `dask worker` starts them) on free local ports."""
-    if not DASK.exists():
-        pytest.skip(f"no `dask` command beside {sys.executable}")
-    logs = tmp_path_factory.mktemp("dask-logs")
+def _start_cluster(logs: Path, scheduler_env: dict | None = None):
+    """A scheduler and two one-thread workers (with nannies, as `dask worker` starts them) on free local ports:
+    ``(address, processes)``."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=open(logs / "scheduler.log", "wb"), stderr=subprocess.STDOUT, env=_worker_env(),
-                              cwd=logs)]
+                              stdout=open(logs / "scheduler.log", "wb"), stderr=subprocess.STDOUT,
+                              env={**_worker_env(), **(scheduler_env or {})}, cwd=logs)]
     for i in range(2):
         procs.append(subprocess.Popen([str(DASK), "worker", address, "--nthreads", "1", "--memory-limit", "0",
                                        "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}"],
                                       stdout=open(logs / f"worker{i}.log", "wb"), stderr=subprocess.STDOUT,
                                       env=_worker_env(), cwd=logs))
+    return address, procs
+
+
+def _stop(procs) -> None:
+    for p in reversed(procs):
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _cluster(tmp_path_factory, scheduler_env: dict | None = None):
+    if not DASK.exists():
+        pytest.skip(f"no `dask` command beside {sys.executable}")
+    address, procs = _start_cluster(tmp_path_factory.mktemp("dask-logs"), scheduler_env)
     from distributed import Client
 
     try:
@@ -63,13 +77,21 @@ def cluster(tmp_path_factory):
             client.wait_for_workers(2, timeout=120)
         yield address
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop(procs)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from _cluster(tmp_path_factory)
+
+
+#: how often the scheduler reruns a task whose worker died (dask's default is 3: four deaths would take minutes here)
+ALLOWED_FAILURES = 1
+
+
+@pytest.fixture
+def fragile_cluster(tmp_path_factory):
+    yield from _cluster(tmp_path_factory, {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(ALLOWED_FAILURES)})
 
 
 def _reproduce(figures: Path, *args: str, **popen) -> subprocess.Popen:
@@ -169,3 +191,50 @@ def test_a_worker_with_another_checkout_refuses_the_notebook(tmp_path, monkeypat
     rec = execution.execute("hua_fig2", "smoke", "0" * 64, check_code=True)
     assert rec["status"] == "failed" and "another run hash" in rec["error"] and "same checkout" in rec["error"]
     assert not (tmp_path / "figures" / "hua_fig2").exists()
+
+
+def test_a_notebook_whose_every_attempt_dies_is_reported_failed_and_keeps_its_previous_outputs(fragile_cluster,
+                                                                                                local_run, tmp_path):
+    """Every worker that starts the notebook is killed, so the task runs out of the scheduler's retries
+    (KilledWorker): the runner names the notebook as failed, exits non-zero, and the previous outputs stay as they
+    were (nothing half-written, no staging folder left)."""
+    import shutil
+
+    name = NOTEBOOKS[0]
+    figures = tmp_path / "figures"
+    shutil.copytree(local_run / name, figures / name)
+    before = {f.name: f.read_bytes() for f in (figures / name).iterdir()}
+    env = {**os.environ, "DPMF_FIGURES_DIR": str(figures), "PYTHONPATH": str(REPO)}
+    p = subprocess.Popen([sys.executable, "-m", "dpmf_lib.reproduce", "--profile", "smoke", "--only", name, "--force",
+                          "--backend", "dask", "--scheduler", fragile_cluster, "--jobs", "1"], cwd=REPO, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = set()
+    deadline = time.time() + 600
+    while p.poll() is None and time.time() < deadline:
+        for child in _papermill_children(figures):
+            try:
+                if "_child_main" not in " ".join(child.cmdline()) or child.parent().pid in killed:
+                    continue
+                worker = child.parent()
+                orphans = [child, *child.children(recursive=True)]
+            except psutil.Error:
+                continue
+            os.kill(worker.pid, signal.SIGKILL)
+            killed.add(worker.pid)
+            psutil.wait_procs(orphans, timeout=20)
+        time.sleep(0.3)
+    out, err = p.communicate(timeout=120)
+    assert len(killed) == ALLOWED_FAILURES + 1, (killed, out, err)
+    assert p.returncode == 1, out + err
+    assert "Traceback" not in err, err
+    line = next(x for x in out.splitlines() if x.startswith(f"{name}: failed"))
+    assert "the dask worker running it died (and so did the workers it was retried on)" in line, line
+    assert "its previous outputs, if any, are kept" in line and "executed copy" not in line, line
+    assert f"1 notebook(s) failed: {name}" in err, err
+    assert {f.name: f.read_bytes() for f in (figures / name).iterdir()} == before
+    time.sleep(2)  # the killed kernels' last writes, if any
+    from dpmf_lib.runner.execution import recover_interrupted
+
+    recover_interrupted(figures)
+    assert not list(figures.glob(".staging-*")) and not list(figures.glob(".stop-*"))
+    assert {f.name: f.read_bytes() for f in (figures / name).iterdir()} == before
