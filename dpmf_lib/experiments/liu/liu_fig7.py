@@ -26,7 +26,7 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
 Chains. Every private point runs ``private.n_chains`` independent chains (own seeds and
 data-independent starts): ``private.burn_in`` rounds at the decaying step, then ``private.rounds`` rounds at a constant
 step (the step no longer shrinks to nothing at large ε), with the split-R̂ and ESS of the mean squared item factor and
-of the sample's test RMSE reported per point (``rhat``, ``ess``; hollow rings on the figure where R̂ > 1.05). A redraw
+of the sample's test RMSE reported per point (``rhat``, ``ess``; drawn in a diagnostics row under each panel). A redraw
 of lines 5–6 is the next chain's final state (``private.redraw: fresh``), an independent sample, not the same chain
 continued. The spread of the local-ridge RMSE across chains is ``test_rmse_chains_sd``. On ML-100K an exact
 block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood and fixed priors; every (u_i, b_i)
