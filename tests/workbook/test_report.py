@@ -204,11 +204,14 @@ def test_page_in_headless_chromium(fake_tree, tmp_path):
 
 @needs_chromium
 @pytest.mark.slow
-def test_the_report_of_the_paper_snapshot_in_headless_chromium(tmp_path):
-    """The page a reviewer opens, built from the committed snapshot (nothing run): the scorecard on the first
-    screen, every current row's figure shown, the whole page short enough to read."""
+def test_the_report_of_the_paper_snapshot_in_headless_chromium(tmp_path, monkeypatch):
+    """The page a reviewer opens, built from the committed snapshot (nothing run) with every row taken as current
+    (the longest page: every figure and every paper verdict shown, whatever code changed since): the scorecard on
+    the first screen, every row's figure shown, the whole page short enough to read."""
     from dpmf_lib import snapshot
 
+    monkeypatch.setattr(snapshot, "row_state", lambda entry, digest=None: (
+        ("current", None) if (snapshot.snapshot_dir() / entry.name / "run.json").exists() else ("missing", None)))
     out = tmp_path / "figures"
     _, page_path = report.write_snapshot_page(out)
     page = browser.load(page_path, width=1280, height=900, boxes=("#scorecard table",))
