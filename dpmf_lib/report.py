@@ -18,6 +18,7 @@ report time** into ``figures/_html/<name>.html`` (only when the .ipynb is newer 
     python -m dpmf_lib.report                      # rebuild REPORT.md and index.html from figures/
     python -m dpmf_lib.report --check-verdicts     # compare the verdicts with params/expected_verdicts.yaml (exit 1)
     python -m dpmf_lib.report --accept-verdicts    # write the current verdicts there (then commit the file)
+    python -m dpmf_lib.report --snapshot-page DIR  # the report of the committed paper snapshot, built in DIR
 
 The two verdict commands judge the figures as they are and render nothing (``make figures`` has written the report).
 """
@@ -63,7 +64,9 @@ def _read_json(path: Path):
         return None
 
 
-def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
+def collect(fig_dir: Path | None = None, state_of: Callable | None = None) -> tuple[dict, list[dict], list[dict]]:
+    """(papers, figure rows, claim rows) of ``fig_dir``. ``state_of(entry)`` replaces the staleness check of each
+    run (None when current, else why): the snapshot page (:func:`write_snapshot_page`) takes the snapshot's states."""
     from .runner.hashing import run_hash
     from .runner.staleness import DAMAGED, staleness
     from .errors import WorkbookError
@@ -81,7 +84,8 @@ def collect(fig_dir: Path | None = None) -> tuple[dict, list[dict], list[dict]]:
             status = "not run"
         else:
             try:
-                why = staleness(e, run_hash(e, run.get("profile") or "ci"), profile=run.get("profile") or "ci")
+                why = state_of(e) if state_of else \
+                    staleness(e, run_hash(e, run.get("profile") or "ci"), profile=run.get("profile") or "ci")
             except WorkbookError as exc:
                 why = f"cannot check: {exc}"
             if run.get("status") != "ok":
@@ -190,15 +194,36 @@ STATUS_CLASS = {"ok": "s-ok", "failed": "s-failed", "stale": "s-stale", "damaged
 HTML_SUBDIR = "_html"
 
 # Per-claim extra columns. A provider is ``fn(claim_row: dict) -> str | None`` registered under a column header; the
-# template shows one column per provider after "verdict (this run)" (a value that is a verdict gets its verdict style).
+# page shows one column per provider after this run's verdict (a value that is a verdict gets its verdict style), or,
+# registered ``folded``, a line in the claim's folded detail (long text: the page stays one line per claim).
 # This is the hook for the committed paper snapshots:
 #     register_claim_column("paper verdict (snapshot)", lambda c: snapshot_verdicts().get(c["id"]))
 _CLAIM_COLUMNS: dict[str, Callable[[dict], str | None]] = {}
+#: how the page shows a registered column that is not a column of its own: "folded" or "stacked"
+_PLACEMENT: dict[str, str] = {}
 
 
-def register_claim_column(header: str, provider: Callable[[dict], str | None]) -> None:
-    """Add (or replace) a per-claim column of the report; ``provider(claim_row)`` returns its text or None."""
+def register_claim_column(header: str, provider: Callable[[dict], str | None], *, folded: bool = False,
+                          stacked: bool = False) -> None:
+    """Add (or replace) a per-claim column of the report; ``provider(claim_row)`` returns its text or None. On the
+    page (REPORT.md keeps every one as a column): ``folded``, a line of the claim's folded detail; ``stacked``, a
+    second line in the cell of the column registered before it."""
     _CLAIM_COLUMNS[header] = provider
+    _PLACEMENT.pop(header, None)
+    if folded or stacked:
+        _PLACEMENT[header] = "folded" if folded else "stacked"
+
+
+def _column_groups(headers: list[str]) -> tuple[list[list[str]], list[str]]:
+    """(the page's extra claim cells, each a list of the headers stacked in it; the folded headers)."""
+    cells: list[list[str]] = []
+    for h in headers:
+        where = _PLACEMENT.get(h)
+        if where == "stacked" and cells:
+            cells[-1].append(h)
+        elif where != "folded":
+            cells.append([h])
+    return cells, [h for h in headers if _PLACEMENT.get(h) == "folded"]
 
 
 def extra_claim_columns(claims: list[dict]) -> tuple[list[str], dict[str, dict[str, str | None]]]:
@@ -316,6 +341,7 @@ def page_context(fig_dir: Path, papers: dict, rows: list[dict], claims: list[dic
                                                                              if v},
             "verdicts": VERDICTS, "legend": LEGEND, "verdict_class": VERDICT_CLASS, "status_legend": STATUS_LEGEND,
             "status_class": STATUS_CLASS, "extra_headers": headers, "fig_dir_name": fig_dir.name,
+            "column_cells": _column_groups(headers)[0], "folded_headers": _column_groups(headers)[1],
             "snapshot_summary": "", "scorecard": None}
 
 
@@ -329,7 +355,17 @@ def _environment():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), trim_blocks=True,
                              lstrip_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["md"] = _md_cell
+    env.filters["code"] = _code_html
     return env
+
+
+def _code_html(text) -> str:
+    """``text`` escaped for HTML, its `backticked` spans as <code> (prose written for Markdown, shown on the page)."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
 
 
 def _fmt_paper(v: dict) -> str | None:
@@ -381,28 +417,39 @@ def add_paper_snapshot(fig_dir: Path, rows: list[dict]) -> tuple[str, dict]:
 
     by_id = {x.id: x for x in current_claims()}
 
-    def cause(c: dict) -> str | None:
+    def notes(c: dict):
         v = verdicts.get(c["id"]) or {}
         if v.get("verdict") not in (DIFFERS, INCONCLUSIVE):
+            return v, None
+        return v, notes_for(by_id[c["id"]]) if c["id"] in by_id else None
+
+    def cause(c: dict) -> str | None:
+        v, n = notes(c)
+        if v.get("verdict") not in (DIFFERS, INCONCLUSIVE):
             return None
-        notes = notes_for(by_id[c["id"]]) if c["id"] in by_id else None
         lean = f"the data lean to {v['lean']}; " if v.get("lean") else ""
-        if notes is None or not notes.cause:
-            return lean + "no cause given"
-        return f"{lean}{notes.cause}: {notes.evidence}"
+        return lean + (n.cause if n is not None and n.cause else "no cause given")
+
+    def evidence(c: dict) -> str | None:
+        v, n = notes(c)
+        return n.evidence if n is not None and n.cause else None
 
     register_claim_column("paper profile (snapshot)", verdict)
-    register_claim_column("paper: ours ± 95 %", lambda c: _fmt_paper(verdicts.get(c["id"]) or {}))
+    register_claim_column("paper: ours ± 95 %", lambda c: _fmt_paper(verdicts.get(c["id"]) or {}), stacked=True)
     register_claim_column("paper: why not reproduced", cause)
+    register_claim_column("paper: evidence for the cause", evidence, folded=True)
     card = snapshot.scorecard(snapshot_rows, verdicts)
     card["markdown"] = snapshot.scorecard_markdown(card)
+    card["total"] = {k: sum(g[k] if isinstance(g[k], int) else sum(g[k].values()) for g in card["groups"])
+                     for k in ("claims", "judged", "reproduced", "differs", "inconclusive", "needs data",
+                               "shown, not judged")}
     return summary_text, card
 
 
-def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
+def write_report(fig_dir: Path | None = None, state_of: Callable | None = None) -> tuple[Path, Path]:
     fig_dir = fig_dir or figures_dir()
     fig_dir.mkdir(parents=True, exist_ok=True)
-    papers, rows, claims = collect(fig_dir)
+    papers, rows, claims = collect(fig_dir, state_of)
     snapshot_summary, card = add_paper_snapshot(fig_dir, rows)
     # the scorecard opens both pages; in REPORT.md its headings sit one level below the page's title
     card["markdown_in_report"] = "\n".join(("#" + line) if line.startswith("#") else line
@@ -417,6 +464,30 @@ def write_report(fig_dir: Path | None = None) -> tuple[Path, Path]:
     html_path = fig_dir / "index.html"
     html_path.write_text(env.get_template("report.html.j2").render(**ctx))
     return md_path, html_path
+
+
+def write_snapshot_page(dest: Path) -> tuple[Path, Path]:
+    """The report of the committed ``paper`` snapshot, without running anything: its rows copied into ``dest``
+    (replaced whole), each figure row in the snapshot's state (a row revalidated by its canary is current), then
+    ``dest/REPORT.md`` and ``dest/index.html`` as :func:`write_report` writes them for ``figures/``."""
+    import shutil
+
+    from . import snapshot
+
+    dest = Path(dest).resolve()
+    src = snapshot.snapshot_dir()
+    if dest == src or src in dest.parents:
+        raise ValueError(f"{dest}: the snapshot page is written outside the snapshot ({src})")
+    for row in src.iterdir():
+        if row.is_dir() and (row / "run.json").exists():
+            shutil.rmtree(dest / row.name, ignore_errors=True)
+            shutil.copytree(row, dest / row.name)
+
+    def state_of(entry) -> str | None:
+        state, why = snapshot.row_state(entry)
+        return None if state == "current" else (why or state)
+
+    return write_report(dest, state_of)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -465,7 +536,13 @@ def main(argv: list[str] | None = None) -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--check-verdicts", action="store_true")
     g.add_argument("--accept-verdicts", action="store_true")
+    g.add_argument("--snapshot-page", metavar="DIR", type=Path,
+                   help="write the report of the committed paper snapshot into DIR (its rows copied there)")
     args = ap.parse_args(argv)
+    if args.snapshot_page:
+        md, page = write_snapshot_page(args.snapshot_page)
+        print(f"report of the paper snapshot: {md} and {page}")
+        return 0
     if not (args.accept_verdicts or args.check_verdicts):
         md, page = write_report()
         print(f"report: {md} and {page}")

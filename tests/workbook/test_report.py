@@ -1,15 +1,15 @@
 """The report (dpmf_lib.report): rows and claims collected from a figures tree (failed or stale runs left out), the
-expected-verdicts guard, and the page (figures/index.html, REPORT.md) built from a small fake figures tree, checked in a
-real browser.
+expected-verdicts guard, and the page (figures/index.html, REPORT.md) built from a small fake figures tree and from the
+committed paper snapshot, checked in a real browser.
 
-Chromium (Debian's ``chromium``) loads the page headless: the DOM it builds must have every link resolve to a file
-that exists and every ``#anchor`` to an element; the thumbnails must load (naturalWidth > 0); a screenshot is taken.
+Chromium (Debian's ``chromium``, driven over the DevTools protocol: tests/browser.py) loads the page headless: no
+console error, exception or failed load; every link resolves to a file that exists and every ``#anchor`` to an
+element; every thumbnail decodes (naturalWidth > 0). The snapshot's page is at most 15,000 px tall at 1280 px wide,
+does not scroll sideways, and its scorecard is above the fold at 1400 × 900.
 """
 
 import json
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -22,10 +22,13 @@ from dpmf_lib.runner import hashing
 from dpmf_lib.claims import VERDICTS, load_claims
 from dpmf_lib.registry import load_registry
 from dpmf_lib.report import collect, read_expected, verdict_changes, write_expected, write_report
+from tests import browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = browser.CHROMIUM
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the browser check needs Debian's "
                                                              "`chromium` package (apt-get install chromium)")
+#: the report page at 1280 px wide: at most this tall (the claims one line each, their detail folded)
+MAX_PAGE_HEIGHT = 15_000
 
 
 def _png(path: Path, color=(30, 120, 200)) -> None:
@@ -108,11 +111,6 @@ def _parse(text: str) -> _Page:
     return p
 
 
-def _chromium(*args, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--allow-file-access-from-files", *args], capture_output=True, text=True, timeout=timeout)
-
-
 def _check_links(page: _Page, base: Path, ids: set[str]) -> None:
     assert page.refs
     for ref in page.refs:
@@ -155,8 +153,8 @@ def test_page_content_without_a_browser(fake_tree):
     assert rows
     # short paper names per row, not the full title repeated; balu_fig3_1 (analytic) not labelled real
     assert html.count("Fast differentially private matrix factorization") == 1
-    fig31 = html[html.index('<tr id="balu_fig3_1"'):]
-    fig31 = fig31[:fig31.index("</tr>")]
+    fig31 = html[html.index('id="balu_fig3_1"'):]
+    fig31 = fig31[:fig31.index("</div>")]
     assert "analytic" in fig31 and ">real<" not in fig31
     assert "Balu 2016, Figure 3.1" in fig31
     # REPORT.md: relative links that resolve
@@ -177,28 +175,56 @@ def test_extra_claim_column_hook(fake_tree, monkeypatch):
     assert report.main(["--check-verdicts"]) in (0, 1, 2)  # the CLI flags still run with the hook in place
 
 
+def _check_in_browser(page: dict) -> None:
+    """No console error or failed load, every image decoded, every link to a file or an anchor of the page."""
+    assert page["errors"] == [], page["errors"]
+    assert page["images"] and all(i["naturalWidth"] > 0 for i in page["images"]), \
+        [i["src"] for i in page["images"] if not i["naturalWidth"]]
+    ids = set(page["ids"])
+    for link in page["links"]:
+        parts = urlsplit(link["url"])
+        assert parts.scheme == "file", f"external link {link['href']!r} in the report"
+        if link["href"].startswith("#"):
+            assert parts.fragment in ids, f"anchor {link['href']} does not exist"
+        else:
+            target = Path(unquote(parts.path))
+            assert target.is_file(), f"link {link['href']!r} does not resolve to a file ({target})"
+
+
 @needs_chromium
 def test_page_in_headless_chromium(fake_tree, tmp_path):
     _, page_path = report.write_report()
-    dom = _chromium("--virtual-time-budget=5000", "--dump-dom", page_path.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    page = _parse(dom.stdout)
-    ids = set(page.ids)
-    assert {e.name for e in load_registry()[1]} <= ids
-    assert {c.id for c in load_claims()} <= ids
-    _check_links(page, fake_tree, ids)
-    # thumbnails decode in the browser: a probe copy of the page records each image's natural width
-    probe = fake_tree / "probe.html"
-    html = page_path.read_text().replace('loading="lazy"', 'loading="eager"')
-    probe.write_text(html.replace(
-        "</body>", "<script>window.addEventListener('load',()=>{for(const i of document.images)"
-                   "i.setAttribute('data-w',i.naturalWidth)});</script></body>"))
-    dom = _chromium("--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
-    imgs = _parse(dom.stdout).imgs
-    assert imgs and all(int(i.get("data-w", 0)) > 0 for i in imgs), imgs
     shot = tmp_path / "report.png"
-    res = _chromium(f"--screenshot={shot}", "--window-size=1400,2400", page_path.as_uri())
-    assert res.returncode == 0 and shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    page = browser.load(page_path, width=1400, height=900, screenshot=shot)
+    assert {e.name for e in load_registry()[1]} <= set(page["ids"])
+    assert {c.id for c in load_claims()} <= set(page["ids"])
+    _check_in_browser(page)
+    assert shot.stat().st_size > 10_000
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_the_report_of_the_paper_snapshot_in_headless_chromium(tmp_path, monkeypatch):
+    """The page a reviewer opens, built from the committed snapshot (nothing run) with every row taken as current
+    (the longest page: every figure and every paper verdict shown, whatever code changed since): the scorecard on
+    the first screen, every row's figure shown, the whole page short enough to read."""
+    from dpmf_lib import snapshot
+
+    monkeypatch.setattr(snapshot, "row_state", lambda entry, digest=None: (
+        ("current", None) if (snapshot.snapshot_dir() / entry.name / "run.json").exists() else ("missing", None)))
+    out = tmp_path / "figures"
+    _, page_path = report.write_snapshot_page(out)
+    page = browser.load(page_path, width=1280, height=900, boxes=("#scorecard table",))
+    _check_in_browser(page)
+    assert page["height"] <= MAX_PAGE_HEIGHT, f"the report page is {page['height']} px tall at 1280 px wide"
+    assert page["width"] <= 1280, f"the report page scrolls sideways ({page['width']} px wide)"
+    shown = {Path(unquote(urlsplit(i["src"]).path)).parent.name for i in page["images"]}
+    current = {r["name"] for r in snapshot.rows() if r["state"] == "current"
+               and (snapshot.snapshot_dir() / r["name"] / f"{r['name']}.png").exists()}
+    assert current and current <= shown, sorted(current - shown)
+    wide = browser.load(page_path, width=1400, height=900, boxes=("#scorecard table",))
+    card = wide["boxes"]["#scorecard table"]
+    assert card is not None and card["bottom"] <= 900, f"the scorecard is not above the fold at 1400 × 900: {card}"
 
 
 def test_a_share_of_cells_prints_its_interval_and_an_old_notebook_table_is_flagged(tmp_path):

@@ -26,7 +26,7 @@ What we run, per dataset (ML-100K real, τ = 100; the Netflix-shaped stand-in, �
 Chains. Every private point runs ``private.n_chains`` independent chains (own seeds and
 data-independent starts): ``private.burn_in`` rounds at the decaying step, then ``private.rounds`` rounds at a constant
 step (the step no longer shrinks to nothing at large ε), with the split-R̂ and ESS of the mean squared item factor and
-of the sample's test RMSE reported per point (``rhat``, ``ess``; hollow rings on the figure where R̂ > 1.05). A redraw
+of the sample's test RMSE reported per point (``rhat``, ``ess``; drawn in a diagnostics row under each panel). A redraw
 of lines 5–6 is the next chain's final state (``private.redraw: fresh``), an independent sample, not the same chain
 continued. The spread of the local-ridge RMSE across chains is ``test_rmse_chains_sd``. On ML-100K an exact
 block-Gibbs sampler of the ε = 4B target (the same trimmed, weighted likelihood and fixed priors; every (u_i, b_i)
@@ -450,50 +450,56 @@ def ml100k_seeds(df: pd.DataFrame):
 
 
 def plot(df: pd.DataFrame, params: dict):
+    """Test RMSE against ε per dataset (the paper's series, ours and the non-private references, one legend below
+    the panels), and under each panel its diagnostics: every series' split-R̂ against the convergence threshold."""
+    from ...plotting import legend_below, references, series
+
     datasets = list(dict.fromkeys(df.dataset))
-    fig, axes = figure(ncols=len(datasets), width=5.0, height=4.0)
-    for ax, label in zip(axes[0], datasets):
+    fig, axes = figure(ncols=len(datasets), nrows=2, width=5.0, height=2.6, sharex="col",
+                       gridspec_kw={"height_ratios": [3, 1.1]})
+    for col, label in enumerate(datasets):
+        ax, diag = axes[0][col], axes[1][col]
         g = df[df.dataset == label]
-        ours = g[g.method == OURS].sort_values("epsilon")
-        alt = g[g.method == ALT_WEIGHTS].sort_values("epsilon")
-        gib = g[g.method == GIBBS_DP].sort_values("epsilon")
         priv = g[g.method.str.startswith("DPMF") & ~g.method.isin([OURS, ALT_WEIGHTS, GIBBS_DP])]
-        for rho, h in priv.groupby("rho"):
-            h = h.sort_values("epsilon")
-            ax.semilogx(h.epsilon, h.test_rmse, "o-", label=f"DPMF, local ridge (ρ={rho:g})")
-            nc = h[~h.converged.astype(bool)] if "converged" in h else h.iloc[:0]
-            if len(nc):
-                ax.semilogx(nc.epsilon, nc.test_rmse, "o", mfc="white", mec="k", ms=9, zorder=0,
-                            label=f"split-R̂ > {RHAT_MAX} (not converged)" if rho == priv.rho.iloc[0] else None)
-            bad = h[~h.constraint_satisfied.astype(bool)]
-            if len(bad) and rho == priv.rho.iloc[0]:
-                ax.semilogx(bad.epsilon, bad.test_rmse, "x", color="k", ms=7,
-                            label="range constraint still binding")
-        if len(ours):
-            ax.semilogx(ours.epsilon, ours.test_rmse, "^--", color="C5", ms=5,
-                        label=f"{OURS}, ρ={ours.rho.iloc[0]:g}: no range loop needed")
-        if len(gib):
-            ax.semilogx(gib.epsilon, gib.test_rmse, "D-", color="C7", ms=4, lw=1.0,
-                        label=f"{GIBBS_DP}, ρ={gib.rho.iloc[0]:g} (ESS ≥ {gib.ess.min():.0f})")
-        if len(alt):
-            ax.semilogx(alt.epsilon, alt.test_rmse, "s:", color="C6", ms=4,
-                        label=f"ρ={alt.rho.iloc[0]:g}, w_i from trimmed m_i (other reading of Section 6.6)")
-        styles = iter([("--", "C1"), (":", "C2"), ("-.", "C3"), ((0, (5, 1)), "C4")])
-        for _, b in g[g.method == GIBBS].iterrows():
-            ax.axhline(b.test_rmse, color="k", lw=1.0, ls=(0, (1, 1)),
-                       label=f"exact Gibbs at ε=4B, local ridge: {b.test_rmse:.3f} (R̂ {b.rhat:.3f})")
-        for _, b in g[~g.method.str.startswith("DPMF") & (g.method != GIBBS)].iterrows():
-            ls, col = next(styles)
-            ax.axhline(b.test_rmse, ls=ls, color=col, lw=1.2, label=f"{b.method}: {b.test_rmse:.3f}")
+        drawn = []
+        for role, (rho, h) in zip(("paper", "paper-alt"), priv.groupby("rho")):
+            drawn.append((h.sort_values("epsilon"), role, f"DPMF, Algorithm 1 (ρ={rho:g})"))
+        for method, role, text in ((OURS, "ours", "clipped loss (ours): no range loop needed"),
+                                   (GIBBS_DP, "ours-2", "exact Gibbs sampler (ours)"),
+                                   (ALT_WEIGHTS, "ours-alt", "w_i from trimmed m_i (other reading of Sec. 6.6)")):
+            h = g[g.method == method].sort_values("epsilon")
+            if len(h):
+                drawn.append((h, role, f"{text}, ρ={h.rho.iloc[0]:g}"))
+        for h, role, text in drawn:
+            series(ax, h.epsilon, h.test_rmse, role, text)
+            if "rhat" in h:
+                series(diag, h.epsilon, h.rhat, role, text, ms=3.5, lw=1.0)
+        ax.set_xscale("log")
+        refs = [(f"exact Gibbs at ε=4B, local ridge (R̂ {b.rhat:.3f})", b.test_rmse)
+                for _, b in g[g.method == GIBBS].iterrows()]
+        refs += [(b.method, b.test_rmse) for _, b in g[~g.method.str.startswith("DPMF") & (g.method != GIBBS)]
+                 .iterrows()]
+        ax.relim()
+        ax.autoscale_view()
+        references(ax, refs)
+        diag.axhline(RHAT_MAX, color="k", lw=1.0, ls="--", label=f"split-R̂ = {RHAT_MAX} (converged below)")
+        binding = priv[~priv.constraint_satisfied.astype(bool)] if "constraint_satisfied" in priv else priv.iloc[:0]
+        if len(priv) and len(binding) == len(priv):
+            diag.text(0.02, 0.92, "range constraint still binding at every ε", transform=diag.transAxes,
+                      va="top", fontsize="x-small")
+        elif len(binding):
+            diag.plot(binding.epsilon, binding.rhat, "x", color="k", ms=6, label="range constraint still binding")
         if len(priv):
             B = priv.B.iloc[0]
-            ax.axvline(4 * B, color="k", lw=0.6, alpha=0.4)
-            ax.text(4 * B, ax.get_ylim()[1], " 4B", va="top", ha="left", fontsize=8)
-        ax.set_xlabel("stated ε (user level; rating level ε·max_i w_i/τ) — no ε holds as run: Λ is fit to the same "
-                      "ratings (epsilon_effective empty)", fontsize=7)
+            for a in (ax, diag):
+                a.axvline(4 * B, color="k", lw=0.6, alpha=0.4)
+            ax.text(4 * B, ax.get_ylim()[1], " 4B", va="top", ha="left", fontsize="x-small")
+        diag.set_xlabel("stated ε (user level; rating level ε·max_i w_i/τ)\nno ε holds as run: Λ is fit to the "
+                        "same ratings")
+        diag.set_ylabel("split-R̂")
         ax.set_ylabel("test RMSE")
-        ax.set_title(f"{label}, τ={int(g.tau.iloc[0])}, κ={g.kappa.iloc[0]:g}", fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle(standin_title("Liu et al. 2015, Figure 7: test RMSE vs privacy loss ε", datasets), fontsize=10)
+        ax.set_title(f"{label}, τ={int(g.tau.iloc[0])}, κ={g.kappa.iloc[0]:g}")
+    fig.suptitle(standin_title("Liu et al. 2015, Figure 7: test RMSE vs privacy loss ε", datasets))
     fig.tight_layout()
+    legend_below(fig, axes, ncol=3)
     return fig

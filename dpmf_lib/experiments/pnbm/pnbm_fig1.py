@@ -149,37 +149,49 @@ def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
 
 
 def plot(df: pd.DataFrame, params: dict):
+    """Per dataset: (a) the paper's comparison with the y-axis on the RMSEs it compares, (b) our per-user clipped
+    DPSGD-PNBM (its ε provable; it needs a larger ε) beside DPSGD-PNBM, (c) what the paper's ε means under
+    subsampling; one legend below the panels."""
+    from ...plotting import legend_below, references, series, zoom_to
+
     datasets = list(df.dataset.unique())
-    fig, axes = figure(ncols=2, nrows=max(1, len(datasets)), width=5.0, height=3.8)
+    fig, axes = figure(ncols=3, nrows=max(1, len(datasets)), width=4.3, height=3.6)
+    roles = {"dpsgd-pnbm": "paper", "dpsgd-mf": "compared", "dpsgd-mf-lr": "ours-alt",
+             "dpsgd-pnbm-clipped": "ours"}
     for r, ds in enumerate(datasets):
-        ax, ax2 = axes[r]
+        ax, ax_ours, ax_eps = axes[r]
         sel = df[(df.dataset == ds) & df.selected]
         nf = int(sel.n_folds.max()) if len(sel) else 1
-        for m, style in (("dpsgd-pnbm", "o-"), ("dpsgd-mf", "s-"), ("dpsgd-pnbm-clipped", "^--"),
-                         ("dpsgd-mf-lr", "s:")):
+        ylabel = f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})"
+        compared = []
+        for m in ("dpsgd-pnbm", "dpsgd-mf", "dpsgd-mf-lr"):
             g = sel[sel.method == m].sort_values("epsilon")
-            if not len(g):
-                continue
-            yerr = g.rmse_std.fillna(0) if nf > 1 else None  # one fold: no spread to show
-            ax.errorbar(g.epsilon, g.rmse, yerr=yerr, fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
-        for m, ls in (("pcc", ":"), ("cos", "-."), ("pnbm", "--"), ("mf", (0, (1, 3))), ("mf-lr", (0, (5, 2)))):
-            g = sel[sel.method == m]
             if len(g):
-                ax.axhline(float(g.rmse.iloc[0]), ls=ls, lw=1.2, color="0.35" if m in ("pcc", "cos") else "0.6",
-                           label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.3f}")
-        ax.set_xscale("log")
-        ax.set_xlabel("ε, rating level (paper's accounting; provable for the series marked ours)")
-        ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
-        ax.set_title(f"{ds}: RMSE vs ε (folds {df.folds.iloc[0]})")
-        ax.legend(fontsize=7)
+                series(ax, g.epsilon, g.rmse, roles[m], runs.LABELS[m], yerr=g.rmse_std.fillna(0) if nf > 1 else None)
+                compared += list(g.rmse)
+        refs = [(runs.LABELS[m], float(sel[sel.method == m].rmse.iloc[0]))
+                for m in ("pcc", "cos", "pnbm", "mf", "mf-lr") if (sel.method == m).any()]
+        zoom_to(ax, compared + [v for _, v in refs])
+        references(ax, refs)
+        ax.set_title(f"(a) {ds}: the paper's comparison (folds {df.folds.iloc[0]})")
+        for m in ("dpsgd-pnbm", "dpsgd-pnbm-clipped"):
+            g = sel[sel.method == m].sort_values("epsilon")
+            if len(g):
+                series(ax_ours, g.epsilon, g.rmse, roles[m], runs.LABELS[m],
+                       yerr=g.rmse_std.fillna(0) if nf > 1 else None)
+        ax_ours.set_title("(b) ours: per-user clipped, ε provable")
+        for a in (ax, ax_ours):
+            a.set_xscale("log")
+            a.set_xlabel("ε, rating level (paper's accounting)")
+            a.set_ylabel(ylabel)
         g = sel[sel.method == "dpsgd-pnbm"].sort_values("epsilon")
-        ax2.loglog(g.epsilon, g.epsilon_amplified, "o-", label="subsampling bound, selected K, γ")
+        ax_eps.loglog(g.epsilon, g.epsilon_amplified, "o-", color="#0072B2", label="subsampling bound, selected K, γ")
         lim = [g.epsilon.min(), g.epsilon.max()]
-        ax2.loglog(lim, lim, "k:", lw=1, label="paper's ε (y = x)")
-        ax2.set_xlabel("paper's ε")
-        ax2.set_ylabel("K·ln(1 + γ·(exp(ε/(Kγ)) − 1))")
-        ax2.set_title("What the paper's ε means (DPSGD-PNBM)")
-        ax2.legend(fontsize=7)
-    fig.suptitle(standin_title("PNBM paper, Figure 1: DPSGD-PNBM vs DPSGD-MF vs PCC/COS", datasets), fontsize=10)
+        ax_eps.loglog(lim, lim, "k:", lw=1, label="paper's ε (y = x)")
+        ax_eps.set_xlabel("paper's ε")
+        ax_eps.set_ylabel("K·ln(1 + γ·(exp(ε/(Kγ)) − 1))")
+        ax_eps.set_title("(c) what the paper's ε means (DPSGD-PNBM)")
+    fig.suptitle(standin_title("PNBM paper, Figure 1: DPSGD-PNBM vs DPSGD-MF vs PCC/COS", datasets))
     fig.tight_layout()
+    legend_below(fig, axes, ncol=3)
     return fig
