@@ -1,5 +1,4 @@
-"""Accuracy metrics of the workbook: RMSE (plain and clipped to a rating scale), root mean square, the item-means
-baseline and a model's gain over it, recall@R.
+"""Accuracy metrics of the workbook: RMSE (plain and clipped to a rating scale), root mean square, recall@R.
 
 The RMSE arithmetic is fixed, because saved results are compared byte for byte: both sides are cast to float64 (an
 exact cast), then ``sqrt(mean((pred - truth) ** 2))`` with numpy's pairwise ``mean``. Every copy this replaced did
@@ -30,27 +29,6 @@ def clipped_rmse(pred, truth, lo: float, hi: float) -> float:
     """RMSE of ``pred`` clipped to ``[lo, hi]`` (in float64) against ``truth``: what a recommender that knows its
     rating scale reports."""
     return rmse(np.clip(np.asarray(pred, dtype=np.float64), lo, hi), truth)
-
-
-def item_means_rmse(train, test) -> float:
-    """Test RMSE of the item-means predictor (each item's training mean, the global training mean for an item
-    without training ratings), clipped to the training scale: the bias-only baseline a trained model has to beat.
-    ``train``, ``test``: :class:`~dpmf_lib.data.ratings.Ratings` of one split."""
-    counts = np.bincount(train.items, minlength=train.n_items)
-    sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
-    mu = float(train.values.mean())
-    means = np.where(counts > 0, sums / np.maximum(counts, 1), mu)
-    return clipped_rmse(means[test.items], test.values, *train.rating_scale)
-
-
-def smallest_gain(baseline_rmse: float, rmses) -> float:
-    """The smallest test-RMSE gain ``baseline_rmse − rmse`` over ``rmses`` (the trained models a claim compares):
-    the ``gain_over_bias_only`` guard. NaN when any RMSE (or the baseline) is NaN — an unmeasured side fails the
-    guard, never passes it; an empty ``rmses`` raises."""
-    r = np.asarray(list(rmses), dtype=np.float64)
-    if r.size == 0:
-        raise ParameterError("smallest_gain needs at least one trained model's RMSE")
-    return float(np.min(float(baseline_rmse) - r))
 
 
 def recall_at(ranked, truth, Rs=None) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DatasetUnavailable, ParameterError
-from .. import metrics
+from .. import baselines
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
 from .data import folds, load
@@ -420,18 +420,19 @@ def chain_traces(agg: pd.DataFrame, dataset: str, fold: int, fixed: dict, seed: 
 
 
 def item_means_rmse(dataset: str, folds_: list) -> float:
-    """Test RMSE of the item-mean predictor (:func:`dpmf_lib.metrics.item_means_rmse`) averaged over ``folds_``: the
+    """Test RMSE of the item-mean predictor (:func:`dpmf_lib.baselines.item_means_rmse`) averaged over ``folds_``: the
     trivial baseline a trained model has to beat."""
-    return float(np.mean([metrics.item_means_rmse(*fold_data(dataset, int(f))) for f in folds_]))
+    return float(np.mean([baselines.item_means_rmse(*fold_data(dataset, int(f))) for f in folds_]))
 
 
 def gain_over_item_means(agg: pd.DataFrame, dataset: str, folds_: list, models) -> float:
     """The ``gain_over_bias_only`` guard: the smallest gain in test RMSE (mean over ``folds_``) of the selected
     configurations of ``models`` — (method, ε) pairs, or ``("knn", None)`` for the better of PCC and COS, the side
-    the kNN claims read — over the item-means predictor on the same folds (:func:`dpmf_lib.metrics.smallest_gain`)."""
+    the kNN claims read — over the item-means predictor on the same folds
+    (:func:`dpmf_lib.baselines.smallest_gain`)."""
     rmses = [min(best_rmse(agg, dataset, "pcc"), best_rmse(agg, dataset, "cos")) if m == "knn"
              else best_rmse(agg, dataset, m, e) for m, e in models]
-    return metrics.smallest_gain(item_means_rmse(dataset, folds_), rmses)
+    return baselines.smallest_gain(item_means_rmse(dataset, folds_), rmses)
 
 
 def selection_interior(agg: pd.DataFrame, dataset: str, method: str, epsilon, grid: dict,

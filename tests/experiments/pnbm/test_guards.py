@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpmf_lib import metrics
+from dpmf_lib import baselines
 from dpmf_lib.claims import load_claims
 from dpmf_lib.data.ratings import DataSource, Ratings
 from dpmf_lib.errors import ParameterError
@@ -18,13 +18,13 @@ from dpmf_lib.verdicts import KINDS, load_notes
 
 
 def test_smallest_gain_is_the_worst_model_and_nan_fails():
-    assert metrics.smallest_gain(1.0, [0.9, 0.95]) == pytest.approx(0.05)
-    assert metrics.smallest_gain(1.0, [0.9, 1.02]) == pytest.approx(-0.02)  # one side worse than the baseline
-    assert math.isnan(metrics.smallest_gain(1.0, [0.9, float("nan")]))
-    assert math.isnan(metrics.smallest_gain(1.0, [float("nan"), 0.9]))  # order does not hide a NaN
-    assert math.isnan(metrics.smallest_gain(float("nan"), [0.9]))
+    assert baselines.smallest_gain(1.0, [0.9, 0.95]) == pytest.approx(0.05)
+    assert baselines.smallest_gain(1.0, [0.9, 1.02]) == pytest.approx(-0.02)  # one side worse than the baseline
+    assert math.isnan(baselines.smallest_gain(1.0, [0.9, float("nan")]))
+    assert math.isnan(baselines.smallest_gain(1.0, [float("nan"), 0.9]))  # order does not hide a NaN
+    assert math.isnan(baselines.smallest_gain(float("nan"), [0.9]))
     with pytest.raises(ParameterError):
-        metrics.smallest_gain(1.0, [])
+        baselines.smallest_gain(1.0, [])
 
 
 def _ratings(users, items, values, n_users, n_items):
@@ -37,7 +37,7 @@ def test_item_means_rmse_by_hand():
     train = _ratings([0, 1, 0], [0, 0, 1], [1, 3, 5], 2, 3)
     test = _ratings([1, 1, 0], [1, 2, 0], [4, 5, 2], 2, 3)
     want = math.sqrt(((5 - 4) ** 2 + (3 - 5) ** 2 + (2 - 2) ** 2) / 3)
-    assert metrics.item_means_rmse(train, test) == pytest.approx(want)
+    assert baselines.item_means_rmse(train, test) == pytest.approx(want)
 
 
 def _agg(rows):
