@@ -17,6 +17,15 @@ selected configuration, free of the winner's curse of re-selecting on the test f
 values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose value made the selection
 (SelectedRerun.replicate); the selection itself is made once (first seed) and is not replicated. Details:
 :mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
+
+Guards by kind (:data:`dpmf_lib.verdicts.KINDS`), recorded at every seed: ``gain_over_bias_only`` (the smaller test
+RMSE gain of the two sides compared — the better of PCC and COS, and the DPPS sample — over item means, same folds),
+``selection_off_grid_edge`` (every hyper-parameter of the DPPS configuration selected on a grid of ≥ 2 values lies
+strictly inside it) and, for DPPS-PNBM, ``chain_moved``. Not recorded: a chain's split-R̂ and ESS (each fold runs one
+chain per configuration, and chains run in lockstep share their start and noise: R̂ needs ≥ 2 chains from different
+starts, an extra chain per fold and seed would add ~50 % to the claims' cost, and the 10-point movement trace could
+never reach an ESS of 200), and DPPS-MF's ``chain_moved`` (:mod:`dpmf_lib.privacy`'s sampler does not report the RMSE
+of its chain's data-independent start).
 """
 
 from __future__ import annotations
