@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DatasetUnavailable, ParameterError
-from ..metrics import clipped_rmse
+from .. import baselines
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
 from .data import folds, load
@@ -420,14 +420,30 @@ def chain_traces(agg: pd.DataFrame, dataset: str, fold: int, fixed: dict, seed: 
 
 
 def item_means_rmse(dataset: str, folds_: list) -> float:
-    """Test RMSE of the item-mean predictor (the training mean of each item, the global mean for unseen items),
-    averaged over ``folds_``: the trivial baseline a trained model has to beat."""
-    out = []
-    for f in folds_:
-        train, test = fold_data(dataset, int(f))
-        counts = np.bincount(train.items, minlength=train.n_items)
-        sums = np.bincount(train.items, weights=train.values, minlength=train.n_items)
-        mu = float(train.values.mean())
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), mu)
-        out.append(clipped_rmse(means[test.items], test.values, *train.rating_scale))
-    return float(np.mean(out))
+    """Test RMSE of the item-mean predictor (:func:`dpmf_lib.baselines.item_means_rmse`) averaged over ``folds_``: the
+    trivial baseline a trained model has to beat."""
+    return float(np.mean([baselines.item_means_rmse(*fold_data(dataset, int(f))) for f in folds_]))
+
+
+def gain_over_item_means(agg: pd.DataFrame, dataset: str, folds_: list, models) -> float:
+    """The ``gain_over_bias_only`` guard: the smallest gain in test RMSE (mean over ``folds_``) of the selected
+    configurations of ``models`` — (method, ε) pairs, or ``("knn", None)`` for the better of PCC and COS, the side
+    the kNN claims read — over the item-means predictor on the same folds
+    (:func:`dpmf_lib.baselines.smallest_gain`)."""
+    rmses = [min(best_rmse(agg, dataset, "pcc"), best_rmse(agg, dataset, "cos")) if m == "knn"
+             else best_rmse(agg, dataset, m, e) for m, e in models]
+    return baselines.smallest_gain(item_means_rmse(dataset, folds_), rmses)
+
+
+def selection_interior(agg: pd.DataFrame, dataset: str, method: str, epsilon, grid: dict,
+                       domain_min: dict | None = None) -> float:
+    """The ``selection_off_grid_edge`` guard for one selected configuration: 1.0 when every hyper-parameter chosen on
+    ``grid`` (the method's grid: name → values) lies strictly inside it (:func:`grid_interior`, with ``domain_min``
+    per name), else 0.0; NaN when nothing is selected for (method, ε). A name whose grid has one value was not
+    chosen (nothing was searched) and is left out."""
+    cfg = selected_config(agg, dataset, method, epsilon)
+    if not cfg:
+        return float("nan")
+    dm = domain_min or {}
+    searched = [k for k, vals in grid.items() if len({float(v) for v in vals}) > 1]
+    return float(all(grid_interior(cfg[k], grid[k], domain_min=dm.get(k)) == 1.0 for k in searched))

@@ -30,6 +30,7 @@ replicated. Details: :mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...claims import Measurement
@@ -122,15 +123,30 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
         mf_gain = runs.item_means_rmse(ds, p["folds"]) - runs.best_rmse(agg, ds, "mf")
         k_interior = runs.grid_interior(runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan")),
                                         p["pnbm_K"], domain_min=1) if _has(p["epsilons"], 1.0) else float("nan")
+        # guards by kind (dpmf_lib.verdicts.KINDS): the gain over item means of every model a claim compares, and
+        # whether every hyper-parameter selected on a grid lies inside it
         if _has(p["epsilons"], 1.0):
             meas.append(Measurement(CLAIM_PNBM_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
-                                    guards={"k_grid_interior": k_interior}))
+                                    guards={"k_grid_interior": k_interior,
+                                            "gain_over_bias_only": runs.gain_over_item_means(
+                                                agg, ds, p["folds"], [("knn", None), ("dpsgd-pnbm", 1.0)])}))
             meas.append(Measurement(CLAIM_PNBM_MF, runs.best_rmse(agg, ds, "dpsgd-mf", 1.0)
                                     - runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0), ds, real, note,
-                                    guards={"baseline_gain_over_item_means": mf_gain, "k_grid_interior": k_interior}))
+                                    guards={"baseline_gain_over_item_means": mf_gain, "k_grid_interior": k_interior,
+                                            "gain_over_bias_only": runs.gain_over_item_means(
+                                                agg, ds, p["folds"], [("dpsgd-mf", 1.0), ("dpsgd-pnbm", 1.0)]),
+                                            "selection_off_grid_edge": float(np.min([
+                                                runs.selection_interior(agg, ds, "dpsgd-pnbm", 1.0, pnbm_grid(p),
+                                                                        domain_min={"K": 1}),
+                                                runs.selection_interior(agg, ds, "dpsgd-mf", 1.0, mf_grid(p),
+                                                                        domain_min={"K": 1})]))}))
         if _has(p["epsilons"], 20.0):
             meas.append(Measurement(CLAIM_MF_KNN, knn - runs.best_rmse(agg, ds, "dpsgd-mf", 20.0), ds, real, note,
-                                    guards={"baseline_gain_over_item_means": mf_gain}))
+                                    guards={"baseline_gain_over_item_means": mf_gain,
+                                            "gain_over_bias_only": runs.gain_over_item_means(
+                                                agg, ds, p["folds"], [("knn", None), ("dpsgd-mf", 20.0)]),
+                                            "selection_off_grid_edge": runs.selection_interior(
+                                                agg, ds, "dpsgd-mf", 20.0, mf_grid(p), domain_min={"K": 1})}))
     return meas
 
 

@@ -60,6 +60,9 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
             note = f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds"
             meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real, note,
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", 1.0 * p["tau"]),
+                                            "gain_over_bias_only": runs.gain_over_item_means(
+                                                agg, ds, p["folds"], [("dpsgd-pnbm", 1.0),
+                                                                      ("dpps-pnbm", 1.0 * p["tau"])]),
                                             "k_grid_interior": runs.grid_interior(k, p["pnbm_K"], domain_min=1)}))
     return meas
 
