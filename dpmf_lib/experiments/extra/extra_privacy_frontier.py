@@ -59,11 +59,16 @@ from ...plotting import figure, standin_title
 from ...privacy import ledger as lg
 
 MECHANISMS = ("liu", "dpps-mf", "dpsgd-mf", "dpsgd-pnbm", "dpps-pnbm", "hua-s1", "hua-s2", "hua-s3")
-LABELS = {"liu": "Liu Alg. 1 (posterior sampling)", "dpps-mf": "DPPS-MF", "dpsgd-mf": "DPSGD-MF",
+#: mechanisms behind the interface of :mod:`dpmf_lib.privacy.mechanism`, run by the validation protocol (:func:`run_fair`)
+INTERFACE = {"private-als": ("dpmf_lib.privacy.private_als:PrivateALS", "private_als_grid"),
+             "dpsgd-user-mf": ("dpmf_lib.privacy.dpsgd_user:DPSGDUserMF", "dpsgd_user_grid")}
+LABELS = {"private-als": "Private ALS (Chien et al. 2021)", "dpsgd-user-mf": "DP-SGD-MF, per-user clipping",
+          "liu": "Liu Alg. 1 (posterior sampling)", "dpps-mf": "DPPS-MF", "dpsgd-mf": "DPSGD-MF",
           "dpsgd-pnbm": "DPSGD-PNBM", "dpps-pnbm": "DPPS-PNBM", "hua-s1": "Hua S1 (exact)",
           "hua-s2": "Hua S2 (T rounds)", "hua-s3": "Hua S3 (T rounds)"}
 STYLE = {"liu": ("C0", "o"), "dpps-mf": ("C1", "s"), "dpsgd-mf": ("C2", "^"), "dpsgd-pnbm": ("C3", "v"),
-         "dpps-pnbm": ("C4", "D"), "hua-s1": ("C5", "P"), "hua-s2": ("C6", "X"), "hua-s3": ("C7", "*")}
+         "dpps-pnbm": ("C4", "D"), "hua-s1": ("C5", "P"), "hua-s2": ("C6", "X"), "hua-s3": ("C7", "*"),
+         "private-als": ("C8", "h"), "dpsgd-user-mf": ("C9", "p")}
 USER, RATING = "user", "rating"
 
 
@@ -239,6 +244,96 @@ def run_hua(train, test, p: dict, seed: int, scenario: str):
             yield e, {**cfg, "T": T}, _clip_rmse(pred, test), {}
 
 
+# ----------------------------------------------------------------------------------------------- the fair protocol
+
+
+def validation_split(train, fraction: float, seed: int):
+    """(fit part, validation part) of ``train``: ``fraction`` of each user's ratings (at least one kept for fitting),
+    drawn with a fixed seed; the test fold is not touched."""
+    if not 0.0 < float(fraction) < 1.0:
+        raise ParameterError(f"validation_fraction must lie in (0, 1), got {fraction!r}")
+    rng = np.random.default_rng([int(seed), 0x5A11D])
+    order = np.lexsort((rng.random(train.n_ratings), train.users))
+    starts = np.searchsorted(train.users[order], np.arange(train.n_users))
+    counts = np.bincount(train.users, minlength=train.n_users)
+    rank = np.arange(train.n_ratings) - starts[train.users[order]]
+    n_val = np.floor(counts * float(fraction)).astype(np.int64)
+    is_val = np.zeros(train.n_ratings, bool)
+    is_val[order] = rank < np.minimum(n_val, counts - 1)[train.users[order]]
+    return (train.subset(~is_val, note="fit part (validation carved out)"),
+            train.subset(is_val, note="validation part"))
+
+
+def _interval(x) -> tuple[float, float, float]:
+    """(mean, lower, upper): 95 % Student-t interval over seeds (zero width for one seed)."""
+    from scipy import stats
+
+    x = np.asarray(x, float)
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, m, m
+    h = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return m, m - h, m + h
+
+
+def run_fair(cls, grid: list[dict], train, test, p: dict, seed: int):
+    """Validation protocol for a mechanism of the interface: for each target ε (``frontier_epsilons``, user level at
+    ``frontier_delta``) the configuration with the lowest validation RMSE (one fit on the fit part per grid point),
+    then ``n_seeds`` fits of that configuration on the whole training fold, each scored once on the test fold.
+    Yields (ledger entry of the first seed, config, mean test RMSE, extra columns); one more point at ε = None is
+    the non-private choice of the same grid (``extra["non_private"]``)."""
+    from ...privacy.mechanism import check_release
+
+    fit_part, val = validation_split(train, float(p["validation_fraction"]), seed)
+    lo, hi = train.rating_scale
+    delta = float(p["frontier_delta"])
+    n_seeds = int(p["n_seeds"])
+    if n_seeds < 1:
+        raise ParameterError(f"n_seeds must be ≥ 1, got {n_seeds}")
+
+    def score(rel, data):
+        return clipped_rmse(rel.predict(data.users, data.items), data.values, lo, hi)
+
+    for eps in [None] + _eps_list(p, "frontier_epsilons"):
+        val_rmse = []
+        for cfg in grid:
+            m = cls(**cfg)
+            rel = m.fit(fit_part, eps, delta, seed) if eps is None else check_release(m.fit(fit_part, eps, delta, seed))
+            val_rmse.append(score(rel, val))
+        best = int(np.argmin(val_rmse))
+        cfg = grid[best]
+        rmses, entries, extras = [], [], []
+        for k in range(n_seeds):
+            rel = cls(**cfg).fit(train, eps, delta, seed + 7919 * (k + 1))
+            if eps is not None:
+                check_release(rel)
+            rmses.append(score(rel, test))
+            entries.append(rel.entry)
+            extras.append(rel.extra)
+        mean, lo_i, hi_i = _interval(rmses)
+        extra = {"selection": "validation", "rmse_validation": float(val_rmse[best]), "n_seeds": n_seeds,
+                 "rmse_lo": lo_i, "rmse_hi": hi_i, "rmse_sd": float(np.std(rmses, ddof=1)) if n_seeds > 1 else 0.0,
+                 "n_configs_validated": len(grid), "non_private": eps is None,
+                 **{k: v for k, v in extras[0].items() if isinstance(v, (int, float, str)) and v is not None}}
+        yield (entries[0] if eps is not None else None), cfg, mean, extra
+
+
+def _interface_mechanisms(p: dict, only: list) -> list[tuple[str, type, list[dict]]]:
+    """(key, class, grid) of the built-in interface mechanisms (:data:`INTERFACE`) and of ``custom_mechanisms``."""
+    from ...privacy.mechanism import load_mechanism
+
+    out = []
+    for key, (path, gkey) in INTERFACE.items():
+        if not only or key in only:
+            out.append((key, load_mechanism(path), _grid(p, gkey)))
+    for spec in p.get("custom_mechanisms") or []:
+        if not isinstance(spec, dict) or "class" not in spec or "grid" not in spec:
+            raise ParameterError(f"custom_mechanisms: each entry needs 'class' (import path) and 'grid', got {spec!r}")
+        cls = load_mechanism(spec["class"])
+        out.append((cls.key, cls, _grid({"grid": spec["grid"]}, "grid")))
+    return out
+
+
 def references(train, test, p: dict, seed: int) -> list[dict]:
     """The non-private reference lines: item means (the baseline every model has to beat) and biased MF."""
     from ...mf import Schedule, train_sgd
@@ -266,7 +361,7 @@ def run(params: dict) -> pd.DataFrame:
     ``rmse``, ``config``, ``n_configs``; ``k_user`` is the group-privacy factor."""
     p = params
     only = list(p.get("mechanisms") or [])
-    bad = [m for m in only if m not in MECHANISMS]
+    bad = [m for m in only if m not in MECHANISMS and m not in INTERFACE]
     if bad:
         raise ParameterError(f"mechanisms: unknown {bad}; choose from {list(MECHANISMS)} (empty list: all)")
     fold, seed = int(p["fold"]), int(p["seed"])
@@ -277,7 +372,7 @@ def run(params: dict) -> pd.DataFrame:
     k_user = int(train.user_counts().max())
     s = seed * 1000 + fold  # the PNBM runs' seeding (a fixed seed: a reproducibility choice, recorded by the mechanisms)
     rows = []
-    for key in (only or MECHANISMS):
+    for key in [m for m in (only or MECHANISMS) if m in MECHANISMS]:
         t0 = time.perf_counter()
         pts = []
         for entry, cfg, rmse, extra in RUNNERS[key](train, test, p, s):
@@ -293,7 +388,25 @@ def run(params: dict) -> pd.DataFrame:
         d["n_configs"] = d.groupby("epsilon_stated")["rmse"].transform("size")
         best = d.loc[d.groupby("epsilon_stated")["rmse"].idxmin()].copy()
         best["seconds"] = time.perf_counter() - t0
+        best["selection"] = "test fold (optimistic)"
         rows += best.to_dict("records")
+    for key, cls, grid in _interface_mechanisms(p, only):
+        t0 = time.perf_counter()
+        for entry, cfg, rmse, extra in run_fair(cls, grid, train, test, p, s):
+            common = {"key": key, "label": LABELS.get(key, cls.label), "rmse": rmse,
+                      "config": ", ".join(f"{k}={v}" for k, v in cfg.items()), "n_configs": len(grid), **extra}
+            if entry is None:  # the non-private choice of the same grid: a reference line of this mechanism
+                rows.append({**common, "kind": "reference", "mechanism": f"{cls.label} (non-private, same grid)"})
+                continue
+            lg.check_entry(entry)
+            rows.append({**common, "kind": "private", "mechanism": entry.mechanism,
+                         "epsilon_stated": entry.epsilon_stated, "epsilon_provable": entry.epsilon_provable,
+                         "epsilon_idealised": entry.epsilon_idealised, "epsilon_kind": entry.kind,
+                         "ledger_unit": entry.unit, "no_finite_reason": entry.no_finite_reason,
+                         "conditions": entry.conditions, "caveats": entry.caveats, "delta": entry.delta_provable,
+                         "pld_epsilon": entry.pld_epsilon, "rdp_epsilon": entry.rdp_epsilon,
+                         "accounting_note": entry.accounting_note, **axis_values(entry, k_user),
+                         "seconds": time.perf_counter() - t0})
     for ref in references(train, test, p, s):
         rows.append({**ref, "label": ref["mechanism"], "kind": "reference"})
     df = pd.DataFrame(rows)
@@ -322,13 +435,16 @@ def plot(df: pd.DataFrame, params: dict):
             stated = g[g.x_kind == X_STATED]
             if len(prov):  # filled: the provable ε of the ledger
                 ax.plot(prov[col], prov.rmse, marker, color=color, ms=7, ls="none", label=LABELS.get(key, key))
+                if "rmse_lo" in prov and prov.rmse_lo.notna().any():  # 95 % interval over seeds (validation protocol)
+                    ax.errorbar(prov[col], prov.rmse, yerr=[prov.rmse - prov.rmse_lo, prov.rmse_hi - prov.rmse],
+                                fmt="none", ecolor=color, elinewidth=1, capsize=2)
             if len(ideal):  # half-filled: a bound whose premise this implementation does not meet
                 ax.plot(ideal[col], ideal.rmse, marker, color=color, fillstyle="left", mfc=color, mec=color,
                         ms=8, ls="none", label=f"{LABELS.get(key, key)}: ε of an idealised release (premise broken)")
             if len(stated):  # hollow: no finite ε holds; drawn at the paper's stated ε
                 ax.plot(stated[col], stated.rmse, marker, mfc="none", mec=color, mew=1.5, ms=8, ls="none",
                         label=f"{LABELS.get(key, key)}: stated, no proof holds")
-        for (_, r), ls in zip(refs.iterrows(), ("--", ":", "-.")):
+        for (_, r), ls in zip(refs.iterrows(), itertools.cycle(("--", ":", "-.", (0, (5, 1, 1, 1))))):
             ax.axhline(r.rmse, color="0.3", ls=ls, lw=1.1, label=f"{r.mechanism}: {r.rmse:.3f}")
         ax.set_xscale("log")
         ax.set_xlabel("ε: provable for what ran (filled); of an idealised release, premise broken (half-filled); "
