@@ -34,8 +34,8 @@ class NoisyItemMeans:
             counts = counts + rng.standard_normal(M) * z * math.sqrt(2 * self.k)
         means = sums / (np.maximum(counts, 0.0) + self.prior)  # shrunk towards the centre c (post-processing)
         eps_rdp = np.nan if z is None else pa._rdp_epsilon(z / math.sqrt(2.0), 1, delta)
-        entry = lg.LedgerEntry(self.label, "ours", "user (replace one user's ratings)",
-                               float(epsilon if epsilon is not None else np.inf), float(delta),
+        entry = None if epsilon is None else lg.LedgerEntry(self.label, "ours", "user (replace one user's ratings)",
+                               float(epsilon), float(delta),
                                float(eps_rdp), float(delta), noise_sampler=lg.FLOAT_GAUSSIAN,
                                rdp_epsilon=float(eps_rdp), accounting_note="RDP of one Gaussian (dp-accounting)",
                                conditions=f"≤ k = {self.k} ratings per user; the number of items public")

@@ -263,6 +263,7 @@ class DPSGDUserMF:
         from .mechanism import Release, privacy_record
 
         r = fit(train, epsilon, delta, self.cfg, seed)
-        e = entry(epsilon, delta, self.cfg, r.sigma, r.steps, int(np.count_nonzero(train.user_counts())))
+        n_users = int(np.count_nonzero(train.user_counts()))
+        e = None if epsilon is None else entry(epsilon, delta, self.cfg, r.sigma, r.steps, n_users)
         return Release(r.predict, e, privacy_record(e, r.seed_used, r.seed_was_fixed), published=r.V,
                        extra={"noise_multiplier": r.sigma, "mean_batch": float(np.mean(r.batch_sizes))})

@@ -46,7 +46,7 @@ class Release:
     """What a mechanism's ``fit`` returns (module docstring). ``predictor(users, items)`` → float array."""
 
     predictor: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    entry: Any  # dpmf_lib.privacy.ledger.LedgerEntry
+    entry: Any  # dpmf_lib.privacy.ledger.LedgerEntry; None for the non-private variant (fit at ε = None)
     record: PrivacyRecord
     published: np.ndarray | None = None
     extra: dict = field(default_factory=dict)  # columns a mechanism adds to its frontier row (numbers or short text)
@@ -74,7 +74,10 @@ class Mechanism(Protocol):
 
 def privacy_record(entry, seed_used, seed_was_fixed: bool) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a release from its ledger entry: stated ε, the provable ε (None when no finite ε
-    holds for what ran), the seed policy, and the entry's caveats and broken premise."""
+    holds for what ran), the seed policy, and the entry's caveats and broken premise. ``entry`` None: the
+    non-private variant (``fit`` at ε = None)."""
+    if entry is None:
+        return PrivacyRecord(None, None, seed_used, bool(seed_was_fixed))
     prov = float(entry.epsilon_provable)
     cav = tuple(c for c in (entry.premise_broken and f"premise broken: {entry.premise_broken}", entry.caveats) if c)
     return PrivacyRecord(float(entry.epsilon_stated), prov if math.isfinite(prov) else None, seed_used,

@@ -300,6 +300,7 @@ class PrivateALS:
         from .mechanism import Release, privacy_record
 
         r = fit(train, epsilon, delta, self.cfg, seed)
-        e = entry(epsilon, delta, self.cfg, r.noise_multiplier, int(np.count_nonzero(train.user_counts())))
+        n_users = int(np.count_nonzero(train.user_counts()))
+        e = None if epsilon is None else entry(epsilon, delta, self.cfg, r.noise_multiplier, n_users)
         return Release(r.predict, e, privacy_record(e, r.seed_used, r.seed_was_fixed), published=r.V,
                        extra={"noise_multiplier": r.noise_multiplier})
