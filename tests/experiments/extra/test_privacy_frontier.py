@@ -96,11 +96,18 @@ def test_smoke_run_has_one_row_per_mechanism_and_epsilon_plus_references(smoke):
     priv = df[df.kind == "private"]
     n_eps = {"liu": "liu_epsilons", "dpps-mf": "dpps_epsilons", "dpps-pnbm": "dpps_epsilons",
              "dpsgd-mf": "rating_epsilons", "dpsgd-pnbm": "rating_epsilons", "hua-s1": "hua_epsilons",
-             "hua-s2": "hua_epsilons", "hua-s3": "hua_epsilons"}
-    assert sorted(priv.key.unique()) == sorted(fr.MECHANISMS)
+             "hua-s2": "hua_epsilons", "hua-s3": "hua_epsilons",
+             **{k: "frontier_epsilons" for k in fr.INTERFACE}}
+    assert sorted(priv.key.unique()) == sorted([*fr.MECHANISMS, *fr.INTERFACE])
     for key, g in priv.groupby("key"):
         assert sorted(g.epsilon_stated) == sorted(float(e) for e in p[n_eps[key]]), key
-    assert set(df[df.kind == "reference"].key) == {"ref-item-means", "ref-mf"}
+    # the item means, biased MF, and the non-private choice of each interface mechanism's grid
+    assert set(df[df.kind == "reference"].key) == {"ref-item-means", "ref-mf", *fr.INTERFACE}
+    fair = priv[priv.key.isin(list(fr.INTERFACE))]
+    assert (fair.selection == "validation").all() and (fair.n_seeds == p["n_seeds"]).all()
+    assert (fair.rmse_lo <= fair.rmse).all() and (fair.rmse <= fair.rmse_hi).all()
+    assert (fair.epsilon_provable <= fair.epsilon_stated * (1 + 1e-6)).all() and (fair.delta == 1e-5).all()
+    assert (priv[priv.key.isin(fr.MECHANISMS)].selection == "test fold (optimistic)").all()
     assert (df.dataset == "ml-100k").all() and df.attrs["sources"][0]["real"]
     assert np.isfinite(df.rmse).all() and (df.rmse > 0).all()
 
