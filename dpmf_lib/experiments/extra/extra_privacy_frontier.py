@@ -312,7 +312,7 @@ def run_fair(cls, grid: list[dict], fixed: dict, epsilons: list, train, test, p:
                 {k: v for k, v in rel.extra.items() if isinstance(v, (int, float, str)) and v is not None},
                 time.perf_counter() - t0)
 
-    eps_list = ([None] if getattr(cls, "NONPRIVATE", False) else []) + list(epsilons)
+    eps_list = ([None] if getattr(cls, "NONPRIVATE", True) else []) + list(epsilons)
     for eps in eps_list:
         val_rmse = [_memo(("val", pk, key, eps, _cfg_text(c)), lambda c=c: val_point(eps, c)) for c in grid]
         best = int(np.argmin(val_rmse))

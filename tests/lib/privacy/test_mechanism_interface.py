@@ -45,13 +45,12 @@ def test_toy_goes_through_the_audit_pipeline():
 
 
 @needs_ml100k
-def test_toy_appears_on_the_frontier(monkeypatch):
+def test_toy_appears_on_the_frontier():
     from dpmf_lib.experiments.extra import extra_privacy_frontier as f
     from dpmf_lib.params import load_params
 
     p = load_params("extra_privacy_frontier", "smoke")
-    p["mechanisms"] = ["dpsgd-mf"]  # one cheap workbook mechanism beside the toy; the two interface references off
-    monkeypatch.setattr(f, "INTERFACE", {})
+    p["mechanisms"] = ["dpsgd-mf"]  # one cheap workbook mechanism (through its adapter) beside the toy
     p["custom_mechanisms"] = [{"class": TOY, "grid": {"k": [10, 40]}}]
     df = f.run(p)
     toy_rows = df[df.key == NoisyItemMeans.key]
@@ -60,4 +59,20 @@ def test_toy_appears_on_the_frontier(monkeypatch):
     assert (priv.n_seeds == p["n_seeds"]).all() and (priv.rmse_lo <= priv.rmse).all()
     assert np.isfinite(priv.x_user).all() and (priv.x_kind == "provable").all()
     assert (toy_rows.kind == "reference").sum() == 1  # the non-private choice of the same grid
-    assert (df[df.key == "dpsgd-mf"].selection == "test fold (optimistic)").all()
+    assert (df[df.key == "dpsgd-mf"].selection == "validation").all()  # one protocol for every entry
+
+
+@needs_ml100k
+def test_toy_appears_in_the_ledger():
+    from dpmf_lib.experiments.extra import extra_privacy_ledger as led
+    from dpmf_lib.params import load_params
+
+    p = load_params("extra_privacy_ledger", "smoke")
+    assert p["custom_mechanisms"] == []  # default: the ledger's own rows only
+    p["mechanisms"] = ["blip"]  # one cheap row of the ledger's own beside the toy
+    p["custom_mechanisms"] = [{"class": TOY, "config": {"k": 8}, "epsilon": 1.0, "delta": 1e-5, "runs": 200}]
+    df = led.run(p)
+    row = df[df.key == NoisyItemMeans.key].iloc[0]
+    assert row.epsilon_kind == "provable" and row.epsilon_audited <= row.epsilon_provable
+    assert row.n_evaluation == 100 and math.isfinite(row.epsilon_detectable) and row.audit_bound_kind == "provable"
+    assert set(df.key) == {"blip", NoisyItemMeans.key}
