@@ -84,7 +84,20 @@ class LiuAlgorithm1(_LiuBase):
 
     key, label = "liu", "Liu Alg. 1 (posterior sampling)"
 
+    #: (id of the training data, d, SGLD settings, seed) → (data, priors): the validation fits of a grid share one
+    #: prior run per d (the data are held so their id stays theirs)
+    _PRIORS: dict = {}
+
     def _priors(self, train, seed):
+        key = (id(train), int(self.cfg["d"]), repr(self.cfg["sgld"]), float(self.cfg.get("lambda_r", 2.0)), int(seed))
+        hit = self._PRIORS.get(key)
+        if hit is None or hit[0] is not train:
+            if len(self._PRIORS) > 64:
+                self._PRIORS.clear()
+            hit = self._PRIORS[key] = (train, self._prior_run(train, seed))
+        return hit[1], True
+
+    def _prior_run(self, train, seed):
         from ..mf import Schedule, sample_sgld
         from . import posterior_sampling as ps
 
@@ -92,7 +105,7 @@ class LiuAlgorithm1(_LiuBase):
         res = sample_sgld(train, d=int(self.cfg["d"]), epochs=int(sl["rounds"]), eta0=float(sl["eta_n"]) / train.n_ratings,
                           gamma=float(sl["gamma"]), lambda_r=float(self.cfg.get("lambda_r", 2.0)),
                           burn_in=int(sl["burn_in"]), seed=ps.prior_run_seed(seed), schedule=Schedule(n_threads=1))
-        return ps.fixed_priors(res), True
+        return ps.fixed_priors(res)
 
     def _entry(self, eps, pre, rel, w_max, lam_dep):
         return lg.liu_entry(eps, pre.B, pre.tau, constraint_satisfied=bool(rel.constraint_satisfied), w_max=w_max)
