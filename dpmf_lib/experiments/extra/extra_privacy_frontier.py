@@ -13,16 +13,14 @@ Mechanisms (each run by the workbook's own code, never re-implemented here; all 
 - ``hua-s1`` (exact minimiser, Theorem 1), ``hua-s2``, ``hua-s3`` (T rounds at the stated ε each, as the paper runs
   them): :mod:`dpmf_lib.objpert.mf` on the training fold; test prediction u_iᵀv_j.
 
-Interface mechanisms (:mod:`dpmf_lib.privacy.mechanism`; ``docs/mechanisms.md``): ``private-als``
-(:mod:`dpmf_lib.privacy.private_als`), ``dpsgd-user-mf`` (:mod:`dpmf_lib.privacy.dpsgd_user`) and every class listed
-in ``custom_mechanisms`` run under the fair protocol of :func:`run_fair` — configuration chosen on a validation part
-of the training fold, ``n_seeds`` fits scored once each on the test fold (mean and 95 % interval), the non-private
-choice of the same grid as a reference row, user-level ε (replace one user) at δ = ``frontier_delta``. Their rows
-have ``selection`` = "validation"; the eight mechanisms above keep "test fold (optimistic)".
-
-Configurations: every ``<mech>_grid`` is a mapping of parameter → list; every point of the grid runs and the one with
-the lowest test RMSE is plotted per ε (the PNBM figures' "heuristic grid search"). That selection is on the test fold
-and not private — optimistic for every mechanism alike and not counted in any ε (column ``n_configs``).
+Every entry goes through the interface of :mod:`dpmf_lib.privacy.mechanism` (``docs/mechanisms.md``): the mechanisms
+above by the adapters of :mod:`dpmf_lib.privacy.adapters`, beside them the DP-valid variants (``liu-clipped``: clipped
+loss and a data-independent Λ; ``dpsgd-pnbm-clipped``: per-user L1 clipping and noisy item means; ``hua-s2-composed``
+/ ``hua-s3-composed``: ε/T per round), the references ``private-als`` (:mod:`dpmf_lib.privacy.private_als`) and
+``dpsgd-user-mf`` (:mod:`dpmf_lib.privacy.dpsgd_user`), and every class listed in ``custom_mechanisms``. One protocol
+(:func:`run_fair`) runs them all: the configuration chosen per ε on a validation part of the training fold, one fit
+per figure seed (:func:`figure_seeds`, the runner's claim seeds) scored once on the test fold (mean, 95 % interval,
+each seed's value), the non-private choice of the same grid where the code has one (a reference row).
 
 x axis: the provable ε from :mod:`dpmf_lib.privacy.ledger` for the configuration that ran (``epsilon_provable`` in the
 ledger's own unit, ``unit``), converted by :func:`to_common_units`:
