@@ -517,6 +517,27 @@ def audit_hua_rounds(sub: Ratings, p: dict, eps_round: float, scenario: str, n: 
     return _blackbox(run(prob), run(prob1), n, seed, 0.0, conf)
 
 
+def audit_custom(sub: Ratings, spec: dict, n: int, seed: int, conf: float):
+    """Black-box audit of a mechanism of the interface (:func:`dpmf_lib.privacy.mechanism.audit_mechanism`) listed in
+    ``custom_mechanisms`` as ``{class: "package.module:Class", config: {...}, epsilon: ε, delta: δ, neighbour:
+    user | rating, runs: n}`` (``runs`` caps ``n_audit``). Returns (key, audit columns, ledger entry, neighbours)."""
+    from ...privacy import mechanism as mech
+
+    if not isinstance(spec, dict) or "class" not in spec or "epsilon" not in spec:
+        raise ParameterError(f"custom_mechanisms: each entry needs 'class' (import path) and 'epsilon', got {spec!r}")
+    cls = mech.load_mechanism(spec["class"])
+    which = str(spec.get("neighbour", "user"))
+    if which not in ("user", "rating"):
+        raise ParameterError(f"custom_mechanisms: neighbour must be 'user' or 'rating', got {which!r}")
+    d1 = user_neighbour(sub)[0] if which == "user" else rating_neighbour(sub)[0]
+    runs = min(int(n), int(spec.get("runs", n)))
+    res, entry = mech.audit_mechanism(cls(**dict(spec.get("config") or {})), sub, d1, float(spec["epsilon"]),
+                                      float(spec.get("delta", 1e-5)), runs, seed, confidence=conf)
+    what = ("the most active user's ratings moved to the far end" if which == "user"
+            else "one rating moved to the far end")
+    return cls.key, res, entry, what
+
+
 # ----------------------------------------------------------------------------------------------- run
 
 
@@ -659,6 +680,11 @@ def run(params: dict) -> pd.DataFrame:
         add(f"hua-{sc.lower()}-composed", lg.hua_rounds_entry(eps, T, int(p["hua_d"]), sc),
             _audit_row(res, inst + f", d={p['hua_d']}, T={T} rounds at ε/T per round, the per-round transcript of "
                        "the changed item's aggregate", time.perf_counter() - t0))
+    for spec in p.get("custom_mechanisms") or []:  # user-defined mechanisms of dpmf_lib.privacy.mechanism
+        t0 = time.perf_counter()
+        key, res, entry, what = audit_custom(sub, spec, n, seed, conf)
+        add(key, entry, {**res, "epsilon_pair": float("nan"), "seconds": time.perf_counter() - t0,
+                         "audit_instance": inst + f", {what}, black-box linear test on the release's `published`"})
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", r.source.label)
     df["audited_le_provable"] = df.epsilon_audited <= df.epsilon_provable

@@ -94,15 +94,51 @@ def smoke():
 def test_smoke_run_has_one_row_per_mechanism_and_epsilon_plus_references(smoke):
     p, df = smoke
     priv = df[df.kind == "private"]
-    n_eps = {"liu": "liu_epsilons", "dpps-mf": "dpps_epsilons", "dpps-pnbm": "dpps_epsilons",
-             "dpsgd-mf": "rating_epsilons", "dpsgd-pnbm": "rating_epsilons", "hua-s1": "hua_epsilons",
-             "hua-s2": "hua_epsilons", "hua-s3": "hua_epsilons"}
-    assert sorted(priv.key.unique()) == sorted(fr.MECHANISMS)
+    assert sorted(priv.key.unique()) == sorted([*fr.MECHANISMS, *fr.REFERENCES]) == sorted(fr.SPECS)
     for key, g in priv.groupby("key"):
-        assert sorted(g.epsilon_stated) == sorted(float(e) for e in p[n_eps[key]]), key
-    assert set(df[df.kind == "reference"].key) == {"ref-item-means", "ref-mf"}
+        assert sorted(g.epsilon_stated) == sorted(float(e) for e in p[fr.SPECS[key][2]]), key
+    # the item means, biased MF, and the non-private choice of each grid whose code has a non-private fit
+    nonpriv = {"ref-item-means", "ref-mf", "dpsgd-mf", "dpsgd-pnbm", "dpps-pnbm", "hua-s1", "hua-s2", "hua-s3",
+               *fr.REFERENCES}
+    assert set(df[df.kind == "reference"].key) == nonpriv
+    # one protocol for every entry: chosen on validation data, an interval over the figure seeds (the runner's)
+    seeds = fr.figure_seeds(p)
+    assert len(seeds) == p["n_seeds"] and df.seeds.iloc[0] == " ".join(map(str, seeds))
+    fair = df[df.rmse_validation.notna()]
+    assert (fair.selection == "validation").all() and (fair.n_seeds == p["n_seeds"]).all()
+    assert (fair.rmse_lo <= fair.rmse + 1e-12).all() and (fair.rmse <= fair.rmse_hi + 1e-12).all()
+    per_seed = fair[[f"rmse_seed_{s}" for s in seeds]].to_numpy()
+    assert np.allclose(per_seed.mean(axis=1), fair.rmse)
+    ref = priv[priv.key.isin(fr.REFERENCES)]
+    assert (ref.epsilon_provable <= ref.epsilon_stated * (1 + 1e-6)).all() and (ref.delta == 1e-5).all()
     assert (df.dataset == "ml-100k").all() and df.attrs["sources"][0]["real"]
     assert np.isfinite(df.rmse).all() and (df.rmse > 0).all()
+
+
+def test_dp_valid_variants_are_provable_beside_the_papers_forms(smoke):
+    _, df = smoke
+    g = df[df.kind == "private"].groupby("key").x_kind.agg(set)
+    assert g["liu-clipped"] == {fr.X_PROVABLE} and g["dpsgd-pnbm-clipped"] == {fr.X_PROVABLE}
+    assert g["dpsgd-pnbm"] == {fr.X_IDEALISED}
+    # ε/T per round composes to ε, yet U between rounds keeps the premise broken (the ledger's rule)
+    comp = df[(df.key == "hua-s2-composed") & (df.kind == "private")]
+    assert (comp.x_kind == fr.X_IDEALISED).all() and np.allclose(comp.x_rating, comp.epsilon_stated)
+
+
+def test_the_claim_replicates_read_their_own_seed_from_the_same_fits(smoke):
+    p, df = smoke
+    ms = df.attrs["measurements"]
+    assert {m["claim"] for m in ms} <= {fr.HEADLINE_CLAIM.format(e) for e in fr.HEADLINE_EPSILONS}
+    assert ms, "the smoke profile has provable points at user-level ε ≤ 10"
+    other = fr.figure_seeds(p)[1]
+    df2 = fr.run({**p, "seed": other})  # the runner's replicate: every fit comes from the memo
+    cols = ["key", "kind", "epsilon_stated", "config", "rmse", "rmse_lo", "rmse_hi"]
+    fair = df.rmse_validation.notna()
+    assert df2[fair][cols].equals(df[fair][cols])
+    im = float(df.loc[df.key == "ref-item-means", "rmse"].iloc[0])
+    for m in df2.attrs["measurements"]:
+        assert "best by validation RMSE" in m["note"] and f"seed {other}" in m["note"]
+        assert m["value"] == pytest.approx(im - float(m["note"].split("test RMSE ")[1].split()[0]), abs=1e-4)
 
 
 def test_every_private_point_is_provable_or_marked_stated_only(smoke):
@@ -114,7 +150,8 @@ def test_every_private_point_is_provable_or_marked_stated_only(smoke):
     assert set(priv.x_kind) <= {fr.X_PROVABLE, fr.X_IDEALISED, fr.X_STATED}
     assert (ideal.premise_broken.str.len() > 0).all() and (prov.premise_broken.str.len() == 0).all()
     # the mechanisms whose bound needs a premise the code breaks are never drawn as plain proofs
-    assert not set(prov.key) & {"liu", "dpsgd-mf", "dpsgd-pnbm", "hua-s1", "hua-s2", "hua-s3", "dpps-pnbm"}
+    assert not set(prov.key) & {"liu", "dpsgd-mf", "dpsgd-pnbm", "hua-s1", "hua-s2", "hua-s3", "dpps-pnbm",
+                                "hua-s2-composed", "hua-s3-composed"}
     assert np.isfinite(prov.epsilon_provable).all()
     # an idealised point: no ε holds for what ran (provable inf), the bound is in epsilon_idealised
     assert np.isinf(ideal.epsilon_provable).all() and np.isfinite(ideal.epsilon_idealised).all()
