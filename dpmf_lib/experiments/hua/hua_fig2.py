@@ -15,10 +15,12 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from .hua_fig1 import iterations_trend
 
 SCENARIO = "s1"
 FIGURE = 2
 CLAIM = "hua-5-s1-movielens-40it-eps005"
+CLAIM_TREND = "hua-5-fig2-precision-grows-with-iterations-movielens"
 
 
 def run(params: dict) -> pd.DataFrame:
@@ -37,6 +39,9 @@ def run(params: dict) -> pd.DataFrame:
         meas.append(Measurement(CLAIM, inc, label, real,
                                 f"S1 mean |error| increase over the baseline at eps={e:g}, {T} iterations "
                                 f"({params['profile']} profile)"))
+    # Sec. 5: "the precision increases with the iteration number" (Figs 1-2)
+    value, gain, note = iterations_trend(params, SCENARIO, plan)
+    meas.append(Measurement(CLAIM_TREND, value, label, real, note, guards={"gain_over_bias_only": gain}))
 
     return attach(df, sources=hc.sources_of(sources), measurements=meas)
 

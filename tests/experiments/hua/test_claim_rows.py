@@ -22,8 +22,12 @@ def test_fig7_claims_read_theorem1_rows_even_when_the_w_scaled_row_comes_first(m
     monkeypatch.setattr(hc, "increase_experiment", lambda params: (df, _sources()))
     monkeypatch.setattr(hc, "sources_of", lambda s: [])
     monkeypatch.setattr(hua_fig7, "attach", lambda d, sources, measurements: measurements)
+    monkeypatch.setattr(hua_fig7, "gain_over_item_means", lambda params, scenarios, eps, its: 0.1)
     ms = hua_fig7.run({})
-    assert [m.value for m in ms] == [250.0, 250.0]
+    assert [(m.claim, m.value) for m in ms] == [("hua-5-fig7a-s1-netflix-eps015", 250.0),
+                                                ("hua-5-fig7a-s2-netflix-eps015", 250.0),
+                                                (hua_fig7.CLAIM_S2_NEAR_S1, 0.0)]
+    assert ms[2].guards == {"gain_over_bias_only": 0.1}
 
 
 def test_join_probability_claim_is_unmeasured_when_the_base_increase_is_not_positive(monkeypatch):
