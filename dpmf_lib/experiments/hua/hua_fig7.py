@@ -33,7 +33,8 @@ def run(params: dict) -> pd.DataFrame:
         row = s12[(s12.scenario == scen) & (s12.eps == 0.15)]
         if len(row) and int(row.iterations.iloc[0]) == 100:
             m.append(Measurement(claim, float(row.mean_increase.iloc[0]), label, real,
-                                 f"{scen.upper()} mean |error| increase over MF(100), eps=0.15, 100 iterations"))
+                                 f"{scen.upper()} mean |error| increase over MF(100), eps=0.15, 100 iterations",
+                                 guards={"gain_over_bias_only": gain_over_item_means(params, [scen], 0.15, 100)}))
     s1, s2 = (s12[(s12.scenario == s) & (s12.eps == 0.15)] for s in ("s1", "s2"))
     if len(s1) and len(s2) and int(s1.iterations.iloc[0]) == 100 and int(s2.iterations.iloc[0]) == 100:
         m.append(Measurement(CLAIM_S2_NEAR_S1, float(s2.mean_increase.iloc[0] - s1.mean_increase.iloc[0]), label,
