@@ -107,8 +107,7 @@ def test_a_central_module_selects_its_own_tests_and_stays_within_the_budget(chan
     got = sc.select([changed], why)
     assert own <= set(got) and set(sc.SENTINELS) <= set(got)
     assert sum(sc.cost(t) for t in got) <= sc.BUDGET_SECONDS
-    assert why[None], "a central module has more candidates than the budget holds"
-    assert len(got) < len(cands([changed]))
+    assert len(got) < len(cands([changed]))  # the rest is farther, or past the budget
 
 
 @pytest.mark.parametrize("changed", CENTRAL)
