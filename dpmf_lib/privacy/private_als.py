@@ -38,6 +38,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from .. import validate
 from ..errors import ParameterError
 from .common import seeded
 
@@ -255,6 +256,7 @@ class DPALSResult:
 def fit(train, epsilon: float | None, delta: float, cfg: DPALSConfig, seed=None, *, test=None) -> DPALSResult:
     """Private ALS on ``train`` at (ε, δ) user level (replace one user); ``epsilon=None``: the same algorithm
     without noise (clipping and sampling kept). ``test``: per-round RMSE in ``history`` (evaluation only)."""
+    validate.unique_pairs(train.users, train.items, train.n_items, "train", what="private ALS")
     rng, seed_used, fixed = seeded(seed)
     lo, hi = train.rating_scale
     c, gamma = 0.5 * (lo + hi), 0.5 * (hi - lo)
