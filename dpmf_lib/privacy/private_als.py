@@ -27,6 +27,9 @@ Accounting (:func:`accounting`): ε at δ from dp-accounting's RDP accountant (t
 RDP ε ≤ the target), PLD as the cross-check, the exact Gaussian curve of T composed Gaussians (one Gaussian of
 multiplier z/√T; Balle & Wang 2018) and the paper's closed form via zCDP, ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016,
 Proposition 1.3), which is an upper bound of the others.
+
+The bounds count one rating per (user, item) (k ratings of one item would give ‖k u uᵀ‖ = k > √(2k)): ``fit``
+refuses duplicate pairs.
 """
 
 from __future__ import annotations
