@@ -180,8 +180,8 @@ def test_every_private_row_says_its_selection_is_not_accounted(smoke):
     _, df = smoke
     priv = df[df.kind == "private"]
     for _, r in priv.iterrows():
-        assert "excludes the selection" in r.caveats and f"among {r.n_configs} " in r.caveats, r.key
-        assert "not accounted" in r.caveats and f"{r.n_seeds} seeds are evaluation replicates" in r.caveats, r.key
+        assert "excludes the selection" in r.caveats and f"among {int(r.n_configs)} " in r.caveats, r.key
+        assert "not accounted" in r.caveats and f"{int(r.n_seeds)} seeds are evaluation replicates" in r.caveats, r.key
     for m in df.attrs["measurements"]:
         assert "not accounted in ε" in m["note"]
     # the references' guarantee is joint DP (U never released); their legend says so
