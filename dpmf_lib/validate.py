@@ -1,4 +1,5 @@
-"""One rule per kind of parameter: finite and positive numbers, privacy budgets ε, bounded integers, seeds.
+"""One rule per kind of parameter: finite and positive numbers, privacy budgets ε, bounded integers, seeds, unique
+(user, item) pairs.
 
 Every check raises :class:`~dpmf_lib.errors.ParameterError` naming the parameter and the fix, and returns the value
 as the plain Python number the caller already computed with (``float(x)`` / ``int(x)``), so checking never changes a
@@ -114,3 +115,17 @@ def generator(seed, name: str = "seed", *, allow_none: bool = True) -> np.random
 
 def _seed_int(s) -> bool:
     return not isinstance(s, (bool, np.bool_)) and isinstance(s, (int, np.integer)) and s >= 0
+
+
+def unique_pairs(users, items, n_items: int, name: str = "ratings", *, what: str | None = None,
+                 fix: str | None = None) -> None:
+    """At most one rating per (user, item) pair — the premise of every per-user sensitivity bound computed rating by
+    rating (the loaders refuse duplicates; a directly built ``Ratings`` is not checked)."""
+    key = np.asarray(users, np.int64) * int(n_items) + np.asarray(items, np.int64)
+    u, c = np.unique(key, return_counts=True)
+    if (c > 1).any():
+        j = int(np.argmax(c > 1))
+        k = int(u[j])
+        raise ParameterError(f"{_label(name, what)} holds the (user, item) pair ({k // int(n_items)}, "
+                             f"{k % int(n_items)}) {int(c[j])} times: the privacy bound counts each pair once"
+                             + _tail(fix or "aggregate or drop the duplicates before fitting"))

@@ -21,6 +21,7 @@ T_TRUTH = "tests/properties/test_epsilon_truth.py"
 T_DP = "tests/properties/test_dp_release.py"
 T_CTRL = "tests/properties/test_audit_controls.py"
 T_AUDITS = "tests/properties/test_audits.py"
+T_ALS = "tests/lib/privacy/test_private_als.py"
 ALL = [T_LEDGER, T_AUDIT, T_CLIP, T_NOISE, T_DP, T_AUDITS]
 M = [
  ("M01 sensitivity: DPSGD-MF ledger counts φ, not 2φ, per epoch", "dpmf_lib/privacy/ledger.py",
@@ -81,6 +82,24 @@ M = [
   [('                               "(eps would hold for an idealised release with U independent of the ratings)")', '                               "(eps would hold for an idealised release with U independent of the ratings)")\n                effective = eps')], ALL + [T_TRUTH]),
  ("M28 premise ignored: DPSGD-PNBM's noiseless r̄ in the predictor not marked", "dpmf_lib/privacy/ledger.py",
   [('                       premise_broken="the predictor also releases the item means r̄, computed without noise (the "\n                                      "bound covers S alone)",', '')], ALL + [T_TRUTH]),
+ ("M29 composition not summed in the mechanism: private ALS noise in round 1 only", "dpmf_lib/privacy/private_als.py",
+  [('        if z is not None:\n            A, b = noisy_item_statistics(', '        if z is not None and _ == 0:\n            A, b = noisy_item_statistics(')], [T_ALS]),
+ ("M30 clip bound off: private ALS fit without the ‖u_i‖ ≤ 1 clip", "dpmf_lib/privacy/private_als.py",
+  [('        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)\n        A, b = statistics(', '        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip=False)\n        A, b = statistics(')], [T_ALS]),
+ ("M31 clip bound off: private ALS fit without the k-per-user bound", "dpmf_lib/privacy/private_als.py",
+  [('    keep = sample_contributions(train.users, n, int(cfg.k), rng)', '    keep = np.arange(len(train.users))')], [T_ALS]),
+ ("M32 clip bound off: private ALS fit without the rating clip |r − c| ≤ Γ", "dpmf_lib/privacy/private_als.py",
+  [('    centred = np.clip(train.values.astype(np.float64) - c, -gamma, gamma)', '    centred = train.values.astype(np.float64) - c')], [T_ALS]),
+ ("M33 sampling: DP-SGD-MF fixed-size batches in poisson_sample", "dpmf_lib/privacy/dpsgd_user.py",
+  [('    return np.flatnonzero(rng.random(n) < q).astype(np.int64)', '    return np.sort(rng.choice(n, int(round(q * n)), replace=False)).astype(np.int64)')], [T_ALS]),
+ ("M34 sampling: DP-SGD-MF fit with deterministic strided batches", "dpmf_lib/privacy/dpsgd_user.py",
+  [('        sampled = poisson_sample(n, cfg.q, rng)', '        sampled = ((np.arange(int(round(cfg.q * n))) + t * int(round(cfg.q * n))) % n).astype(np.int64)')], [T_ALS]),
+ ("M35 clip bound off: DP-SGD-MF fit ignores C (clip at 1e9)", "dpmf_lib/privacy/dpsgd_user.py",
+  [('noisy_step_gradient(csr, sampled, U, V, cfg.C, sigma, rng)', 'noisy_step_gradient(csr, sampled, U, V, 1e9, sigma, rng)')], [T_ALS]),
+ ("M36 relation: DP-SGD-MF replace-one accounted as add/remove-one", "dpmf_lib/privacy/dpsgd_user.py",
+  [('rel = {"replace": NR.REPLACE_ONE,', 'rel = {"replace": NR.ADD_OR_REMOVE_ONE,')], [T_ALS]),
+ ("M37 sensitivity: DP-SGD-MF replace-one at multiplier σ/2 (contributions 4C apart)", "dpmf_lib/privacy/dpsgd_user.py",
+  [('    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma, steps))', '    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma / 2.0 if rel == NR.REPLACE_ONE else sigma, steps))')], [T_ALS]),
 ]
 
 

@@ -13,10 +13,13 @@ Each of ``steps`` steps:
 4. V ← V − η (sum / (q n) + λ V) — divided by the *expected* batch size q n (public), never by the realised one.
 
 Accounting over the steps actually taken (:func:`accounting`): each step is a Poisson-subsampled Gaussian of noise
-multiplier σ. Add/remove-one-user: dp-accounting's RDP and PLD accountants (the two methods cross-checked); replace-
-one-user (the frontier's user level, the relation of private ALS and Liu): the PLD accountant's REPLACE_ONE
-relation with multiplier σ/2 (a replaced user moves the clipped sum by ≤ 2C) — the provable ε. σ is calibrated on
-that replace-one PLD ε (:func:`calibrate`).
+multiplier σ. Replace-one-user (the frontier's user level, the relation of private ALS and Liu): the PLD
+accountant's REPLACE_ONE relation with multiplier σ — it places the two clipped contributions at ±C, i.e. 2C apart
+(at q = 1 the Gaussian mechanism at L2 sensitivity 2C) — the provable ε, in the ledger's ``pld_epsilon`` too.
+Add/remove-one-user (a smaller ε, not the plotted one): dp-accounting's PLD and RDP accountants, in the entry's
+``extra`` (its RDP accountant refuses REPLACE_ONE for Poisson sampling, so ``rdp_epsilon`` stays empty). σ is
+calibrated on the replace-one PLD ε (:func:`calibrate`). Both bounds need at most one rating per (user, item):
+``fit`` refuses duplicate pairs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from .. import validate
 from ..errors import ParameterError
 from .common import seeded
 from .private_als import user_factors
@@ -109,16 +113,16 @@ def _event(q: float, sigma: float, steps: int):
 
 
 def pld_epsilon(q: float, sigma: float, steps: int, delta: float, relation: str = "replace") -> float:
-    """ε at δ by dp-accounting's PLD accountant: ``replace`` (REPLACE_ONE, multiplier σ/2) or ``add_remove``."""
+    """ε at δ by dp-accounting's PLD accountant, noise multiplier σ (noise std σC for clip C): ``replace``
+    (REPLACE_ONE: contributions at ±C, 2C apart) or ``add_remove`` (one contribution of norm ≤ C)."""
     from dp_accounting import NeighboringRelation as NR
     from dp_accounting.pld import pld_privacy_accountant as pa
 
-    rel, s = ((NR.REPLACE_ONE, sigma / 2.0) if relation == "replace" else (NR.ADD_OR_REMOVE_ONE, sigma)
-              if relation == "add_remove" else (None, None))
+    rel = {"replace": NR.REPLACE_ONE, "add_remove": NR.ADD_OR_REMOVE_ONE}.get(relation)
     if rel is None:
         raise ParameterError(f"relation must be 'replace' or 'add_remove', got {relation!r}")
     acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)
-    acc.compose(_event(q, s, steps))
+    acc.compose(_event(q, sigma, steps))
     return float(acc.get_epsilon(float(delta)))
 
 
@@ -165,11 +169,14 @@ def entry(epsilon: float, delta: float, cfg: "DPSGDUserConfig", sigma: float, st
                                    f"gradient clipped to C = {cfg.C:g}; {steps} steps; the number of users ({n_users}) "
                                    "and of items public; the server sums the clipped gradients"),
                        noise_sampler=FLOAT_GAUSSIAN,
-                       pld_epsilon=a["pld_epsilon_add_remove"], rdp_epsilon=a["rdp_epsilon_add_remove"],
-                       accounting_note=(f"provable: PLD (dp-accounting), replace-one, {steps} Poisson-subsampled "
-                                        f"Gaussians (q = {cfg.q:g}, σ = {sigma:.4g}, multiplier σ/2); pld_epsilon / "
-                                        "rdp_epsilon: the add/remove-one relation by PLD and RDP (cross-check)"),
-                       extra={"noise_multiplier": sigma, "steps": steps, "sampling_q": cfg.q})
+                       pld_epsilon=a["pld_epsilon_replace"], rdp_epsilon=float("nan"),
+                       accounting_note=(f"provable = pld_epsilon: PLD (dp-accounting), replace-one, {steps} "
+                                        f"Poisson-subsampled Gaussians (q = {cfg.q:g}, multiplier σ = {sigma:.4g}); "
+                                        "no RDP replace-one accountant for Poisson sampling (rdp_epsilon empty); "
+                                        "the add/remove-one ε (PLD, RDP) in extra"),
+                       extra={"noise_multiplier": sigma, "steps": steps, "sampling_q": cfg.q,
+                              "pld_epsilon_add_remove": a["pld_epsilon_add_remove"],
+                              "rdp_epsilon_add_remove": a["rdp_epsilon_add_remove"]})
 
 
 # ----------------------------------------------------------------------------------------------- the mechanism
@@ -225,6 +232,7 @@ def noisy_step_gradient(csr, sampled, U, V, C: float, sigma: float | None, rng):
 
 def fit(train, epsilon: float | None, delta: float, cfg: DPSGDUserConfig, seed=None, *, test=None):
     """DP-SGD-MF at (ε, δ) user level (replace one user); ``epsilon=None``: no noise (sampling, clipping kept)."""
+    validate.unique_pairs(train.users, train.items, train.n_items, "train", what="DP-SGD-MF")
     rng, seed_used, fixed = seeded(seed)
     lo, hi = train.rating_scale
     c, gamma = 0.5 * (lo + hi), 0.5 * (hi - lo)

@@ -27,6 +27,9 @@ Accounting (:func:`accounting`): ε at δ from dp-accounting's RDP accountant (t
 RDP ε ≤ the target), PLD as the cross-check, the exact Gaussian curve of T composed Gaussians (one Gaussian of
 multiplier z/√T; Balle & Wang 2018) and the paper's closed form via zCDP, ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016,
 Proposition 1.3), which is an upper bound of the others.
+
+The bounds count one rating per (user, item) (k ratings of one item would give ‖k u uᵀ‖ = k > √(2k)): ``fit``
+refuses duplicate pairs.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from .. import validate
 from ..errors import ParameterError
 from .common import seeded
 
@@ -255,6 +259,7 @@ class DPALSResult:
 def fit(train, epsilon: float | None, delta: float, cfg: DPALSConfig, seed=None, *, test=None) -> DPALSResult:
     """Private ALS on ``train`` at (ε, δ) user level (replace one user); ``epsilon=None``: the same algorithm
     without noise (clipping and sampling kept). ``test``: per-round RMSE in ``history`` (evaluation only)."""
+    validate.unique_pairs(train.users, train.items, train.n_items, "train", what="private ALS")
     rng, seed_used, fixed = seeded(seed)
     lo, hi = train.rating_scale
     c, gamma = 0.5 * (lo + hi), 0.5 * (hi - lo)

@@ -176,6 +176,19 @@ def test_every_private_point_is_provable_or_marked_stated_only(smoke):
     assert g.loc["hua-s2", "epsilon_idealised"] == pytest.approx(T * g.loc["hua-s2", "epsilon_stated"])
 
 
+def test_every_private_row_says_its_selection_is_not_accounted(smoke):
+    _, df = smoke
+    priv = df[df.kind == "private"]
+    for _, r in priv.iterrows():
+        assert "excludes the selection" in r.caveats and f"among {int(r.n_configs)} " in r.caveats, r.key
+        assert "not accounted" in r.caveats and f"{int(r.n_seeds)} seeds are evaluation replicates" in r.caveats, r.key
+    for m in df.attrs["measurements"]:
+        assert "not accounted in ε" in m["note"]
+    # the references' guarantee is joint DP (U never released); their legend says so
+    assert all(fr.LABELS[k].endswith("joint DP") for k in fr.REFERENCES)
+    assert set(priv[priv.key.isin(fr.REFERENCES)].label) == {fr.LABELS[k] for k in fr.REFERENCES}
+
+
 def test_group_privacy_factor_and_item_means_are_those_of_u1(smoke):
     from dpmf_lib.nbm import runs
 
