@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         for spec in DATASETS.values():
             state = "present" if is_present(spec.id, dest) else ("mirror" if mirror_dir(spec.id) else "absent")
             print(f"[{state:7s}] {spec.describe()}")
+            print(f"          source: {spec.url or spec.homepage or 'none public'}; licence: {spec.licence}")
+            print(f"          install: {spec.install_text()}")
         from dpmf_lib.data import user
 
         for spec in user.registered().values():

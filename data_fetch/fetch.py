@@ -52,7 +52,7 @@ from dpmf_lib.errors import DataFormatError, DatasetUnavailable
 from dpmf_lib.paths import REPO_ROOT, data_dir
 
 from .manifest import MANIFEST_NAME, list_files, manifest_problem, sha256_file, write_manifest
-from .registry import DatasetSpec, get_spec, unavailable_message
+from .registry import DatasetSpec, get_spec, test_override_path, unavailable_message
 
 MIRROR_ENV = "DPMF_DATA_MIRROR"
 _CHUNK = 1 << 20
@@ -234,7 +234,9 @@ def install_from_directory(spec: DatasetSpec, source: Path, dest: Path) -> Path:
             out = staging / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             _copy_file(source / rel, out)
-        return _install(spec, staging, dest, source_desc=f"directory {source}", shown=lambda rel: str(source / rel))
+        converted = CONVERTERS[spec.id](staging, source) if spec.id in CONVERTERS else None
+        return _install(spec, staging, dest, source_desc=f"directory {source}", shown=lambda rel: str(source / rel),
+                        converted=converted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -444,10 +446,75 @@ def check_parses(spec: DatasetSpec, root: Path, *, shown=None) -> dict:
     return {"checked": True, "ratings": r.n_ratings, "users": r.n_users, "items": r.n_items}
 
 
+def eachmovie_from_votes(staging: Path, source: Path) -> str | None:
+    """EachMovie as released: write ``ratings.tsv`` (user<TAB>movie<TAB>rating, rating = 5·score + 1 on 1..6) from
+    ``Vote.txt`` (Person_ID, Movie_ID, Score, Weight, Modified; tab- or space-separated) when the copy has no
+    ``ratings.tsv``. Returns what was done (None: nothing to convert). A score off the 0, 0.2, …, 1 grid is an error."""
+    votes, out = staging / "Vote.txt", staging / "ratings.tsv"
+    if out.exists() or not votes.exists():
+        return None
+    rows = []
+    with open(votes, "rb") as fh:
+        for k, raw in enumerate(fh, 1):
+            fields = raw.split(b"\t") if b"\t" in raw else raw.split()
+            if not raw.strip():
+                continue
+            if len(fields) < 3:
+                raise DataFormatError(source / "Vote.txt", k, f"has {len(fields)} field(s), EachMovie's Vote.txt has "
+                                      "Person_ID, Movie_ID, Score, Weight, Modified", "this is not the release's file")
+            try:
+                user, movie, score = int(fields[0]), int(fields[1]), float(fields[2])
+            except ValueError:
+                raise DataFormatError(source / "Vote.txt", k, f"fields {fields[:3]!r} are not Person_ID, Movie_ID, "
+                                      "Score numbers", "this is not the release's file") from None
+            rating = 5.0 * score + 1.0
+            if not (0.0 <= score <= 1.0) or abs(rating - round(rating)) > 1e-6:
+                raise DataFormatError(source / "Vote.txt", k, f"score {score!r} is not one of 0, 0.2, …, 1",
+                                      "this is not the release's file (or it was already rescaled: then convert it "
+                                      "to ratings.tsv with ratings 1..6 yourself)")
+            rows.append(f"{user}\t{movie}\t{int(round(rating))}\n")
+    out.write_text("".join(rows), encoding="ascii")
+    return f"ratings.tsv written from Vote.txt ({len(rows):,} votes, rating = 5·score + 1)"
+
+
+#: dataset id → converter of the release's layout into the files the loaders read (run on the staging copy)
+CONVERTERS = {"eachmovie": eachmovie_from_votes}
+
+
+def shape_differences(spec: DatasetSpec, parsed: dict) -> list[str]:
+    """Named warnings for an installed copy whose counts differ from the published release's or a paper's, with the
+    registry's note on which filtering we apply and why (e.g. Netflix's 100.5 M ratings against the thesis' 96.6 M)."""
+    if not parsed or not parsed.get("checked") or "ratings" not in parsed or spec.shape is None:
+        return []
+    got = (parsed["users"], parsed["items"], parsed["ratings"])
+    out = []
+    for where, shape in [("the published release", spec.shape), *spec.paper_shapes.items()]:
+        want = (shape.users, shape.items, shape.ratings)
+        if got != want:
+            out.append(f"{where}: {shape}")
+    if not out:
+        return []
+    text = (f"{spec.id}: your copy has {got[0]:,} users × {got[1]:,} items, {got[2]:,} ratings; differs from "
+            + "; ".join(out) + "." + (f" {spec.paper_shape_note}" if spec.paper_shape_note else ""))
+    return [text]
+
+
 def _install(spec: DatasetSpec, root: Path, dest: Path, *, source_desc: str, archive: dict | None = None,
-             shown=None) -> Path:
+             shown=None, converted: str | None = None) -> Path:
     hashes, checked = verify_tree(spec, root, shown=shown)
     parsed = check_parses(spec, root, shown=shown)
+    if converted:
+        parsed = {**parsed, "converted": converted}
+        _note(f"{spec.id}: {converted}")
+    warnings = shape_differences(spec, parsed)
+    for w in warnings:
+        _note(f"warning: {w}")
+    if warnings:
+        parsed = {**parsed, "differs": warnings}
+    override = test_override_path()
+    if override is not None:
+        source_desc += f" (file facts from the test registry override {override}, not the release's)"
+        _note(f"{spec.id}: expected file facts from the test registry override {override} — not the release's")
     target = dest / spec.id
     old = None
     if target.exists() or target.is_symlink():
