@@ -115,7 +115,6 @@ def test_list_shows_source_licence_and_how_to_install(tmp_path):
         assert "source:" in block and "licence:" in block and "install:" in block and "--from DIR" in block, ds
 
 
-@pytest.mark.slow
 def test_balu_table41_counts_every_real_dataset_and_judges_its_claims(real_data):
     from dpmf_lib.experiments.balu import balu_table4_1 as e
     from dpmf_lib.params import load_params
@@ -151,7 +150,6 @@ def _spy(monkeypatch, module):
 YAHOO = ((0.0, 5.0), 0.06, 0.05)  # the paper's Yahoo settings (params dataset_settings): scale, eta0, lambda
 
 
-@pytest.mark.slow
 def test_liu_fig2_on_real_yahoo_uses_the_papers_yahoo_settings_and_judges_its_claim(real_data, monkeypatch):
     from dpmf_lib.experiments.liu import liu_fig2 as e
     from dpmf_lib.params import load_params
@@ -166,7 +164,6 @@ def test_liu_fig2_on_real_yahoo_uses_the_papers_yahoo_settings_and_judges_its_cl
     assert set(v) == {"liu-6.3-csgd-faster-than-peer-yahoo-music"} and all(_judged(j) for j in v.values())
 
 
-@pytest.mark.slow
 def test_liu_fig5_on_real_yahoo_uses_the_papers_yahoo_settings(real_data, monkeypatch):
     from dpmf_lib.experiments.liu import liu_fig5 as e
     from dpmf_lib.params import load_params
@@ -179,7 +176,6 @@ def test_liu_fig5_on_real_yahoo_uses_the_papers_yahoo_settings(real_data, monkey
     assert set(v) == {"liu-6.3-sgld-slower-than-sgd-yahoo-music"} and all(_judged(j) for j in v.values())
 
 
-@pytest.mark.slow
 def test_balu_fig52_on_real_sift1m_judges_its_claim(real_data):
     from dpmf_lib.experiments.balu import balu_fig5_2 as e
     from dpmf_lib.params import load_params
