@@ -237,3 +237,27 @@ def test_user_file_errors_name_scale_and_step(tmp_path, monkeypatch):
     with pytest.raises(DataFormatError) as err:
         user.add("mine", f, "csv-header", "1,5", 1.0)
     assert "--step" in str(err.value) and "registry.py" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_the_notebook_runner_on_real_data_judges_the_claims(installed, tmp_path):
+    """The whole path a user takes: the installed copies, `python -m dpmf_lib.reproduce` at smoke (papermill, a
+    kernel), its measurements.json judged: every claim on real data, none "stand-in only"."""
+    import os
+
+    from dpmf_lib.verdicts import judge
+
+    dest, _ = installed
+    env = {**os.environ, "PYTHONPATH": str(rf.REPO), "DPMF_DATA_DIR": str(dest), "DPMF_FIGURES_DIR": str(tmp_path)}
+    env.pop("DPMF_DATA_MIRROR", None)
+    proc = subprocess.run([sys.executable, "-m", "dpmf_lib.reproduce", "--profile", "smoke", "--only", "balu_table4_1",
+                           "--set", "datasets=[ml-1m, ml-10m, eachmovie, netflix]"], cwd=rf.REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (run,) = (tmp_path / "_runs").glob("balu_table4_1-smoke-*")
+    prov = json.loads((run / "provenance.json").read_text())
+    assert not prov["uses_standin"]
+    ms = json.loads((run / "measurements.json").read_text())
+    claims = {c.id: c for c in load_claims()}
+    assert {m["claim"] for m in ms} == {f"balu-table4.1-ratings-{d}" for d in ("ml-1m", "ml-10m", "eachmovie", "netflix")}
+    assert all(m["real"] for m in ms) and all(_judged(judge(claims[m["claim"]], ms)) for m in ms)
