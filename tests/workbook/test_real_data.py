@@ -261,3 +261,16 @@ def test_the_notebook_runner_on_real_data_judges_the_claims(installed, tmp_path)
     claims = {c.id: c for c in load_claims()}
     assert {m["claim"] for m in ms} == {f"balu-table4.1-ratings-{d}" for d in ("ml-1m", "ml-10m", "eachmovie", "netflix")}
     assert all(m["real"] for m in ms) and all(_judged(judge(claims[m["claim"]], ms)) for m in ms)
+
+
+def test_liu_figures_split_real_netflix_by_its_probe_set(real_data):
+    from dpmf_lib.data.datasets import load_ratings
+    from dpmf_lib.experiments.liu._liu_mf import dataset_params, load_split
+    from dpmf_lib.params import load_params
+
+    probe = [ln for ln in (real_data / "netflix" / "probe.txt").read_text().splitlines() if not ln.endswith(":")]
+    for name in ("liu_fig2", "liu_fig5"):
+        p = dataset_params(load_params(name, "smoke", {"max_ratings": None}), "netflix")
+        train, test = load_split("netflix", p)
+        assert train.source.real and test.n_ratings == len(probe) and "probe.txt" in test.source.note
+        assert train.n_ratings + test.n_ratings == load_ratings("netflix").n_ratings

@@ -140,7 +140,7 @@ def rescale_ratings(r, scale):
     return replace(r, values=v, rating_scale=(a, b), source=src)
 
 
-DATASET_SETTING_KEYS = ("rating_scale", "sgd_eta0", "sgd_gamma", "sgd_lambda", "sgld_eta0_times_n", "sgld_gamma",
+DATASET_SETTING_KEYS = ("rating_scale", "test_split", "sgd_eta0", "sgd_gamma", "sgd_lambda", "sgld_eta0_times_n", "sgld_gamma",
                         "sgld_zeta", "sgld_alpha", "sgld_beta", "sgld_lambda_r")
 
 
@@ -227,10 +227,34 @@ def ensure_warm():
 
 
 def load_split(dataset: str, params: dict):
-    """``(train, test)`` of ``dataset`` (real if present, else the labelled stand-in), seeded random split."""
+    """``(train, test)`` of ``dataset`` (real if present, else the labelled stand-in), seeded random split; with
+    ``test_split: probe`` (Netflix's dataset_settings) real Netflix is split as the paper did: the test set is the
+    ratings of its ``probe.txt`` (the released validation set), the rest trains (:func:`probe_split`)."""
     r = load_for_mf(dataset, seed=params["seed"], standin_scale=params.get("standin_scale", 1.0),
                     max_ratings=params.get("max_ratings"))
+    if params.get("test_split") == "probe" and r.source.real and dataset == "netflix":
+        from ...data.datasets import netflix_probe
+
+        probe = netflix_probe()
+        if probe is not None:
+            return probe_split(r, probe)
+        print(f"note: {r.source.label} has no probe.txt: a random {params.get('test_fraction', 0.1):g} test split "
+              "instead of the paper's probe set", flush=True)
     return train_test(r, params.get("test_fraction", 0.1), seed=params["seed"])
+
+
+def probe_split(r, probe: np.ndarray):
+    """``(train, test)``: the test set is the ratings whose (raw user, raw item) pair is in ``probe`` ((n, 2) of
+    customer, movie ids), the training set the others."""
+    users = np.asarray(r.user_ids)[r.users].astype(np.int64) if r.user_ids is not None else r.users.astype(np.int64)
+    items = np.asarray(r.item_ids)[r.items].astype(np.int64) if r.item_ids is not None else r.items.astype(np.int64)
+    mask = np.isin(users * (1 << 24) + items, probe[:, 0] * (1 << 24) + probe[:, 1])
+    if not mask.any() or mask.all():
+        raise ParameterError(f"{r.source.label}: probe.txt holds {int(mask.sum()):,} of its {r.n_ratings:,} ratings: "
+                             "no train/test split from it (is it this copy's probe.txt?)")
+    return (r.subset(np.flatnonzero(~mask), note="training set without probe.txt (the paper's split)"),
+            r.subset(np.flatnonzero(mask), note=f"probe.txt: {int(mask.sum()):,} ratings (the released validation "
+                                                 "set, the paper's test set)"))
 
 
 def sgd_kw(params: dict) -> dict:
