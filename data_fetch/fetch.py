@@ -1,6 +1,8 @@
 """Fetch a dataset into ``data/<id>/`` atomically: download (or copy a mirror/directory), verify, install, manifest.
 
-Order of sources: an explicit ``source_dir`` (``--from DIR``); else ``$DPMF_DATA_MIRROR/<id>/`` when that directory
+Order of sources: an explicit ``source_dir`` (``--from PATH``: a directory, or the release's archive, checked against
+the published checksum where there is one; a dataset's release layout is converted where the loaders need it — the
+Netflix Prize's ``training_set.tar``, EachMovie's ``Vote.txt``, see ``CONVERTERS``); else ``$DPMF_DATA_MIRROR/<id>/`` when that directory
 exists (CI sets ``DPMF_DATA_MIRROR=../shared/data``; a relative path is taken from the current directory, then from the
 repository root); else the registry URL when the dataset may be downloaded; else :class:`DatasetUnavailable`.
 
@@ -177,6 +179,8 @@ def fetch(dataset_id: str, dest: Path | str | None = None, *, force: bool = Fals
                 damaged = None
         try:
             if source_dir is not None:
+                if Path(source_dir).is_file():
+                    return install_from_archive(spec, Path(source_dir), dest)
                 return install_from_directory(spec, Path(source_dir), dest)
             mirror = mirror_dir(spec.id) if use_mirror else None
             if mirror is not None:
@@ -237,6 +241,47 @@ def install_from_directory(spec: DatasetSpec, source: Path, dest: Path) -> Path:
         converted = CONVERTERS[spec.id](staging, source) if spec.id in CONVERTERS else None
         return _install(spec, staging, dest, source_desc=f"directory {source}", shown=lambda rel: str(source / rel),
                         converted=converted)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+def install_from_archive(spec: DatasetSpec, archive: Path, dest: Path) -> Path:
+    """Install the user's own copy of the release archive (``--from ml-1m.zip``, the Netflix Prize's
+    ``nf_prize_dataset.tar.gz``): checked against the registry's published checksum where there is one (a repacked
+    archive is refused: extract it and install the folder), extracted under the dataset's size cap, then installed
+    like a directory."""
+    archive = Path(archive).resolve()
+    if not archive.name.lower().endswith(ARCHIVE_SUFFIXES):
+        raise DataFormatError(archive, None, "is a file but not an archive (.zip, .tar, .tar.gz, .tgz)",
+                              "pass the archive as released, or the directory holding the extracted files")
+    md5, sha = hashlib.md5(), hashlib.sha256()
+    with open(archive, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            md5.update(block)
+            sha.update(block)
+    digests = {"md5": md5.hexdigest(), "sha256": sha.hexdigest()}
+    algo, expected = (("sha256", spec.archive_sha256) if spec.archive_sha256 else
+                      ("md5", spec.archive_md5) if spec.archive_md5 else (None, None))
+    if algo and digests[algo] != expected:
+        raise DataFormatError(archive, None, f"archive {algo} {digests[algo]} differs from the published {expected} "
+                              f"of the {spec.title} release", "if it is a repacked copy of the release, extract it and "
+                              f"install the folder: `python -m data_fetch {spec.id} --from DIR` (its files are then "
+                              "checked one by one)")
+    staging = Path(tempfile.mkdtemp(dir=dest, prefix=f".{spec.id}.staging-"))
+    try:
+        _extract(archive, staging, archive.name, spec.max_extracted_bytes or DEFAULT_MAX_EXTRACTED)
+        root = staging
+        entries = list(staging.iterdir())
+        if len(entries) == 1 and entries[0].is_dir():  # the usual single top folder (ml-1m/, download/, sift/)
+            root = entries[0]
+        top = "" if root == staging else f"{root.name}/"
+        converted = CONVERTERS[spec.id](root, archive) if spec.id in CONVERTERS else None
+        info = {"name": archive.name, **digests, "checked": algo}
+        return _install(spec, root, dest, source_desc=f"archive {archive}", archive=info, converted=converted,
+                        shown=lambda rel: f"{archive} (archive member {top}{rel})")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -477,8 +522,19 @@ def eachmovie_from_votes(staging: Path, source: Path) -> str | None:
     return f"ratings.tsv written from Vote.txt ({len(rows):,} votes, rating = 5·score + 1)"
 
 
+def netflix_training_tar(staging: Path, source: Path) -> str | None:
+    """The Netflix Prize as released packs its per-movie files in ``training_set.tar`` beside probe.txt and
+    qualifying.txt: unpack it to ``training_set/`` (members checked to stay inside) when the copy has no such folder."""
+    tar = staging / "training_set.tar"
+    if (staging / "training_set").is_dir() or not tar.is_file():
+        return None
+    _extract(tar, staging, str(source / "training_set.tar"), 4 << 30)  # the release's folder: ~2.1 GB of text
+    tar.unlink()
+    return "training_set/ unpacked from training_set.tar (the Prize's own packing)"
+
+
 #: dataset id → converter of the release's layout into the files the loaders read (run on the staging copy)
-CONVERTERS = {"eachmovie": eachmovie_from_votes}
+CONVERTERS = {"eachmovie": eachmovie_from_votes, "netflix": netflix_training_tar}
 
 
 def shape_differences(spec: DatasetSpec, parsed: dict) -> list[str]:

@@ -187,6 +187,7 @@ _add(DatasetSpec(
 _add(DatasetSpec(
     id="netflix", title="Netflix Prize", kind="ratings", format="netflix-per-movie",
     homepage="https://www.netflixprize.com/", url=None, archive_md5=None, archive_size=None, archive_root=None,
+    max_extracted_bytes=6 << 30,  # nf_prize_dataset.tar.gz: training_set.tar (~2.1 GB) + probe/qualifying/titles
     files=(FileSpec("training_set/mv_*.txt", required=False), FileSpec("combined_data_*.txt", required=False),
            FileSpec("probe.txt", required=False), FileSpec("qualifying.txt", required=False),
            FileSpec("movie_titles.txt", required=False)),
@@ -195,9 +196,10 @@ _add(DatasetSpec(
     licence="Netflix Prize rules: the data was licensed for the competition only; Netflix withdrew it in 2010.",
     available_for_download=False,
     reason="Netflix withdrew the Prize data in 2010; there is no legal public download.",
-    manual="If you hold a copy, put the Prize layout — training_set/mv_0000001.txt … mv_0017770.txt, probe.txt, "
-           "qualifying.txt, movie_titles.txt (or the four combined_data_*.txt files of the Kaggle copy) — in a "
-           "directory DIR and run `python -m data_fetch netflix --from DIR`.",
+    manual="If you hold a copy, run `python -m data_fetch netflix --from DIR` with DIR a directory in the Prize's "
+           "layout — training_set/mv_0000001.txt … mv_0017770.txt (or training_set.tar), probe.txt, qualifying.txt, "
+           "movie_titles.txt — or holding the four combined_data_*.txt files of the Kaggle copy; or give the Prize's "
+           "archive itself: `--from nf_prize_dataset.tar.gz`.",
     paper_shapes={"liu Section 6.2": Shape(480_000, 18_000, 99_000_000),
                   "balu Table 4.1": Shape(480_136, 17_167, 96_649_938)},
     max_user_count=17_653, max_item_count=232_944, mean_rating=3.60,
@@ -217,6 +219,7 @@ _add(DatasetSpec(
     id="yahoo-music", title="Yahoo! Music (KDD Cup 2011, track 1)", kind="ratings", format="kddcup-yahoo",
     homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c", url=None, archive_md5=None,
     archive_size=None, archive_root=None,
+    max_extracted_bytes=16 << 30,  # track 1's text files: ~263 M lines of ratings
     files=(FileSpec("trainIdx1.txt"), FileSpec("validationIdx1.txt", required=False),
            FileSpec("testIdx1.txt", required=False)),
     ratings_glob="trainIdx1.txt", rating_scale=(0.0, 100.0), rating_step=1.0,
@@ -308,8 +311,8 @@ def get_spec(dataset_id: str) -> DatasetSpec:
     return _test_override(spec)
 
 
-#: Tests only: a JSON file ``{id: {"files": {path: {"sha256"|"size"|"lines": value}}}}`` replacing the expected file
-#: facts of a dataset, so a tiny fixture written in the published layout installs through the real CLI (its size,
+#: Tests only: a JSON file ``{id: {"files": {path: {"sha256"|"size"|"lines": value}}, "archive_md5": …}}`` replacing
+#: the expected file facts of a dataset, so a tiny fixture written in the published layout installs through the real CLI (its size,
 #: line count and checksum cannot be the release's). A fetch under it says so and its manifest records it.
 TEST_OVERRIDE_ENV = "DPMF_TEST_REGISTRY_OVERRIDE"
 
@@ -336,12 +339,12 @@ def _test_override(spec: DatasetSpec) -> DatasetSpec:
         return spec
     files = own.get("files") or {}
     unknown = set(files) - {fs.path for fs in spec.files}
-    if unknown or set(own) - {"files"}:
+    if unknown or set(own) - {"files", "archive_md5", "archive_sha256"}:
         raise ParameterError(f"${TEST_OVERRIDE_ENV}: {spec.id} has no file(s) {sorted(unknown)} (or a key other than "
-                             "'files')")
+                             "'files', 'archive_md5', 'archive_sha256')")
     new = tuple(replace(fs, **{k: v for k, v in files.get(fs.path, {}).items() if k in ("sha256", "size", "lines")})
                 for fs in spec.files)
-    return replace(spec, files=new)
+    return replace(spec, files=new, **{k: own[k] for k in ("archive_md5", "archive_sha256") if k in own})
 
 
 def unavailable_message(spec: DatasetSpec, detail: str = "") -> str:

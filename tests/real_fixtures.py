@@ -164,3 +164,30 @@ def install(dataset_id: str, source: Path, dest: Path, override: Path | None) ->
         env["DPMF_TEST_REGISTRY_OVERRIDE"] = str(override)
     return subprocess.run([sys.executable, "-m", "data_fetch", dataset_id, "--from", str(source), "--dest", str(dest),
                            "--quiet"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def pack_netflix_release(src: Path, out: Path) -> Path:
+    """The Prize's own packing of a :func:`write_netflix` folder: ``nf_prize_dataset.tar.gz`` holding ``download/``
+    with ``training_set.tar`` (the per-movie files), probe.txt, qualifying.txt and movie_titles.txt."""
+    import tarfile
+
+    inner = out.parent / "training_set.tar"
+    with tarfile.open(inner, "w") as tf:
+        tf.add(src / "training_set", arcname="training_set")
+    with tarfile.open(out, "w:gz") as tf:
+        tf.add(inner, arcname="download/training_set.tar")
+        for name in ("probe.txt", "qualifying.txt", "movie_titles.txt"):
+            tf.add(src / name, arcname=f"download/{name}")
+    inner.unlink()
+    return out
+
+
+def pack_zip(src: Path, out: Path, top: str) -> Path:
+    """A GroupLens-style zip: the folder's files under ``top/``."""
+    import zipfile
+
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(src.rglob("*")):
+            if p.is_file():
+                zf.write(p, f"{top}/{p.relative_to(src).as_posix()}")
+    return out

@@ -274,3 +274,40 @@ def test_liu_figures_split_real_netflix_by_its_probe_set(real_data):
         train, test = load_split("netflix", p)
         assert train.source.real and test.n_ratings == len(probe) and "probe.txt" in test.source.note
         assert train.n_ratings + test.n_ratings == load_ratings("netflix").n_ratings
+
+
+def test_the_netflix_prize_archive_installs_as_released(tmp_path, monkeypatch):
+    """``--from nf_prize_dataset.tar.gz``: the Prize's download/ folder with its nested training_set.tar."""
+    rf.write_netflix(tmp_path / "src")
+    archive = rf.pack_netflix_release(tmp_path / "src", tmp_path / "nf_prize_dataset.tar.gz")
+    (tmp_path / "data").mkdir()
+    proc = rf.install("netflix", archive, tmp_path / "data", None)
+    assert proc.returncode == 0, proc.stderr
+    assert "training_set/ unpacked from training_set.tar" in proc.stderr
+    installed = tmp_path / "data" / "netflix"
+    assert (installed / "probe.txt").exists() and not (installed / "training_set.tar").exists()
+    monkeypatch.setenv("DPMF_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("DPMF_DATA_MIRROR", raising=False)
+    from dpmf_lib.data.datasets import load_ratings
+
+    r = load_ratings("netflix")
+    assert r.source.real and r.n_ratings == sum(len(p.read_text().splitlines()) - 1 for p in
+                                                (tmp_path / "src" / "training_set").glob("mv_*.txt"))
+
+
+def test_a_release_zip_is_checked_against_the_published_md5(tmp_path):
+    import hashlib
+
+    rf.WRITERS["ml-1m"](tmp_path / "src")
+    archive = rf.pack_zip(tmp_path / "src", tmp_path / "ml-1m.zip", "ml-1m")
+    (tmp_path / "data").mkdir()
+    proc = rf.install("ml-1m", archive, tmp_path / "data", rf.write_override(tmp_path / "o.json"))
+    assert proc.returncode == 1 and "c4d9eecfca2ab87c1945afe126590906" in proc.stderr  # the GroupLens md5
+    assert "--from DIR" in proc.stderr  # a repacked copy: install the folder
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    override = tmp_path / "o2.json"
+    override.write_text(json.dumps({**rf.OVERRIDE, "ml-1m": {**rf.OVERRIDE["ml-1m"], "archive_md5": md5}}))
+    proc = rf.install("ml-1m", archive, tmp_path / "data", override)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "data" / "ml-1m" / ".manifest.json").read_text())
+    assert manifest["archive"]["checked"] == "md5" and manifest["archive"]["md5"] == md5
