@@ -311,3 +311,23 @@ def test_a_release_zip_is_checked_against_the_published_md5(tmp_path):
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((tmp_path / "data" / "ml-1m" / ".manifest.json").read_text())
     assert manifest["archive"]["checked"] == "md5" and manifest["archive"]["md5"] == md5
+
+
+def test_liu_figures_test_real_yahoo_on_its_validation_set(real_data):
+    from dpmf_lib.data.datasets import load_ratings
+    from dpmf_lib.experiments.liu._liu_mf import dataset_params, load_split
+    from dpmf_lib.params import load_params
+
+    val = [ln for ln in (real_data / "yahoo-music" / "validationIdx1.txt").read_text().splitlines() if "|" not in ln]
+    for name in ("liu_fig2", "liu_fig5"):
+        p = dataset_params(load_params(name, "smoke", {"max_ratings": None}), "yahoo-music")
+        train, test = load_split("yahoo-music", p)
+        assert test.n_ratings == len(val) and "validationIdx1.txt" in test.source.note
+        assert train.n_ratings == load_ratings("yahoo-music").n_ratings and test.n_users == train.n_users
+        # the same (user, item, score) as the file: ids placed in the training set's id spaces
+        got = {(int(train.user_ids[u]), int(train.item_ids[i]), float(v)) for u, i, v in
+               zip(test.users, test.items, test.values)}
+        lines = (real_data / "yahoo-music" / "validationIdx1.txt").read_text().splitlines()
+        want = {(int(h.split("|")[0]), int(r.split("\t")[0]), float(r.split("\t")[1])) for h, r in zip(lines[::2],
+                                                                                                    lines[1::2])}
+        assert got == want

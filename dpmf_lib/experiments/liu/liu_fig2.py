@@ -5,7 +5,8 @@ The paper runs C-SGD, SGLD, GraphChi and GraphLab Create on Netflix and Yahoo! M
 GraphChi/GraphLab are not available here; the peers are libmf (LIBMF's C++ SGD, the PyPI wrapper) and
 scikit-surprise's SVD, on the same split and dimension.
 
-Choices: random 90/10 split (real Netflix: its probe.txt, the paper's test set, via ``dataset_settings``); SGD
+Choices: random 90/10 split (real data: the released validation set, as the paper — Netflix's probe.txt, Yahoo's
+validationIdx1.txt — via ``dataset_settings``); SGD
 η0 = 0.02, λ = 5·10⁻³, γ = 1 and SGLD η0·N = 0.02, γ = 0.6, ζ = 0.07, α = 1, β = 100 (the paper's Netflix values;
 λ_r = 1 is ours). Yahoo! Music is rescaled from 0-100 to 0-5 and trained with the paper's Yahoo step sizes
 (``dataset_settings``, as in Figure 3). SGLD's curve is the

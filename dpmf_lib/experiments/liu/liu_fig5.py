@@ -4,7 +4,8 @@ The paper times C-SGD, fast SGLD, GraphChi, GraphLab Create and BidMach on Netfl
 Here: C-SGD, naive SGD (random order, no tiers), fast SGLD, libmf and scikit-surprise SVD on the same data, one fit of
 ``epochs`` epochs each. ``seconds`` = total time of the run: ours = layout build + kernel time (test evaluation
 excluded), peers = end-to-end fit. SGLD settings as in Figure 2; Yahoo! Music rescaled to 0-5 with the paper's Yahoo
-step sizes (``dataset_settings``, as in Figures 2 and 3). Timings on a shared 2-core machine are noisy.
+step sizes (``dataset_settings``, as in Figures 2 and 3). Test set as in Figure 2 (real data: the released validation
+set). Timings on a shared 2-core machine are noisy.
 
 **Which claim.** The paper's "slower than plain SGD" is about Netflix (a stand-in here); a run on real ML-100K measures
 our ML-100K counterpart ``liu-6.3-sgld-slower-than-sgd-ml-100k``. Both are shown, not judged (fast SGLD does strictly
