@@ -331,3 +331,19 @@ def test_liu_figures_test_real_yahoo_on_its_validation_set(real_data):
         want = {(int(h.split("|")[0]), int(r.split("\t")[0]), float(r.split("\t")[1])) for h, r in zip(lines[::2],
                                                                                                     lines[1::2])}
         assert got == want
+
+
+def test_own_data_whole_user_cut_is_announced(capsys):
+    import numpy as np
+
+    from dpmf_lib.data.ratings import DataSource, Ratings
+    from dpmf_lib.experiments.liu._liu_mf import whole_user_subset
+
+    n = 1000
+    r = Ratings(users=np.arange(n) % 50, items=np.arange(n) // 50, values=np.ones(n), n_users=50, n_items=20,
+                rating_scale=(1.0, 5.0), source=DataSource("mine", True))
+    whole_user_subset(r, 200, 0)
+    assert "of its 1,000 ratings" in capsys.readouterr().out
+    whole_user_subset(Ratings(users=r.users, items=r.items, values=r.values, n_users=50, n_items=20,
+                              rating_scale=(1.0, 5.0), source=DataSource("netflix", False)), 200, 0)
+    assert capsys.readouterr().out == ""  # a stand-in is labelled already: no line

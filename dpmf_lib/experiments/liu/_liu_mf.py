@@ -93,7 +93,7 @@ def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool
     which keeps every item for the cache simulation)."""
     if n_target is not None and int(n_target) < 1:
         raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {n_target!r}")
-    notes = []
+    notes, total = [], r.n_ratings
     if n_target is not None and int(n_target) < r.n_ratings:
         counts = r.user_counts()
         perm = np.random.default_rng(seed).permutation(r.n_users)
@@ -117,6 +117,9 @@ def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool
             notes.append(f"{len(kept):,} of {r.n_items:,} items rated by them (ids compacted)")
             r = replace(r, items=new_item[r.items], n_items=int(len(kept)), item_ids=raw_i)
     if notes:
+        if r.source.real and n_target is not None and int(n_target) < total:  # real data cut: said in the output too
+            print(f"note: {r.source.label} uses {', '.join(notes)} of its {total:,} ratings (max_ratings = "
+                  f"{int(n_target)}): set max_ratings: null for all", flush=True)
         r = replace(r, source=replace(r.source, note=(r.source.note + "; " + ", ".join(notes)).strip("; ")))
     return r
 
