@@ -347,3 +347,24 @@ def test_own_data_whole_user_cut_is_announced(capsys):
     whole_user_subset(Ratings(users=r.users, items=r.items, values=r.values, n_users=50, n_items=20,
                               rating_scale=(1.0, 5.0), source=DataSource("netflix", False)), 200, 0)
     assert capsys.readouterr().out == ""  # a stand-in is labelled already: no line
+
+
+@pytest.mark.parametrize("name, over, datasets", [
+    ("balu_table4_2", {"datasets": ["netflix", "ml-1m", "ml-10m", "eachmovie"]}, {"netflix", "ml-1m", "ml-10m",
+                                                                                 "eachmovie"}),
+    ("balu_fig4_1", {"dataset": "ml-1m"}, {"ml-1m"}),
+    ("balu_fig4_3", {"dataset": "ml-10m"}, {"ml-10m"}),
+    ("balu_fig4_5", {"dataset": "eachmovie"}, {"eachmovie"}),
+])
+def test_balu_ch4_on_real_data_judges_the_thesis_claims(real_data, name, over, datasets):
+    import importlib
+
+    from dpmf_lib.params import load_params
+
+    e = importlib.import_module(f"dpmf_lib.experiments.balu.{name}")
+    df = e.run(load_params(name, "smoke", {**over, "max_ratings": None}))
+    assert all(s["real"] for s in df.attrs["sources"])
+    claims = {c.id: c for c in load_claims()}
+    v = _verdicts(df)
+    assert v and {claims[c].dataset for c in v} == datasets
+    assert all(_judged(j) for j in v.values()), {k: j.verdict for k, j in v.items()}
