@@ -368,3 +368,14 @@ def test_balu_ch4_on_real_data_judges_the_thesis_claims(real_data, name, over, d
     v = _verdicts(df)
     assert v and {claims[c].dataset for c in v} == datasets
     assert all(_judged(j) for j in v.values()), {k: j.verdict for k, j in v.items()}
+
+
+def test_hua_fig9_on_real_netflix_judges_its_claim(real_data):
+    """Hua's Netflix protocol (n_movies random movies of the real set), S3 at the quoted 10,000 iterations."""
+    from dpmf_lib.experiments.hua import hua_fig9 as e
+    from dpmf_lib.params import load_params
+
+    df = e.run(load_params("hua_fig9", "smoke", {"dataset": "netflix", "n_movies": 30, "iterations_s3": 10000}))
+    assert all(s["real"] for s in df.attrs["sources"])
+    v = _verdicts(df)
+    assert set(v) == {"hua-5-join-probability-netflix"} and all(_judged(j) for j in v.values())
