@@ -379,3 +379,27 @@ def test_hua_fig9_on_real_netflix_judges_its_claim(real_data):
     assert all(s["real"] for s in df.attrs["sources"])
     v = _verdicts(df)
     assert set(v) == {"hua-5-join-probability-netflix"} and all(_judged(j) for j in v.values())
+
+
+def test_liu_fig3_on_real_yahoo_and_netflix_applies_each_datasets_settings(real_data, monkeypatch):
+    """Figure 3 on real Yahoo! Music (rescaled, Yahoo steps) and Section 5's rate on real Netflix (its own scale)."""
+    from dpmf_lib.experiments.liu import liu_fig3 as e
+    from dpmf_lib.params import load_params
+
+    seen, real = [], e.throughput
+
+    def spy(r, solver, d, threads, block_users, p):
+        seen.append((r.source.dataset, r.rating_scale, float(r.values.max()), p["sgd_eta0"]))
+        return real(r, solver, d, threads, block_users, p)
+
+    monkeypatch.setattr(e, "throughput", spy)
+    df = e.run(load_params("liu_fig3", "smoke", {"datasets": ["yahoo-music"], "dims": [1024], "sweep_dims": [],
+                                                 "solvers": ["csgd"], "max_ratings": None,
+                                                 "section5_datasets": ["netflix"], "section5_d": 2048,
+                                                 "section5_max_ratings": None}))
+    assert df.real.all()
+    assert [(ds, s, eta) for ds, s, _, eta in seen] == [("yahoo-music", (0.0, 5.0), 0.06), ("netflix", (1.0, 5.0), 0.02)]
+    assert seen[0][2] <= 5.0
+    v = _verdicts(df)
+    assert set(v) == {"liu-abstract-8.5M-per-s-d1024", "liu-5-netflix-d2048-10s-per-epoch"}
+    assert all(_judged(j) for j in v.values())
