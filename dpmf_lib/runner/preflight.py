@@ -287,7 +287,8 @@ def full_data_estimate(name: str, profile: str, overrides: dict | None = None) -
     twice the recorded time, else None."""
     from data_fetch.registry import DATASETS
 
-    from ..params import load_params
+    from ..data.datasets import standin_permitted
+    from ..params import load_params, params_path, read_yaml
 
     if profile != "paper":
         return None
@@ -299,9 +300,6 @@ def full_data_estimate(name: str, profile: str, overrides: dict | None = None) -
     minutes = recorded_minutes(name, profile)
     if not present or minutes is None:
         return None
-    from ..data.datasets import standin_permitted
-    from ..params import params_path, read_yaml
-
     # what the recorded run read: stand-ins, except datasets that never have one (ml-100k: always real)
     before = sum(_run_ratings(params, ds, None if standin_permitted(ds) else real[ds]) for ds in real)
     after = sum(_run_ratings(params, ds, real[ds]) for ds in real)

@@ -403,3 +403,14 @@ def test_liu_fig3_on_real_yahoo_and_netflix_applies_each_datasets_settings(real_
     v = _verdicts(df)
     assert set(v) == {"liu-abstract-8.5M-per-s-d1024", "liu-5-netflix-d2048-10s-per-epoch"}
     assert all(_judged(j) for j in v.values())
+
+
+def test_the_runner_stops_before_a_paper_run_on_full_real_netflix(monkeypatch, figures_tmp, capsys):
+    from dpmf_lib.runner import cli, preflight
+
+    monkeypatch.setattr(preflight, "_real_ratings", lambda ds: 100_480_507 if ds == "netflix" else None)
+    ran = []
+    monkeypatch.setattr(cli, "_run_all", lambda *a, **k: ran.append(a))
+    assert cli.main(["--profile", "paper", "--only", "liu_fig2"]) == 2
+    err = capsys.readouterr().err
+    assert "liu_fig2" in err and "100,480,507" in err and "--profile paper-full" in err and not ran
