@@ -2,9 +2,9 @@
 
 Order of sources: an explicit ``source_dir`` (``--from PATH``: a directory, or the release's archive, checked against
 the published checksum where there is one; a dataset's release layout is converted where the loaders need it — the
-Netflix Prize's ``training_set.tar``, EachMovie's ``Vote.txt``, see ``CONVERTERS``); else ``$DPMF_DATA_MIRROR/<id>/`` when that directory
-exists (CI sets ``DPMF_DATA_MIRROR=../shared/data``; a relative path is taken from the current directory, then from the
-repository root); else the registry URL when the dataset may be downloaded; else :class:`DatasetUnavailable`.
+Netflix Prize's ``training_set.tar``, EachMovie's ``Vote.txt``, see ``CONVERTERS``); else
+``$DPMF_DATA_MIRROR/<id>/`` when that directory exists (CI sets ``DPMF_DATA_MIRROR=../shared/data``; a relative path
+is taken from the current directory, then from the repository root); else the registry URL when the dataset may be downloaded; else :class:`DatasetUnavailable`.
 
 Steps, each leaving no half-built dataset behind (the whole fetch holds an exclusive lock on ``<dest>``, so two
 fetches never clean up each other's work):
@@ -563,6 +563,9 @@ def _install(spec: DatasetSpec, root: Path, dest: Path, *, source_desc: str, arc
         parsed = {**parsed, "converted": converted}
         _note(f"{spec.id}: {converted}")
     warnings = shape_differences(spec, parsed)
+    if parsed and parsed.get("checked") is False and spec.paper_shape_note:  # too big to count here: say it anyway
+        warnings = [f"{spec.id}: {parsed.get('why')}; the published release has {spec.shape}. "
+                    f"{spec.paper_shape_note}"]
     for w in warnings:
         _note(f"warning: {w}")
     if warnings:

@@ -414,3 +414,17 @@ def test_the_runner_stops_before_a_paper_run_on_full_real_netflix(monkeypatch, f
     assert cli.main(["--profile", "paper", "--only", "liu_fig2"]) == 2
     err = capsys.readouterr().err
     assert "liu_fig2" in err and "100,480,507" in err and "--profile paper-full" in err and not ran
+
+
+def test_a_copy_too_big_to_count_at_install_still_gets_the_filtering_note(tmp_path, monkeypatch):
+    import importlib
+
+    fetch = importlib.import_module("data_fetch.fetch")  # the module (the package exports its fetch function)
+    rf.write_netflix(tmp_path / "src")
+    (tmp_path / "data").mkdir()
+    monkeypatch.setattr(fetch, "PARSE_LIMIT", 10)  # as the real 2 GB training_set/ is: parsed at first load
+    notes = []
+    monkeypatch.setattr(fetch, "_note", notes.append)
+    fetch.fetch("netflix", tmp_path / "data", source_dir=tmp_path / "src", use_mirror=False, progress=False)
+    (w,) = [n for n in notes if n.startswith("warning:")]
+    assert "parsed at first load" in w and "96,649,938" in w and "no filtering" in w
