@@ -7,7 +7,8 @@ Layouts (as released): Netflix Prize ``training_set/mv_NNNNNNN.txt`` ("MovieID:"
 N "ItemID<TAB>Score<TAB>Day<TAB>HH:MM:SS", scores 0-100) and ``testIdx1.txt`` (no score); MovieLens 1M / 10M
 ``ratings.dat`` ("UserID::MovieID::Rating::Timestamp"), ``movies.dat``, ``users.dat`` / ``tags.dat``; EachMovie
 ``Vote.txt`` (Person_ID, Movie_ID, Score on 0..1 in steps of 0.2, Weight, Modified), ``Person.txt``, ``Movie.txt``;
-SIFT1M ``sift_base.fvecs``, ``sift_query.fvecs``, ``sift_learn.fvecs``, ``sift_groundtruth.ivecs``.
+SIFT1M ``sift_base.fvecs``, ``sift_query.fvecs``, ``sift_learn.fvecs``, ``sift_groundtruth.ivecs``; Digg (never
+released) in the registry's ``profiles.tsv`` form.
 """
 
 from __future__ import annotations
@@ -132,6 +133,15 @@ def write_sift(root: Path, *, n_base=3000, n_query=30, seed=5) -> dict:
     return {"base": n_base, "query": n_query}
 
 
+def write_digg(root: Path, *, n_users=40, n_items=60, per_user=15, seed=6) -> dict:
+    """The thesis' Digg profiles were never released: the form the registry takes (user<TAB>item per item read)."""
+    rng = np.random.default_rng(seed)
+    pairs = _pairs(rng, n_users, n_items, per_user)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "profiles.tsv").write_text("".join(f"{u + 1}\t{i + 1}\n" for u, i in pairs))
+    return {"ratings": len(pairs)}
+
+
 WRITERS = {
     "netflix": write_netflix,
     "yahoo-music": write_yahoo,
@@ -139,6 +149,7 @@ WRITERS = {
     "ml-10m": lambda root: write_movielens(root, ten_m=True),
     "eachmovie": write_eachmovie,
     "sift1m": write_sift,
+    "digg": write_digg,
 }
 
 #: what a fixture cannot share with the release: its line counts and file sizes (the production registry keeps them)
