@@ -269,7 +269,7 @@ def test_liu_figures_split_real_netflix_by_its_probe_set(real_data):
     from dpmf_lib.params import load_params
 
     probe = [ln for ln in (real_data / "netflix" / "probe.txt").read_text().splitlines() if not ln.endswith(":")]
-    for name in ("liu_fig2", "liu_fig5"):
+    for name in ("liu_fig2", "liu_fig4", "liu_fig5", "liu_fig6"):
         p = dataset_params(load_params(name, "smoke", {"max_ratings": None}), "netflix")
         train, test = load_split("netflix", p)
         assert train.source.real and test.n_ratings == len(probe) and "probe.txt" in test.source.note
