@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", default=None, help="destination root (default: $DPMF_DATA_DIR or <repo>/data)")
     ap.add_argument("--force", action="store_true", help="fetch again even if present")
     ap.add_argument("--from", dest="source_dir", default=None,
-                    help="install from a local directory holding the extracted files (for datasets you hold a copy of)")
+                    help="install your own copy: a directory holding the files as released, or the release's archive "
+                         "(.zip/.tar/.tar.gz; checked against the published checksum where there is one)")
     ap.add_argument("--check", action="store_true", help="re-hash the files of present datasets against the manifest")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         for spec in DATASETS.values():
             state = "present" if is_present(spec.id, dest) else ("mirror" if mirror_dir(spec.id) else "absent")
             print(f"[{state:7s}] {spec.describe()}")
+            print(f"          source: {spec.url or spec.homepage or 'none public'}; licence: {spec.licence}")
+            print(f"          install: {spec.install_text()}")
         from dpmf_lib.data import user
 
         for spec in user.registered().values():

@@ -1,8 +1,10 @@
 """Fetch a dataset into ``data/<id>/`` atomically: download (or copy a mirror/directory), verify, install, manifest.
 
-Order of sources: an explicit ``source_dir`` (``--from DIR``); else ``$DPMF_DATA_MIRROR/<id>/`` when that directory
-exists (CI sets ``DPMF_DATA_MIRROR=../shared/data``; a relative path is taken from the current directory, then from the
-repository root); else the registry URL when the dataset may be downloaded; else :class:`DatasetUnavailable`.
+Order of sources: an explicit ``source_dir`` (``--from PATH``: a directory, or the release's archive, checked against
+the published checksum where there is one; a dataset's release layout is converted where the loaders need it — the
+Netflix Prize's ``training_set.tar``, EachMovie's ``Vote.txt``, see ``CONVERTERS``); else
+``$DPMF_DATA_MIRROR/<id>/`` when that directory exists (CI sets ``DPMF_DATA_MIRROR=../shared/data``; a relative path
+is taken from the current directory, then from the repository root); else the registry URL when the dataset may be downloaded; else :class:`DatasetUnavailable`.
 
 Steps, each leaving no half-built dataset behind (the whole fetch holds an exclusive lock on ``<dest>``, so two
 fetches never clean up each other's work):
@@ -52,7 +54,7 @@ from dpmf_lib.errors import DataFormatError, DatasetUnavailable
 from dpmf_lib.paths import REPO_ROOT, data_dir
 
 from .manifest import MANIFEST_NAME, list_files, manifest_problem, sha256_file, write_manifest
-from .registry import DatasetSpec, get_spec, unavailable_message
+from .registry import DatasetSpec, get_spec, test_override_path, unavailable_message
 
 MIRROR_ENV = "DPMF_DATA_MIRROR"
 _CHUNK = 1 << 20
@@ -177,6 +179,8 @@ def fetch(dataset_id: str, dest: Path | str | None = None, *, force: bool = Fals
                 damaged = None
         try:
             if source_dir is not None:
+                if Path(source_dir).is_file():
+                    return install_from_archive(spec, Path(source_dir), dest)
                 return install_from_directory(spec, Path(source_dir), dest)
             mirror = mirror_dir(spec.id) if use_mirror else None
             if mirror is not None:
@@ -234,7 +238,50 @@ def install_from_directory(spec: DatasetSpec, source: Path, dest: Path) -> Path:
             out = staging / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             _copy_file(source / rel, out)
-        return _install(spec, staging, dest, source_desc=f"directory {source}", shown=lambda rel: str(source / rel))
+        converted = CONVERTERS[spec.id](staging, source) if spec.id in CONVERTERS else None
+        return _install(spec, staging, dest, source_desc=f"directory {source}", shown=lambda rel: str(source / rel),
+                        converted=converted)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+def install_from_archive(spec: DatasetSpec, archive: Path, dest: Path) -> Path:
+    """Install the user's own copy of the release archive (``--from ml-1m.zip``, the Netflix Prize's
+    ``nf_prize_dataset.tar.gz``): checked against the registry's published checksum where there is one (a repacked
+    archive is refused: extract it and install the folder), extracted under the dataset's size cap, then installed
+    like a directory."""
+    archive = Path(archive).resolve()
+    if not archive.name.lower().endswith(ARCHIVE_SUFFIXES):
+        raise DataFormatError(archive, None, "is a file but not an archive (.zip, .tar, .tar.gz, .tgz)",
+                              "pass the archive as released, or the directory holding the extracted files")
+    md5, sha = hashlib.md5(), hashlib.sha256()
+    with open(archive, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            md5.update(block)
+            sha.update(block)
+    digests = {"md5": md5.hexdigest(), "sha256": sha.hexdigest()}
+    algo, expected = (("sha256", spec.archive_sha256) if spec.archive_sha256 else
+                      ("md5", spec.archive_md5) if spec.archive_md5 else (None, None))
+    if algo and digests[algo] != expected:
+        raise DataFormatError(archive, None, f"archive {algo} {digests[algo]} differs from the published {expected} "
+                              f"of the {spec.title} release", "if it is a repacked copy of the release, extract it and "
+                              f"install the folder: `python -m data_fetch {spec.id} --from DIR` (its files are then "
+                              "checked one by one)")
+    staging = Path(tempfile.mkdtemp(dir=dest, prefix=f".{spec.id}.staging-"))
+    try:
+        _extract(archive, staging, archive.name, spec.max_extracted_bytes or DEFAULT_MAX_EXTRACTED)
+        root = staging
+        entries = list(staging.iterdir())
+        if len(entries) == 1 and entries[0].is_dir():  # the usual single top folder (ml-1m/, download/, sift/)
+            root = entries[0]
+        top = "" if root == staging else f"{root.name}/"
+        converted = CONVERTERS[spec.id](root, archive) if spec.id in CONVERTERS else None
+        info = {"name": archive.name, **digests, "checked": algo}
+        return _install(spec, root, dest, source_desc=f"archive {archive}", archive=info, converted=converted,
+                        shown=lambda rel: f"{archive} (archive member {top}{rel})")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -444,10 +491,89 @@ def check_parses(spec: DatasetSpec, root: Path, *, shown=None) -> dict:
     return {"checked": True, "ratings": r.n_ratings, "users": r.n_users, "items": r.n_items}
 
 
+def eachmovie_from_votes(staging: Path, source: Path) -> str | None:
+    """EachMovie as released: write ``ratings.tsv`` (user<TAB>movie<TAB>rating, rating = 5·score + 1 on 1..6) from
+    ``Vote.txt`` (Person_ID, Movie_ID, Score, Weight, Modified; tab- or space-separated) when the copy has no
+    ``ratings.tsv``. Returns what was done (None: nothing to convert). A score off the 0, 0.2, …, 1 grid is an error."""
+    votes, out = staging / "Vote.txt", staging / "ratings.tsv"
+    if out.exists() or not votes.exists():
+        return None
+    rows = []
+    with open(votes, "rb") as fh:
+        for k, raw in enumerate(fh, 1):
+            fields = raw.split(b"\t") if b"\t" in raw else raw.split()
+            if not raw.strip():
+                continue
+            if len(fields) < 3:
+                raise DataFormatError(source / "Vote.txt", k, f"has {len(fields)} field(s), EachMovie's Vote.txt has "
+                                      "Person_ID, Movie_ID, Score, Weight, Modified", "this is not the release's file")
+            try:
+                user, movie, score = int(fields[0]), int(fields[1]), float(fields[2])
+            except ValueError:
+                raise DataFormatError(source / "Vote.txt", k, f"fields {fields[:3]!r} are not Person_ID, Movie_ID, "
+                                      "Score numbers", "this is not the release's file") from None
+            rating = 5.0 * score + 1.0
+            if not (0.0 <= score <= 1.0) or abs(rating - round(rating)) > 1e-6:
+                raise DataFormatError(source / "Vote.txt", k, f"score {score!r} is not one of 0, 0.2, …, 1",
+                                      "this is not the release's file (or it was already rescaled: then convert it "
+                                      "to ratings.tsv with ratings 1..6 yourself)")
+            rows.append(f"{user}\t{movie}\t{int(round(rating))}\n")
+    out.write_text("".join(rows), encoding="ascii")
+    return f"ratings.tsv written from Vote.txt ({len(rows):,} votes, rating = 5·score + 1)"
+
+
+def netflix_training_tar(staging: Path, source: Path) -> str | None:
+    """The Netflix Prize as released packs its per-movie files in ``training_set.tar`` beside probe.txt and
+    qualifying.txt: unpack it to ``training_set/`` (members checked to stay inside) when the copy has no such folder."""
+    tar = staging / "training_set.tar"
+    if (staging / "training_set").is_dir() or not tar.is_file():
+        return None
+    _extract(tar, staging, str(source / "training_set.tar"), 4 << 30)  # the release's folder: ~2.1 GB of text
+    tar.unlink()
+    return "training_set/ unpacked from training_set.tar (the Prize's own packing)"
+
+
+#: dataset id → converter of the release's layout into the files the loaders read (run on the staging copy)
+CONVERTERS = {"eachmovie": eachmovie_from_votes, "netflix": netflix_training_tar}
+
+
+def shape_differences(spec: DatasetSpec, parsed: dict) -> list[str]:
+    """Named warnings for an installed copy whose counts differ from the published release's or a paper's, with the
+    registry's note on which filtering we apply and why (e.g. Netflix's 100.5 M ratings against the thesis' 96.6 M)."""
+    if not parsed or not parsed.get("checked") or "ratings" not in parsed or spec.shape is None:
+        return []
+    got = (parsed["users"], parsed["items"], parsed["ratings"])
+    out = []
+    for where, shape in [("the published release", spec.shape), *spec.paper_shapes.items()]:
+        want = (shape.users, shape.items, shape.ratings)
+        if got != want:
+            out.append(f"{where}: {shape}")
+    if not out:
+        return []
+    text = (f"{spec.id}: your copy has {got[0]:,} users × {got[1]:,} items, {got[2]:,} ratings; differs from "
+            + "; ".join(out) + "." + (f" {spec.paper_shape_note}" if spec.paper_shape_note else ""))
+    return [text]
+
+
 def _install(spec: DatasetSpec, root: Path, dest: Path, *, source_desc: str, archive: dict | None = None,
-             shown=None) -> Path:
+             shown=None, converted: str | None = None) -> Path:
     hashes, checked = verify_tree(spec, root, shown=shown)
     parsed = check_parses(spec, root, shown=shown)
+    if converted:
+        parsed = {**parsed, "converted": converted}
+        _note(f"{spec.id}: {converted}")
+    warnings = shape_differences(spec, parsed)
+    if parsed and parsed.get("checked") is False and spec.paper_shape_note:  # too big to count here: say it anyway
+        warnings = [f"{spec.id}: {parsed.get('why')}; the published release has {spec.shape}. "
+                    f"{spec.paper_shape_note}"]
+    for w in warnings:
+        _note(f"warning: {w}")
+    if warnings:
+        parsed = {**parsed, "differs": warnings}
+    override = test_override_path()
+    if override is not None:
+        source_desc += f" (file facts from the test registry override {override}, not the release's)"
+        _note(f"{spec.id}: expected file facts from the test registry override {override} — not the release's")
     target = dest / spec.id
     old = None
     if target.exists() or target.is_symlink():

@@ -92,6 +92,16 @@ class DatasetSpec:
     median_item_count: float | None = None
     mean_rating: float | None = None
     notes: str = ""
+    # what an install from the user's own copy says when its counts differ from a paper's: which filtering we apply
+    # (none unless stated) and why
+    paper_shape_note: str = ""
+
+    def install_text(self) -> str:
+        """How a user installs it: the download command, or ``--from DIR`` with the files the directory must hold."""
+        if self.available_for_download and self.url:
+            return (f"`python -m data_fetch {self.id}` (downloads {self.url}), or your own copy: "
+                    f"`python -m data_fetch {self.id} --from DIR`")
+        return self.manual or f"`python -m data_fetch {self.id} --from DIR`"
 
     def describe(self) -> str:
         avail = "downloadable" if self.available_for_download else f"NOT downloadable ({self.reason})"
@@ -156,6 +166,8 @@ _add(DatasetSpec(
     max_user_count=2_314, max_item_count=3_428, min_user_count=20, mean_rating=3.58,
     notes="ratings.dat: UserID::MovieID::Rating::Timestamp. Movie ids run to 3,952 but only 3,706 movies are rated; "
           "the papers quote 3,952 (the id range).",
+    paper_shape_note="We apply no filtering: all 1,000,209 ratings. Balu's Table 4.1 and the PNBM paper quote 3,952 "
+                     "items, the movie id range; 3,706 of them are rated, which is what an installed copy counts.",
 ))
 
 _add(DatasetSpec(
@@ -175,15 +187,19 @@ _add(DatasetSpec(
 _add(DatasetSpec(
     id="netflix", title="Netflix Prize", kind="ratings", format="netflix-per-movie",
     homepage="https://www.netflixprize.com/", url=None, archive_md5=None, archive_size=None, archive_root=None,
+    max_extracted_bytes=6 << 30,  # nf_prize_dataset.tar.gz: training_set.tar (~2.1 GB) + probe/qualifying/titles
     files=(FileSpec("training_set/mv_*.txt", required=False), FileSpec("combined_data_*.txt", required=False),
-           FileSpec("probe.txt", required=False), FileSpec("movie_titles.txt", required=False)),
+           FileSpec("probe.txt", required=False), FileSpec("qualifying.txt", required=False),
+           FileSpec("movie_titles.txt", required=False)),
     ratings_glob="training_set/mv_*.txt|combined_data_*.txt", rating_scale=(1.0, 5.0), rating_step=1.0,
     shape=Shape(480_189, 17_770, 100_480_507),
     licence="Netflix Prize rules: the data was licensed for the competition only; Netflix withdrew it in 2010.",
     available_for_download=False,
     reason="Netflix withdrew the Prize data in 2010; there is no legal public download.",
-    manual="If you hold a copy, put training_set/mv_0000001.txt … mv_0017770.txt (or the four combined_data_*.txt "
-           "files of the Kaggle copy) in a directory DIR and run `python -m data_fetch netflix --from DIR`.",
+    manual="If you hold a copy, run `python -m data_fetch netflix --from DIR` with DIR a directory in the Prize's "
+           "layout — training_set/mv_0000001.txt … mv_0017770.txt (or training_set.tar), probe.txt, qualifying.txt, "
+           "movie_titles.txt — or holding the four combined_data_*.txt files of the Kaggle copy; or give the Prize's "
+           "archive itself: `--from nf_prize_dataset.tar.gz`.",
     paper_shapes={"liu Section 6.2": Shape(480_000, 18_000, 99_000_000),
                   "balu Table 4.1": Shape(480_136, 17_167, 96_649_938)},
     max_user_count=17_653, max_item_count=232_944, mean_rating=3.60,
@@ -192,12 +208,18 @@ _add(DatasetSpec(
     min_user_count=1, min_item_count=3, median_user_count=96, median_item_count=561,
     notes="Per-movie files: a 'MovieID:' line, then 'CustomerID,Rating,YYYY-MM-DD' lines. Hua et al. use 100 random "
           "movies of it (191,668 users); Liu et al. trim to τ = 100 ratings per user.",
+    paper_shape_note="We apply no filtering: every rating of training_set/ is used (100,480,507 in the Prize release). "
+                     "Balu's Table 4.1 counts 96,649,938 ratings of 480,136 users × 17,167 movies after a preprocessing "
+                     "the thesis does not state, so balu-table4.1-ratings-netflix compares the whole release with it "
+                     "(a 3.8 % difference, not a bug); Liu's 'training set of 99M ratings' is the release without "
+                     "its probe.txt (100,480,507 − 1,408,395 = 99,072,112), the 'released validation set'.",
 ))
 
 _add(DatasetSpec(
     id="yahoo-music", title="Yahoo! Music (KDD Cup 2011, track 1)", kind="ratings", format="kddcup-yahoo",
     homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c", url=None, archive_md5=None,
     archive_size=None, archive_root=None,
+    max_extracted_bytes=16 << 30,  # track 1's text files: ~263 M lines of ratings
     files=(FileSpec("trainIdx1.txt"), FileSpec("validationIdx1.txt", required=False),
            FileSpec("testIdx1.txt", required=False)),
     ratings_glob="trainIdx1.txt", rating_scale=(0.0, 100.0), rating_step=1.0,
@@ -205,12 +227,18 @@ _add(DatasetSpec(
     licence="Yahoo! Webscope data-sharing agreement (academic use, no redistribution).",
     available_for_download=False,
     reason="Yahoo! Webscope requires signing a licence agreement; the data cannot be fetched automatically.",
-    manual="Request 'R2 - Yahoo! Music' / KDD Cup 2011 track 1 from Yahoo! Webscope, put trainIdx1.txt "
-           "(and validationIdx1.txt) in a directory DIR and run `python -m data_fetch yahoo-music --from DIR`.",
+    manual="Request the KDD Cup 2011 track 1 data (Webscope C15, the set Liu et al. use) from Yahoo! Webscope, put "
+           "its files as released (trainIdx1.txt, validationIdx1.txt, testIdx1.txt; trackData1.txt etc. may stay) in "
+           "a directory DIR and run `python -m data_fetch yahoo-music --from DIR`. The R1/R2 Webscope sets are other "
+           "data (user-artist / song ratings on other scales) and are not this dataset.",
     paper_shapes={"liu Section 6.2": Shape(1_000_000, 635_000, 263_000_000)},
     notes="trainIdx1.txt: 'UserID|NumRatings' header lines, each followed by NumRatings lines "
           "'ItemID<TAB>Score<TAB>Date<TAB>Time'. The published total 262,810,175 counts train+validation+test; "
           "Liu et al. rescale scores to 0..5.",
+    paper_shape_note="We load trainIdx1.txt only (the training ratings); the published 262,810,175 and Liu's "
+                     "'almost 263M' count train + validation + test, so the counts of an installed copy are lower "
+                     "by the validation and test sets. Scores stay 0-100 in the data; the Liu figures rescale them to "
+                     "0-5 (their dataset_settings), as Section 6.2 does.",
 ))
 
 _add(DatasetSpec(
@@ -221,13 +249,17 @@ _add(DatasetSpec(
     licence="EachMovie was distributed by Compaq/HP Research for research use; HP withdrew it in 2004.",
     available_for_download=False,
     reason="HP withdrew EachMovie in 2004; there is no public download.",
-    manual="If you hold a copy, convert Vote.txt to a tab-separated user<TAB>movie<TAB>rating file with ratings "
-           "mapped 0, 0.2, …, 1 → 1..6 (rating = 5·score + 1), save it as DIR/ratings.tsv and run "
-           "`python -m data_fetch eachmovie --from DIR`.",
+    manual="If you hold a copy, put the release's Vote.txt (Person_ID<TAB>Movie_ID<TAB>Score<TAB>Weight<TAB>"
+           "Modified; Person.txt and Movie.txt may stay beside it) in a directory DIR and run "
+           "`python -m data_fetch eachmovie --from DIR`: the install writes ratings.tsv from it with scores 0, 0.2, "
+           "…, 1 mapped to 1..6 (rating = 5·score + 1). A ratings.tsv already converted that way is accepted too.",
     paper_shapes={"balu Table 4.1": Shape(61_265, 1_623, 2_811_718),
                   "original release": Shape(72_916, 1_628, 2_811_983)},
     notes="Shape from Balu's thesis Table 4.1 (after its preprocessing) with scale 1:6; the original release has "
           "72,916 users × 1,628 movies, 2,811,983 votes on 0..1 in 6 steps.",
+    paper_shape_note="We apply no filtering beyond the score mapping: every vote of Vote.txt is used. The thesis' "
+                     "Table 4.1 (61,265 users × 1,623 movies, 2,811,718 ratings) is after a preprocessing it does not "
+                     "state, so the release's counts differ from it slightly.",
 ))
 
 _add(DatasetSpec(
@@ -238,8 +270,9 @@ _add(DatasetSpec(
     licence="Collected by the authors of BLIP (Alaggan et al. 2012); never published as a dataset.",
     available_for_download=False,
     reason="the 531-user Digg profile set used in the thesis was never publicly released.",
-    manual="If you have the profiles, write one 'user<TAB>item' line per item a user read to DIR/profiles.tsv and "
-           "run `python -m data_fetch digg --from DIR`.",
+    manual="The thesis' 531-user Digg set was never released; if you have it (or profiles of your own in that "
+           "form), write one 'user<TAB>item' line per item a user read to DIR/profiles.tsv and run "
+           "`python -m data_fetch digg --from DIR`.",
     paper_shapes={"balu Table 3.1": Shape(531, 1_237, 531 * 317)},
     notes="Thesis Table 3.1: 531 users (331 train / 200 test), N = 1,237 items, c_avg = 317 items per profile, "
           "25.63% occupancy. The rating count 531 × 317 = 168,327 is derived from the rounded c_avg.",
@@ -272,9 +305,46 @@ def dataset_ids() -> list[str]:
 def get_spec(dataset_id: str) -> DatasetSpec:
     """The registry entry of ``dataset_id``; :class:`ParameterError` listing the valid ids otherwise."""
     try:
-        return DATASETS[dataset_id]
+        spec = DATASETS[dataset_id]
     except KeyError:
         raise ParameterError(f"unknown dataset id {dataset_id!r}; valid ids: {', '.join(DATASETS)}") from None
+    return _test_override(spec)
+
+
+#: Tests only: a JSON file ``{id: {"files": {path: {"sha256"|"size"|"lines": value}}, "archive_md5": …}}`` replacing
+#: the expected file facts of a dataset, so a tiny fixture written in the published layout installs through the real CLI (its size,
+#: line count and checksum cannot be the release's). A fetch under it says so and its manifest records it.
+TEST_OVERRIDE_ENV = "DPMF_TEST_REGISTRY_OVERRIDE"
+
+
+def test_override_path() -> str | None:
+    import os
+
+    return os.environ.get(TEST_OVERRIDE_ENV) or None
+
+
+def _test_override(spec: DatasetSpec) -> DatasetSpec:
+    path = test_override_path()
+    if path is None:
+        return spec
+    import json
+    from dataclasses import replace
+
+    try:
+        table = json.loads(open(path, encoding="utf-8").read())
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"${TEST_OVERRIDE_ENV}={path}: cannot be read as JSON ({exc})") from None
+    own = (table or {}).get(spec.id)
+    if not own:
+        return spec
+    files = own.get("files") or {}
+    unknown = set(files) - {fs.path for fs in spec.files}
+    if unknown or set(own) - {"files", "archive_md5", "archive_sha256"}:
+        raise ParameterError(f"${TEST_OVERRIDE_ENV}: {spec.id} has no file(s) {sorted(unknown)} (or a key other than "
+                             "'files', 'archive_md5', 'archive_sha256')")
+    new = tuple(replace(fs, **{k: v for k, v in files.get(fs.path, {}).items() if k in ("sha256", "size", "lines")})
+                for fs in spec.files)
+    return replace(spec, files=new, **{k: own[k] for k in ("archive_md5", "archive_sha256") if k in own})
 
 
 def unavailable_message(spec: DatasetSpec, detail: str = "") -> str:

@@ -607,9 +607,13 @@ def judge(claim: Claim, measurements: list[dict], notes: Notes | None = None) ->
         if standin:
             parts = [_judge_one(claim, m, notes) for m in standin]
             p = parts[0]
-            return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence", p.mean, p.lo,
-                             p.hi, p.n, standin[0], parts, p.asymmetric)
-        return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet")
+            ready = readiness(claim)
+            return Judgement(STANDIN_ONLY, "measured on a synthetic stand-in only: shown, not evidence"
+                             + (f" ({ready})" if ready else ""), p.mean, p.lo, p.hi, p.n, standin[0], parts,
+                             p.asymmetric)
+        ready = readiness(claim)
+        return Judgement(NOT_MEASURED, f"no run has measured it on real {claim.dataset} yet"
+                         + (f" ({ready})" if ready else ""))
     parts = [_judge_one(claim, m, notes) for m in real]
     first = parts[0]
     shown = claim.shown_not_judged or notes.show_only
@@ -637,6 +641,35 @@ def judge(claim: Claim, measurements: list[dict], notes: Notes | None = None) ->
     if notes.fair_form:
         _as_paper_form(whole, notes)
     return whole
+
+
+def readiness(claim: Claim) -> str:
+    """``needs <dataset>: ready`` when the claim's notebook runs on its dataset in some profile (so installing the
+    dataset is all a measurement needs: how, from the registry), else what is missing; "" for a dataset that is
+    never absent here (ml-100k, an analytic or synthetic one)."""
+    from data_fetch.registry import DATASETS
+
+    from .data.datasets import STANDIN_WHEN_ABSENT
+    from .params import params_path, read_yaml
+
+    if claim.dataset not in STANDIN_WHEN_ABSENT:
+        return ""
+    try:
+        doc = read_yaml(params_path(claim.notebook)) or {}
+    except Exception:  # a claim of a notebook without params: nothing more to say
+        return f"needs {claim.dataset}"
+    blocks = [doc.get("defaults") or {}] + [b for b in (doc.get("profiles") or {}).values() if isinstance(b, dict)]
+
+    def names(v):
+        return [v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+    runs = any(claim.dataset in names(v) for b in blocks for k, v in b.items()
+               if str(k).split("_")[-1] in ("dataset", "datasets"))
+    if not runs:
+        return f"needs {claim.dataset}: not ready, {claim.notebook} does not run on it yet"
+    how = (f"`python -m data_fetch {claim.dataset}`" if DATASETS[claim.dataset].available_for_download else
+           f"`python -m data_fetch {claim.dataset} --from DIR`")
+    return f"needs {claim.dataset}: ready — install it with {how}, then run {claim.notebook} at {claim.min_profile}"
 
 
 def verdict(claim: Claim, measurements: list[dict]) -> tuple[str, dict | None]:

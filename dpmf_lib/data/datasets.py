@@ -136,6 +136,30 @@ def load_real(dataset_id: str, *, data_dir=None) -> Ratings:
     return load_format(spec.format, path, rating_scale=spec.rating_scale, rating_step=spec.rating_step, source=source)
 
 
+def netflix_probe(*, data_dir=None):
+    """The (customer, movie) pairs of the installed Netflix copy's ``probe.txt`` (the released validation set), or
+    None when Netflix is absent or its copy has no probe.txt."""
+    from .loaders import load_netflix_probe
+
+    found = _real_location(get_spec("netflix"), data_dir)
+    if found is None or not (found[0] / "probe.txt").is_file():
+        return None
+    return load_netflix_probe(found[0] / "probe.txt")
+
+
+def yahoo_validation(*, data_dir=None) -> Ratings | None:
+    """The installed Yahoo! Music copy's ``validationIdx1.txt`` (the released validation set, in trainIdx1.txt's
+    format) as its own :class:`Ratings` (raw ids kept), or None when Yahoo! Music is absent or has no such file."""
+    spec = get_spec("yahoo-music")
+    found = _real_location(spec, data_dir)
+    if found is None or not (found[0] / "validationIdx1.txt").is_file():
+        return None
+    path = found[0] / "validationIdx1.txt"
+    source = DataSource("yahoo-music", True, sha256_file(path), f"validationIdx1.txt of {found[0]}")
+    return load_format(spec.format, str(path), rating_scale=spec.rating_scale, rating_step=spec.rating_step,
+                       source=source)
+
+
 def _absent_reason(spec: DatasetSpec, data_dir) -> str:
     where = _root(data_dir) / spec.id
     if spec.available_for_download:

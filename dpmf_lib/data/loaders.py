@@ -765,6 +765,30 @@ def load_netflix(paths, *, rating_scale=(1.0, 5.0), source: DataSource | None = 
         raise DataFormatError(f, line, problem, fix) from None
 
 
+def load_netflix_probe(path) -> np.ndarray:
+    """Netflix Prize ``probe.txt`` ('MovieID:' lines, each followed by 'CustomerID' lines): the (customer, movie)
+    pairs of the released validation set as an (n, 2) int64 array."""
+    buf = bytes(_read_bytes(path))
+    pairs, movie = [], None
+    for k, raw in enumerate(buf.split(b"\n"), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            if line.endswith(b":"):
+                movie = int(line[:-1])
+                continue
+            if movie is None:
+                raise DataFormatError(path, k, "a customer id before any 'MovieID:' line", "this is not probe.txt")
+            pairs.append((int(line), movie))
+        except ValueError:
+            raise DataFormatError(path, k, f"{line[:40]!r} is neither 'MovieID:' nor a customer id",
+                                  "this is not the Prize's probe.txt") from None
+    if not pairs:
+        raise _no_ratings(path)
+    return np.asarray(pairs, dtype=np.int64)
+
+
 def load_kddcup_yahoo(path, *, rating_scale=(0.0, 100.0), source: DataSource | None = None,
                       rating_step: float | None = None) -> Ratings:
     """Yahoo! Music KDD Cup 2011 ``trainIdx1.txt``-style file. Timestamps are ``day·86400 + seconds`` (file days)."""

@@ -198,4 +198,11 @@ def subsample(r: Ratings, max_ratings: int | None, seed=0) -> Ratings:
     if max_ratings < 1:
         raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {max_ratings!r}")
     idx = np.sort(validate.generator(seed, allow_none=False).choice(r.n_ratings, size=int(max_ratings), replace=False))
-    return r.subset(idx, note=f"random subset of {int(max_ratings):,} ratings (seed {seed})")
+    if not r.source.real:
+        return r.subset(idx, note=f"random subset of {int(max_ratings):,} ratings (seed {seed})")
+    # real data (a fetched dataset, your own file): said in the notebook's output as well as in the provenance
+    note = (f"random subset of {int(max_ratings):,} ratings (seed {seed}) of its {r.n_ratings:,}: set max_ratings: "
+            "null for all")
+    print(f"note: {r.source.label} uses {int(max_ratings):,} of its {r.n_ratings:,} ratings (a seeded random subset, "
+          f"max_ratings = {int(max_ratings)}): set max_ratings: null for all", flush=True)
+    return r.subset(idx, note=note)

@@ -270,7 +270,7 @@ def checksum(spec: UserDataset) -> str | None:
 
 def load_user(spec: UserDataset):
     """The user's file as :class:`~dpmf_lib.data.ratings.Ratings` (``source.real`` True, checksum of the file)."""
-    from ..errors import DatasetUnavailable
+    from ..errors import DataFormatError, DatasetUnavailable
     from .loaders import load_format
     from .ratings import DataSource
 
@@ -283,5 +283,20 @@ def load_user(spec: UserDataset):
     source = DataSource(dataset=spec.id, real=True, checksum=digest,
                         note=f"{NOTE_PREFIX} {spec.id} from {spec.path} ({spec.format}, scale "
                              f"{spec.rating_scale[0]:g}–{spec.rating_scale[1]:g})")
-    return load_format(spec.format, spec.path, rating_scale=spec.rating_scale, rating_step=spec.rating_step,
-                       source=source)
+    try:
+        return load_format(spec.format, spec.path, rating_scale=spec.rating_scale, rating_step=spec.rating_step,
+                           source=source)
+    except DataFormatError as err:  # the scale and step are the user's (--scale / --step), not the registry's
+        again = (f"`python -m data_fetch add {spec.id} {spec.path} --format {spec.format} --scale LO,HI"
+                 + (" --step S" if spec.rating_step is not None else "") + " --replace`")
+        if "outside the dataset's scale" in err.problem:
+            fix = (f"check the file, or register it with the scale its ratings use ({again}; inline: rating_scale: "
+                   "[LO, HI])")
+        elif "not on the dataset's grid" in err.problem:
+            fix = (f"check the file, or register it with the spacing its ratings use (--step S) or with no --step at all "
+                   f"(any value within the scale): `python -m data_fetch add {spec.id} {spec.path} --format "
+                   f"{spec.format} --scale {spec.rating_scale[0]:g},{spec.rating_scale[1]:g} --replace` (inline: "
+                   "rating_step)")
+        else:
+            raise
+        raise DataFormatError(err.path, err.line, err.problem, fix) from None

@@ -29,7 +29,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import WorkbookError
+from ..errors import ParameterError, WorkbookError
 from ..notebook_params import parameter_names
 from ..params import PROFILES, load_params, read_yaml
 from ..paths import figures_dir
@@ -37,7 +37,7 @@ from ..registry import load_registry, select, unregistered_notebooks
 from .distributed import _run_all, cache_readers_last, cache_reads, forwarded_env
 from .execution import recover_interrupted
 from .hashing import run_hash
-from .preflight import preflight
+from .preflight import full_data_estimate, preflight
 
 
 def parse_sets(items: list[str], names: list[str], known: list[str] | None = None) -> dict[str, dict]:
@@ -245,6 +245,9 @@ def _main(argv: list[str] | None = None) -> int:
                 load_params(e.name, args.profile, sets[e.name])  # names, nested keys, kinds
                 for warning in preflight(e.name, args.profile, sets[e.name], args.timeout):  # values, costs
                     print(warning, file=sys.stderr)
+            too_long = full_data_estimate(e.name, args.profile, sets.get(e.name))  # real data past the budget
+            if too_long:
+                raise ParameterError(too_long)
             digest = run_hash(e, args.profile)
             why[e.name] = reason_to_run(e, args.profile, digest, force=args.force, overrides=sets.get(e.name))
         except WorkbookError as exc:

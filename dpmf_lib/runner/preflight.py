@@ -257,3 +257,81 @@ def _duration(minutes: float) -> str:
         if minutes >= size:
             return f"{minutes / size:,.3g} {unit}"
     return f"{minutes:.3g} min"
+
+
+# -- a real dataset much larger than the run its profile was measured on ----------------------------------------------
+
+#: a `paper` run estimated past this many minutes on the real data present (and at least twice its recorded time) is
+#: refused before it starts, naming paper-full: the real copy replaces a stand-in cut to fit `paper`'s budget
+FULL_DATA_MINUTES = 120.0
+
+
+def _real_ratings(dataset_id: str) -> int | None:
+    """Ratings of the installed real copy of ``dataset_id`` (its manifest's parse, else the published count), or None
+    when it is absent."""
+    from data_fetch.manifest import read_manifest
+    from data_fetch.registry import DATASETS
+
+    from ..data.datasets import _real_location
+
+    spec = DATASETS.get(dataset_id)
+    if spec is None or spec.kind != "ratings" or spec.shape is None:
+        return None
+    try:
+        found = _real_location(spec, None)
+    except Exception:  # a damaged copy: the run itself says so
+        return None
+    if found is None:
+        return None
+    parsed = (read_manifest(found[0]) or {}).get("parsed") or {}
+    return int(parsed["ratings"]) if parsed.get("ratings") else spec.shape.ratings
+
+
+def _run_ratings(params: dict, dataset_id: str, real: int | None) -> float:
+    """Ratings a run reads of ``dataset_id``: the real copy when present (``real``), else its stand-in at
+    ``standin_scale`` of the published shape; either way capped by ``max_ratings``."""
+    from data_fetch.registry import DATASETS
+
+    spec = DATASETS[dataset_id]
+    n = float(real) if real is not None else spec.shape.ratings * float(params.get("standin_scale") or 1.0)
+    cap = params.get("max_ratings")
+    return min(n, float(cap)) if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0 else n
+
+
+def full_data_estimate(name: str, profile: str, overrides: dict | None = None) -> str | None:
+    """At ``paper``: when a real dataset the run reads is installed where the recorded `paper` run read a stand-in
+    cut to its budget, the time the run would take, from the recorded per-rating cost (recorded minutes over the
+    ratings that run read); a message naming ``paper-full`` when that is past :data:`FULL_DATA_MINUTES` and at least
+    twice the recorded time, else None."""
+    from data_fetch.registry import DATASETS
+
+    from ..data.datasets import standin_permitted
+    from ..params import load_params, params_path, read_yaml
+
+    if profile != "paper":
+        return None
+    params = load_params(name, profile, overrides or {})
+    ids = [x for k, v in params.items() if DATASET_NAME.search(str(k)) for x in _leaves(v)
+           if isinstance(x, str) and x in DATASETS and DATASETS[x].kind == "ratings"]
+    real = {ds: _real_ratings(ds) for ds in dict.fromkeys(ids)}
+    present = {ds: n for ds, n in real.items() if n is not None}
+    minutes = recorded_minutes(name, profile)
+    if not present or minutes is None:
+        return None
+    # what the recorded run read: stand-ins, except datasets that never have one (ml-100k: always real)
+    before = sum(_run_ratings(params, ds, None if standin_permitted(ds) else real[ds]) for ds in real)
+    after = sum(_run_ratings(params, ds, real[ds]) for ds in real)
+    if before <= 0 or after <= 2 * before:
+        return None
+    estimate = minutes * after / before
+    if estimate <= FULL_DATA_MINUTES:
+        return None
+    which = ", ".join(f"{ds} ({n:,} ratings)" for ds, n in present.items() if standin_permitted(ds))
+    full = ("run it with `--profile paper-full` to spend that" if "paper-full" in
+            (read_yaml(params_path(name)).get("profiles") or {}) else
+            "this notebook has no paper-full profile: run it with `--profile paper --set` values of your own to spend "
+            "that")
+    return (f"{name}: the real {which} is installed: at `paper` this run would read {after:,.0f} ratings where its "
+            f"recorded run read {before:,.0f} (a stand-in cut to the profile's budget) and took {minutes:.1f} min, "
+            f"so about {_duration(estimate)} at the same cost per rating — {full}, or cap it with "
+            f"`--set {name}.max_ratings=N`")

@@ -93,7 +93,7 @@ def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool
     which keeps every item for the cache simulation)."""
     if n_target is not None and int(n_target) < 1:
         raise ParameterError(f"max_ratings must be ≥ 1 (or null for all ratings), got {n_target!r}")
-    notes = []
+    notes, total = [], r.n_ratings
     if n_target is not None and int(n_target) < r.n_ratings:
         counts = r.user_counts()
         perm = np.random.default_rng(seed).permutation(r.n_users)
@@ -117,6 +117,9 @@ def whole_user_subset(r, n_target: int | None, seed: int, *, compact_items: bool
             notes.append(f"{len(kept):,} of {r.n_items:,} items rated by them (ids compacted)")
             r = replace(r, items=new_item[r.items], n_items=int(len(kept)), item_ids=raw_i)
     if notes:
+        if r.source.real and n_target is not None and int(n_target) < total:  # real data cut: said in the output too
+            print(f"note: {r.source.label} uses {', '.join(notes)} of its {total:,} ratings (max_ratings = "
+                  f"{int(n_target)}): set max_ratings: null for all", flush=True)
         r = replace(r, source=replace(r.source, note=(r.source.note + "; " + ", ".join(notes)).strip("; ")))
     return r
 
@@ -140,7 +143,7 @@ def rescale_ratings(r, scale):
     return replace(r, values=v, rating_scale=(a, b), source=src)
 
 
-DATASET_SETTING_KEYS = ("rating_scale", "sgd_eta0", "sgd_gamma", "sgd_lambda", "sgld_eta0_times_n", "sgld_gamma",
+DATASET_SETTING_KEYS = ("rating_scale", "test_split", "sgd_eta0", "sgd_gamma", "sgd_lambda", "sgld_eta0_times_n", "sgld_gamma",
                         "sgld_zeta", "sgld_alpha", "sgld_beta", "sgld_lambda_r")
 
 
@@ -227,10 +230,69 @@ def ensure_warm():
 
 
 def load_split(dataset: str, params: dict):
-    """``(train, test)`` of ``dataset`` (real if present, else the labelled stand-in), seeded random split."""
+    """``(train, test)`` of ``dataset`` (real if present, else the labelled stand-in), seeded random split; with
+    ``test_split: probe`` (Netflix's dataset_settings) real Netflix is split as the paper did: the test set is the
+    ratings of its ``probe.txt`` (the released validation set), the rest trains (:func:`probe_split`); with
+    ``test_split: validation`` (Yahoo's) real Yahoo! Music trains on trainIdx1.txt and tests on its released
+    validationIdx1.txt (:func:`validation_split`). A stand-in, or a copy without the file, keeps the random split."""
     r = load_for_mf(dataset, seed=params["seed"], standin_scale=params.get("standin_scale", 1.0),
                     max_ratings=params.get("max_ratings"))
+    if params.get("test_split") == "probe" and r.source.real and dataset == "netflix":
+        from ...data.datasets import netflix_probe
+
+        probe = netflix_probe()
+        if probe is not None:
+            return probe_split(r, probe)
+        print(f"note: {r.source.label} has no probe.txt: a random {params.get('test_fraction', 0.1):g} test split "
+              "instead of the paper's probe set", flush=True)
+    if params.get("test_split") == "validation" and r.source.real and dataset == "yahoo-music":
+        from ...data.datasets import yahoo_validation
+
+        val = yahoo_validation()
+        if val is not None:
+            return r, validation_split(r, val)
+        print(f"note: {r.source.label} has no validationIdx1.txt: a random {params.get('test_fraction', 0.1):g} test "
+              "split instead of the paper's validation set", flush=True)
     return train_test(r, params.get("test_fraction", 0.1), seed=params["seed"])
+
+
+def validation_split(train, val):
+    """``val`` (a released validation set loaded on its own) in ``train``'s id spaces: the test set of the paper's
+    split (all of ``train`` trains). Ratings of users or items ``train`` does not have are dropped, and said."""
+    def place(ids, raw):
+        ids = np.asarray(ids)
+        pos = np.clip(np.searchsorted(ids, raw), 0, len(ids) - 1)
+        return pos, ids[pos] == raw
+
+    raw_u = np.asarray(val.user_ids)[val.users] if val.user_ids is not None else val.users
+    raw_i = np.asarray(val.item_ids)[val.items] if val.item_ids is not None else val.items
+    pu, ok_u = place(train.user_ids if train.user_ids is not None else np.arange(train.n_users), raw_u)
+    pi, ok_i = place(train.item_ids if train.item_ids is not None else np.arange(train.n_items), raw_i)
+    ok = ok_u & ok_i
+    if not ok.any():
+        raise ParameterError(f"{train.source.label}: none of the {val.n_ratings:,} validation ratings has a user and an "
+                             "item of the training set (is it this copy's validationIdx1.txt?)")
+    note = f"validationIdx1.txt: {int(ok.sum()):,} ratings (the released validation set, the paper's test set)"
+    if not ok.all():
+        note += f"; {int((~ok).sum()):,} of its ratings dropped (user or item not in the training ratings)"
+        print(f"note: {train.source.label}: {note}", flush=True)
+    return replace(train, users=pu[ok].astype(np.int32), items=pi[ok].astype(np.int32), values=val.values[ok],
+                   timestamps=None if val.timestamps is None else val.timestamps[ok],
+                   source=replace(train.source, note=(train.source.note + "; " + note).strip("; ")))
+
+
+def probe_split(r, probe: np.ndarray):
+    """``(train, test)``: the test set is the ratings whose (raw user, raw item) pair is in ``probe`` ((n, 2) of
+    customer, movie ids), the training set the others."""
+    users = np.asarray(r.user_ids)[r.users].astype(np.int64) if r.user_ids is not None else r.users.astype(np.int64)
+    items = np.asarray(r.item_ids)[r.items].astype(np.int64) if r.item_ids is not None else r.items.astype(np.int64)
+    mask = np.isin(users * (1 << 24) + items, probe[:, 0] * (1 << 24) + probe[:, 1])
+    if not mask.any() or mask.all():
+        raise ParameterError(f"{r.source.label}: probe.txt holds {int(mask.sum()):,} of its {r.n_ratings:,} ratings: "
+                             "no train/test split from it (is it this copy's probe.txt?)")
+    return (r.subset(np.flatnonzero(~mask), note="training set without probe.txt (the paper's split)"),
+            r.subset(np.flatnonzero(mask), note=f"probe.txt: {int(mask.sum()):,} ratings (the released validation "
+                                                 "set, the paper's test set)"))
 
 
 def sgd_kw(params: dict) -> dict:

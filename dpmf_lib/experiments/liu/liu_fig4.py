@@ -53,7 +53,7 @@ from ...errors import ParameterError
 from ...outputs import attach
 from ...params import require_datasets
 from ...plotting import figure, standin_title
-from ._liu_mf import ML100KSeeds, claim_for, load_split, ml100k_params, run_sgld
+from ._liu_mf import ML100KSeeds, claim_for, dataset_params, load_split, ml100k_params, run_sgld
 
 # dataset loaded -> claim measured (the paper's is about Netflix; real ML-100K measures our counterpart)
 CLAIMS = {"netflix": "liu-6.4-lookup-table-10k-indistinguishable",
@@ -96,7 +96,7 @@ def run(params: dict) -> pd.DataFrame:
     rows, sources, meas = [], [], []
     zetas = [float(z) for z in params["zetas"]]
     for ds in params["datasets"]:
-        train, test = load_split(ds, params)
+        train, test = load_split(ds, dataset_params(params, ds))  # real Netflix: its probe.txt is the test set
         label = train.source.label
         sources.append(train.source)
         n_rep = repeats_for(params, ds)

@@ -22,7 +22,7 @@ from ...claims import Measurement
 from ...outputs import attach
 from ...params import require_datasets
 from ...plotting import figure, standin_title
-from ._liu_mf import ML100KSeeds, claim_for, load_split, ml100k_params, run_csgd, run_sgld
+from ._liu_mf import ML100KSeeds, claim_for, dataset_params, load_split, ml100k_params, run_csgd, run_sgld
 
 # dataset loaded -> claim measured (the paper's is about Netflix; real ML-100K measures our counterpart)
 CLAIMS = {"netflix": "liu-6.4-sgd-overfits", "ml-100k": "liu-6.4-sgd-overfits-ml-100k"}
@@ -35,7 +35,7 @@ def run(params: dict, *, sgld: bool = True) -> pd.DataFrame:
     frames, sources, meas = [], [], []
     d = params["d"]
     for ds in params["datasets"]:
-        train, test = load_split(ds, params)
+        train, test = load_split(ds, dataset_params(params, ds))  # real Netflix: its probe.txt is the test set
         label = train.source.label
         sources.append(train.source)
         a = run_csgd(train, test, d, params["epochs"], params, threads=params["threads"])
