@@ -127,7 +127,7 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     ref = df[df.method == liu_fig7.GIBBS].iloc[0]
     g4b = gib[gib.epsilon == gib.epsilon.max()].iloc[0]
     assert ref.rhat == g4b.rhat and ref.ess == g4b.ess
-    (m,) = df.attrs["measurements"]
+    (m,) = [m for m in df.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
     tau = float(p["tau"]["ml-100k"])
     assert "exact Gibbs chains" in m["note"]
     assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
@@ -156,7 +156,7 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
     off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
         "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
     assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()
-    (m_off,) = off.attrs["measurements"]
+    (m_off,) = [m for m in off.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
     sg = off[off.method == "DPMF (Algorithm 1, local ridge)"]
     assert "the paper's SGLD chains" in m_off["note"]
     assert m_off["value"] == sg[sg.epsilon == tau].test_rmse.iloc[0] - sg[sg.epsilon == sg.epsilon.max()].test_rmse.iloc[0]
