@@ -120,8 +120,9 @@ def test_the_merge_lock_keeps_two_threads_read_modify_writes_whole():
 def test_two_threads_lose_no_blocks_change_to_the_hot_rows():
     """With a tiny step the updates barely depend on the factors, so the total change of every row is nearly the
     sum of the per-rating steps whatever the order or staleness: two threads with private hot rows must then give
-    the one-thread change of the hot rows to within a few per cent. A merge that is skipped, overwrites instead of
-    adding, or adds a block's change twice is off by a whole block's share (here 1/2 to 1/6 of the change). (Two
+    the one-thread change of the hot rows to within 5 % (the biases follow stale factors: 2-3 % apart between runs).
+    A merge that is skipped, overwrites instead of adding, or adds a block's change twice is off by a whole block's
+    share (here 1/2 to 1/6 of the change). (Two
     merges at once, the lock's case, are rare with 6 blocks: the lock is tested on its own above.)"""
     r = random_ratings(n_users=600, n_items=40, n_ratings=9000, seed=3)
     kw = dict(d=16, epochs=1, eta0=1e-4, gamma=0.0, lam=0.0, seed=4)
@@ -136,7 +137,7 @@ def test_two_threads_lose_no_blocks_change_to_the_hot_rows():
                              ("bi", one.model.bi[hot], two.model.bi[hot], m0.bi[hot])):
         change = a - base
         assert np.linalg.norm(change) > 0
-        assert np.linalg.norm((b - base) - change) <= 0.02 * np.linalg.norm(change), name
+        assert np.linalg.norm((b - base) - change) <= 0.05 * np.linalg.norm(change), name
 
 
 @two_threads
