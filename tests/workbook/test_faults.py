@@ -55,17 +55,15 @@ def _processes_writing_into(figures: Path) -> list[psutil.Process]:
     return found
 
 
-#: liu_fig1 at smoke can finish within a second of its kernel starting, before the signal: the ci profile's stand-in
-#: scale (not a cost parameter, so no warning line) keeps it running for several seconds more
-LONGER = ("--set", "liu_fig1.standin_scale=1.0")
-
-
 def _start_runner(figures: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "DPMF_FIGURES_DIR": str(figures), "PYTHONPATH": str(REPO)}
-    # a session of its own: os.killpg reaches it as a terminal's Ctrl-C reaches a foreground job
+    # a session of its own: os.killpg reaches it as a terminal's Ctrl-C reaches a foreground job; SIGINT at its
+    # default, as in a terminal's foreground job (a background job of a script, as CI may run pytest in, inherits
+    # SIGINT ignored, and Python then never raises KeyboardInterrupt)
     return subprocess.Popen([sys.executable, "-m", "dpmf_lib.reproduce", "--profile", "smoke", *args], cwd=REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_kernel(figures: Path, timeout: float = 120) -> list[psutil.Process]:
@@ -87,7 +85,7 @@ def test_ctrl_c_or_sigterm_stops_with_one_line_and_keeps_the_previous_outputs(tm
     traceback; SIGTERM left the kernel running."""
     figures = tmp_path / "figures"
     before = _previous_outputs(figures, "liu_fig1")
-    runner = _start_runner(figures, "--only", "liu_fig1", "--force", *LONGER)
+    runner = _start_runner(figures, "--only", "liu_fig1", "--force")
     procs = _wait_for_kernel(figures)
     time.sleep(1)
     if how == "ctrl-c":
