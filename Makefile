@@ -20,7 +20,7 @@ STAMP  := $(VENV)/.installed
 DPMF_DATA_MIRROR ?= $(wildcard $(abspath ../shared/data))
 export DPMF_DATA_MIRROR
 
-.PHONY: all figures test test-quick lab docs bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
+.PHONY: all figures test test-quick test-figures lab docs bench data venv clean clean-figures report list check-verdicts paper-snapshot lock
 
 all: figures
 
@@ -58,10 +58,18 @@ paper-snapshot: data
 	  $(if $(ONLY),--only '$(ONLY)') $(REPRODUCE_ARGS)
 
 # The suite runs in TEST_JOBS processes (pytest-xdist; auto = one per core, 0 = all in this process); each test file
-# stays on one worker (--dist loadfile), so its module fixtures are built once.
+# stays on one worker (--dist loadfile), so its module fixtures are built once, and the files go out longest first by
+# tests/durations.json (tests/conftest.py), so the workers end together. The checks of `make figures`' ci outputs
+# (marker ci_figures) skip here: `make test-figures` runs them after `make figures` (.ci/run does both).
 TEST_JOBS ?= auto
 test: data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+
+# The checks of the ci runs in the figures directory (tests marked ci_figures, tests/ci_phases.py), after
+# `make figures PROFILE=ci`; each fails when the run it reads is missing, failed or not at ci.
+test-figures: $(STAMP)
+	DPMF_CI_FIGURES="$${DPMF_CI_FIGURES:-$$($(PY) -c 'from dpmf_lib.paths import figures_dir; print(figures_dir())')}" \
+	  $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m ci_figures
 
 # The tests a change can break, in ≤ 3 min on two cores (tests/select_changed.py says which and why): the test files
 # whose static import closure holds a file changed since the merge base with QUICK_BASE (committed, uncommitted or
@@ -75,7 +83,7 @@ QUICK_BUDGET ?= 120
 CHANGED ?=
 test-quick: data
 	@files="$$($(PY) tests/select_changed.py --explain --base $(QUICK_BASE) --budget $(QUICK_BUDGET) $(CHANGED))" && \
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" $$files
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow and not ci_figures" $$files
 
 # Lab's root is the repository (notebooks/, the executed copies in figures/, params/ all reachable); it opens in notebooks/.
 # LAB_ARGS go to jupyter lab as they are: `make lab LAB_ARGS=--allow-root` (as root), `LAB_ARGS='--no-browser --port 8890'`.
