@@ -17,6 +17,7 @@ from dpmf_lib.experiments.extra import extra_privacy_frontier as fr
 from dpmf_lib.experiments.extra import extra_privacy_ledger as xl
 from dpmf_lib.params import load_params
 from dpmf_lib.privacy import ledger as lg
+from tests.ci_phases import ci_run, needs_ci_figures, replaced_in_ci_by
 
 EPS_COLUMN = re.compile(r"(^|_)(eps|epsilon)(_|$)|^x_(user|rating)$")
 
@@ -44,8 +45,17 @@ def empty(v) -> bool:
     return v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))
 
 
-@pytest.fixture(scope="module")
-def ledger_smoke():
+@pytest.fixture(scope="module", params=[
+    pytest.param("smoke", marks=replaced_in_ci_by("the same tests on make figures' ci run of the ledger [ci]")),
+    pytest.param("ci", marks=needs_ci_figures)])
+def ledger_smoke(request):
+    """The privacy ledger's table and parameters: a smoke run here, or (under .ci/run, after make figures) the ci
+    run's CSV, provenance and measurements; the tests below assert the same on both."""
+    if request.param == "ci":
+        r = ci_run("extra_privacy_ledger")
+        for col in ("premise_broken", "accounting_note"):  # text that may be empty: NaN when read back
+            r.df[col] = r.df[col].fillna("").astype(str)
+        return r.params, r.df
     p = load_params("extra_privacy_ledger", "smoke")
     return p, xl.run(p)
 
