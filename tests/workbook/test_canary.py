@@ -44,29 +44,43 @@ def _snapshot(repo: Path, *args: str) -> str:
     return out.stdout
 
 
-def _lines(text: str, pattern: str = "") -> dict[str, str]:
+def _lines(text: str, pattern: str = "", last: bool = False) -> dict[str, str]:
+    """Per notebook name, the rest of its line: the first one (an action's line comes before the listing that
+    follows it), or with ``last`` the listing's own line."""
     out = {}
     for line in text.splitlines():
         name, _, rest = line.partition(" ")
         if name and name.startswith(pattern) and not name.startswith("/"):
-            out.setdefault(name, rest.strip())  # an action's line comes before the listing that follows it
+            if last:
+                out[name] = rest.strip()
+            else:
+                out.setdefault(name, rest.strip())
     return out
 
 
-@pytest.fixture(scope="module")
-def listing():
-    return _lines(_snapshot(REPO_ROOT))
+def _current_with_canary(names):
+    """The rows of ``names`` that have a canary, skipping the test unless each is current in this checkout: their
+    snapshot state as the listing gives it (row_state, in this process, with the DPMF_* settings _snapshot gives the
+    CLI), without listing every row."""
+    from dpmf_lib import snapshot
+    from dpmf_lib.registry import load_registry
 
-
-def _current_with_canary(listing, names):
     rows = [n for n in names if (REPO_ROOT / "results" / "paper" / n / "canary.json").exists()]
-    if not rows or any(not listing.get(n, "").startswith("current") for n in rows):
+    entries = {e.name: e for e in load_registry()[1]}
+    saved = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("DPMF_") and k != "DPMF_DATA_MIRROR"]}
+    os.environ["DPMF_DATA_DIR"] = str(REPO_ROOT / "data")
+    try:
+        states = {n: snapshot.row_state(entries[n])[0] for n in rows}
+    finally:
+        os.environ.pop("DPMF_DATA_DIR")
+        os.environ.update(saved)
+    if not rows or any(state != "current" for state in states.values()):
         pytest.skip(f"{', '.join(names)}: not current here, or no canary recorded")
     return rows
 
 
-def test_a_behaviour_change_on_the_paper_path_changes_every_canary_that_runs_it(tmp_path, listing):
-    rows = _current_with_canary(listing, ["balu_fig5_1", "balu_fig5_2", "balu_table5_1"])
+def test_a_behaviour_change_on_the_paper_path_changes_every_canary_that_runs_it(tmp_path):
+    rows = _current_with_canary(["balu_fig5_1", "balu_fig5_2", "balu_table5_1"])
     repo = _copy_repo(tmp_path / "repo")
     marker = tmp_path / "ran"
     enc = repo / "dpmf_lib" / "lsh" / "encoders.py"
@@ -75,16 +89,17 @@ def test_a_behaviour_change_on_the_paper_path_changes_every_canary_that_runs_it(
     assert body in src
     touch = (f"    open({str(marker)!r} + '-' + __import__('os').environ.get('DPMF_RUN_NOTEBOOK', '?'), 'a').close()\n")
     enc.write_text(src.replace(body, touch + body.replace(">= 0", ">= 0.05")), encoding="utf-8")
-    out = _lines(_snapshot(repo, "--revalidate", "--only", MUTATED_ROWS))
+    text = _snapshot(repo, "--revalidate", "--only", MUTATED_ROWS)
+    out, listed = _lines(text), _lines(text, last=True)  # the actions, then the listing the same call prints
     ran = {p.name.split("-", 1)[1] for p in tmp_path.glob("ran-*")}
     assert len(ran & set(rows)) >= 2, f"the mutated encoder ran in too few canaries: {sorted(ran)}"
     for name in sorted(ran & set(rows)):
         assert "the canary's table differs" in out[name], (name, out[name])
-        assert _lines(_snapshot(repo))[name].startswith("stale")
+        assert listed[name].startswith("stale")
 
 
-def test_a_refactor_revalidates_and_is_labelled_so(tmp_path, listing):
-    recorded = _current_with_canary(listing, ["hua_fig4"])
+def test_a_refactor_revalidates_and_is_labelled_so(tmp_path):
+    recorded = _current_with_canary(["hua_fig4"])
     repo = _copy_repo(tmp_path / "repo")
     mf = repo / "dpmf_lib" / "objpert" / "mf.py"
     src = mf.read_text(encoding="utf-8")
@@ -111,8 +126,8 @@ def test_a_refactor_revalidates_and_is_labelled_so(tmp_path, listing):
     assert got.stdout.strip() in ("['current']", "[]"), got.stdout
 
 
-def test_a_change_of_paper_parameters_is_not_revalidated(tmp_path, listing):
-    recorded = _current_with_canary(listing, ["hua_fig4"])
+def test_a_change_of_paper_parameters_is_not_revalidated(tmp_path):
+    recorded = _current_with_canary(["hua_fig4"])
     repo = _copy_repo(tmp_path / "repo")
     name = "hua_fig4" if "hua_fig4" in recorded else recorded[0]
     p = repo / "params" / f"{name}.yaml"
