@@ -104,7 +104,20 @@ def _listing(repo: Path, env_extra: dict | None = None) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def committed_states():
-    states = _listing(REPO_ROOT)
+    """The states the listing gives this checkout's rows (snapshot.rows, in this process, with the DPMF_* settings
+    _listing gives the CLI): what each copy's listing is compared with."""
+    import os
+
+    from dpmf_lib import snapshot
+
+    saved = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("DPMF_") and k != "DPMF_DATA_MIRROR"]}
+    os.environ.update({"DPMF_DATA_DIR": str(REPO_ROOT / "data"), "DPMF_FIGURES_DIR": str(REPO_ROOT / "figures")})
+    try:
+        states = {r["name"]: r["state"] for r in snapshot.rows()}
+    finally:
+        for k in ("DPMF_DATA_DIR", "DPMF_FIGURES_DIR"):
+            os.environ.pop(k)
+        os.environ.update(saved)
     if any(s != "current" for s in states.values()):
         pytest.skip("the committed snapshot has rows that are not current here (real data present or rows stale)")
     return states
