@@ -14,8 +14,8 @@ the package's ``__init__`` imports it), 2 for a test of a module the changed one
 (``tests.*``) count as part of the test — and the candidates up to :data:`MAX_DISTANCE` (or the nearest ones, when
 none is that close) are taken most specific first: by distance, then the test named after the module or in its
 mirrored folder (``tests/lib/mf/`` for ``dpmf_lib/mf/``), then the shorter. Each is counted at its recorded duration
-(:data:`DURATIONS`, each file measured alone with ``-m "not slow"``; :data:`UNRECORDED_SECONDS` when it has no
-record) and taken while the sum stays within :data:`BUDGET_SECONDS`; with several changed files, each one's next
+(:data:`DURATIONS`: the CPU seconds of each file's tests not marked slow, measured alone; :data:`UNRECORDED_SECONDS`
+when it has no record) and taken while the sum stays within :data:`BUDGET_SECONDS`; with several changed files, each one's next
 candidate is taken in turn. The :data:`SENTINELS` always run (a few seconds); when nothing maps (a change to notes/,
 or none), the fast set :data:`FAST_SET` runs instead. ``--explain`` says what was taken and why, and what was left
 out for the budget.
@@ -71,8 +71,10 @@ SENTINELS = (
     "tests/workbook/test_registry_claims.py",
 )
 
-#: Per test file, its measured duration alone with ``-m "not slow"`` (``--record`` writes it, :func:`record` says
-#: how): seconds (CPU seconds of its tests, the numba compilations they trigger included), collect, wall, tests.
+#: Per test file, its measured durations run alone (``--record`` writes them, :func:`record` says how): seconds (CPU
+#: seconds of its tests not marked slow, the numba compilations they trigger included: this selection's cost), slow
+#: (of its slow tests), in_ci (of the tests `.ci/run`'s `make test` runs: tests/conftest.py hands files out longest
+#: first by it), collect, wall, tests.
 DURATIONS = TESTS / "durations.json"
 #: The summed recorded seconds a selection may take (sentinels included). Two workers run it in about half that, plus
 #: the start and the collection (≈ 30-60 s): ≤ 3 min on two idle cores with margin for a slower machine.
@@ -370,7 +372,7 @@ def select(changed: list[str], explain: dict | None = None, budget: float = BUDG
     return sorted(taken)
 
 
-def _cpu_of(args: list[str]) -> tuple[float, float]:
+def _cpu_of(args: list[str], env: dict | None = None) -> tuple[float, float]:
     """CPU seconds (user + system, its children included) and wall seconds of running ``args`` in the repository."""
     import resource
     import time
@@ -380,30 +382,40 @@ def _cpu_of(args: list[str]) -> tuple[float, float]:
         return r.ru_utime + r.ru_stime
 
     c0, w0 = cpu(), time.monotonic()
-    subprocess.run(args, cwd=REPO, capture_output=True, check=False)
+    subprocess.run(args, cwd=REPO, capture_output=True, check=False, env=env)
     return cpu() - c0, time.monotonic() - w0
 
 
 def record(files: list[str]) -> None:
-    """Run each test file alone (``-m "not slow"``, one process) and write its record into :data:`DURATIONS`, keeping
-    the other files' records. The seconds are CPU seconds (user + system, the processes it starts included) of the run
-    less those of its collection alone: on an idle core about the run's wall time, and far less inflated than the
-    wall time by other work on the machine (the record was taken beside other jobs). ``wall`` is the run's wall time
-    then, ``collect`` the CPU seconds of starting pytest and importing the file."""
+    """Run each test file alone (all its tests, one process, as a plain `make test` runs them) and write its record
+    into :data:`DURATIONS`, keeping the other files' records. Per test, ``tests/durations_plugin.py`` counts its CPU
+    seconds (user + system, the processes it starts included): on an idle core about its wall time, and far less
+    inflated than the wall time by other work on the machine (the record was taken beside other jobs). Per file:
+    ``seconds``, the tests not marked slow (this selection's budget); ``slow``, the slow ones (a plain `make test`
+    runs both); ``in_ci``, those `.ci/run`'s `make test` runs (not ``ci_replaced``, not ``ci_figures``: the
+    conftest hands files out longest first by it); ``tests``, the number not marked slow; ``wall``, the run's wall
+    time; ``collect``, the CPU seconds of starting pytest and importing the file."""
     import json
+    import os
     import tempfile
-    import xml.etree.ElementTree as ET
 
     data = dict(recorded())
-    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", "-m", "not slow"]
+    pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "DPMF_CI_FIGURES"}
     for f in files:
-        collect, _ = _cpu_of([*pytest, "--collect-only", f])
+        collect, _ = _cpu_of([*pytest, "--collect-only", f], env)
         with tempfile.TemporaryDirectory() as tmp:
-            xml = Path(tmp) / "junit.xml"
-            total, wall = _cpu_of([*pytest, f, f"--junitxml={xml}"])
-            cases = len(list(ET.parse(xml).getroot().iter("testcase"))) if xml.is_file() else 0
-        data[f] = {"seconds": round(max(total - collect, 0.0), 1), "collect": round(collect, 1),
-                   "wall": round(wall, 1), "tests": cases}
+            out = Path(tmp) / "tests.jsonl"
+            _, wall = _cpu_of([*pytest, "-p", "tests.durations_plugin", f],
+                              {**env, "DPMF_DURATIONS_OUT": str(out)})
+            tests = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.is_file() else []
+
+        def total(keep):
+            return round(max(float(sum(t["cpu"] for t in tests if keep(t))), 0.0), 1)
+
+        data[f] = {"seconds": total(lambda t: not t["slow"]), "slow": total(lambda t: t["slow"]),
+                   "in_ci": total(lambda t: t["in_ci"]), "collect": round(collect, 1), "wall": round(wall, 1),
+                   "tests": sum(not t["slow"] for t in tests)}
         print(f"{f}: {data[f]}", file=sys.stderr)
         DURATIONS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     recorded.cache_clear()
