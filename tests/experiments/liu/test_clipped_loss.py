@@ -1,5 +1,6 @@
 """Liu et al. with the prediction clipped inside the loss (ours, issue #13 part 3): the SGLD kernel against its
-reference, the flat likelihood outside the range, the per-user bound B_i without a rejection loop, and the release's ε."""
+reference, the flat likelihood outside the range, the per-user bound B_i without a rejection loop, and the release's ε
+(liu_fig7's clipped series is checked on its smoke run in test_fig7.py)."""
 
 import numba
 import numpy as np
@@ -106,57 +107,3 @@ def test_bad_clip_prediction_raises(bad):
     r = random_ratings(seed=2)
     with pytest.raises(ParameterError):
         sample_sgld(r, d=2, epochs=1, clip_prediction=bad, schedule=Schedule(n_threads=1))
-
-
-def test_fig7_smoke_has_the_clipped_series_labelled_as_ours():
-    from dpmf_lib.experiments.liu import liu_fig7
-    from dpmf_lib.params import load_params
-
-    p = load_params("liu_fig7", "smoke")
-    df = liu_fig7.run(p)
-    ours = df[df.method == liu_fig7.OURS]
-    paper = df[df.method == "DPMF (Algorithm 1, local ridge)"]
-    assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
-    # Λ is fit to the same ratings (Section 6.6): no ε holds for any point, the clipped series included
-    assert ours.epsilon_effective.isna().all() and df.epsilon_rating.isna().all() and (ours.n_resamples == 0).all()
-    assert (ours.epsilon_rating_stated > 0).all()
-    liu_fig7.plot(df, p)
-    # the exact-Gibbs series (issue #14): every ε of the grid, its 4B chains are the reference line's, the claim reads it
-    gib = df[df.method == liu_fig7.GIBBS_DP]
-    assert sorted(gib.epsilon) == sorted(paper.epsilon) and (gib.sampler == "gibbs").all()
-    ref = df[df.method == liu_fig7.GIBBS].iloc[0]
-    g4b = gib[gib.epsilon == gib.epsilon.max()].iloc[0]
-    assert ref.rhat == g4b.rhat and ref.ess == g4b.ess
-    (m,) = [m for m in df.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
-    tau = float(p["tau"]["ml-100k"])
-    assert "exact Gibbs chains" in m["note"]
-    assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
-    assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
-    # every point is a sweep task, a function of its arguments alone: re-running one reproduces its row
-    from dpmf_lib.experiments.liu.liu_fig7 import load, nonprivate, point_tasks, run_point
-
-    _, train, test = load("ml-100k", p)
-    _, priors, _ = nonprivate(train, test, p)
-    tasks = point_tasks(p, lambda rho, wf: ref.B if wf == p["weights_from"] else 0.0)
-    (t,) = [t for t in tasks if t["series"] == "gibbs" and t["epsilon"] == tau]
-    again = run_point(t, "ml-100k", train, test, priors, p)["row"]
-    want = gib[gib.epsilon == tau].iloc[0]
-    assert again["test_rmse"] == want.test_rmse and again["ess"] == want.ess and again["rhat"] == want.rhat
-    # not circular (run() calls run_point too): the task is Algorithm 1 at the run's own seed
-    from dpmf_lib.privacy import posterior_sampling as pss
-
-    pre = pss.preprocess(train, tau=int(tau), kappa=p["kappa"], rho=p["rho"][0], seed=p["seed"],
-                        weights_from=p["weights_from"])
-    gp = p["gibbs"]
-    direct = pss.sample_private(pre, tau, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=p["d"],
-                               lambda_r=p["lambda_r"], lam_bias=priors["lam_bias"], sampler="gibbs",
-                               rounds=gp["sweeps"] - gp["burn_in"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
-                               max_resamples=p["private"]["max_resamples"], seed=p["seed"], test=test)
-    assert again["ess"] == direct.ess and again["test_rmse"] == direct.local_model(train).rmse(test)
-    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
-        "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
-    assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()
-    (m_off,) = [m for m in off.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
-    sg = off[off.method == "DPMF (Algorithm 1, local ridge)"]
-    assert "the paper's SGLD chains" in m_off["note"]
-    assert m_off["value"] == sg[sg.epsilon == tau].test_rmse.iloc[0] - sg[sg.epsilon == sg.epsilon.max()].test_rmse.iloc[0]

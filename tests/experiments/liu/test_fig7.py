@@ -1,7 +1,8 @@
 """liu_fig7: the non-private SGLD run that fixes Λ has a seed namespace of its own (issue #14 review): it must not
 replay the noise of any private chain (chain 0's burn-in was seeded with the run's seed, as the Λ run was); and the
 helpers of the Liu Figure 7 / personalized-privacy experiments (ε grid, τ per dataset; the notebooks themselves run in
-tests/workbook/test_notebooks.py)."""
+tests/workbook/test_notebooks.py); and one smoke run of liu_fig7, shared by the tests of its clipped and exact-Gibbs
+series and of its ML-100K counterpart of the Section 6.7 claim."""
 
 import pytest
 
@@ -59,3 +60,87 @@ def test_tau_per_dataset_and_paper_values_in_params():
         liu_fig7.tau_for("netflix", {"tau": {"netflix": 0}})
     for prof in ("smoke", "ci"):
         load_params("extra_liu_personalized_privacy", prof)
+
+
+# ---- liu_fig7's smoke run (one run, shared by the tests below) ----
+
+
+@pytest.fixture(scope="module")
+def smoke_run():
+    p = load_params("liu_fig7", "smoke")
+    return p, liu_fig7.run(p)
+
+
+def _by_claim(df):
+    out = {}
+    for m in df.attrs["measurements"]:
+        out.setdefault(m["claim"], []).append(m)
+    return out
+
+
+def test_fig7_smoke_has_the_clipped_series_labelled_as_ours(smoke_run):
+    p, df = smoke_run
+    ours = df[df.method == liu_fig7.OURS]
+    paper = df[df.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "(ours)" in liu_fig7.OURS and len(ours) == len(paper) > 0
+    # Λ is fit to the same ratings (Section 6.6): no ε holds for any point, the clipped series included
+    assert ours.epsilon_effective.isna().all() and df.epsilon_rating.isna().all() and (ours.n_resamples == 0).all()
+    assert (ours.epsilon_rating_stated > 0).all()
+    liu_fig7.plot(df, p)
+    # the exact-Gibbs series (issue #14): every ε of the grid, its 4B chains are the reference line's, the claim reads it
+    gib = df[df.method == liu_fig7.GIBBS_DP]
+    assert sorted(gib.epsilon) == sorted(paper.epsilon) and (gib.sampler == "gibbs").all()
+    ref = df[df.method == liu_fig7.GIBBS].iloc[0]
+    g4b = gib[gib.epsilon == gib.epsilon.max()].iloc[0]
+    assert ref.rhat == g4b.rhat and ref.ess == g4b.ess
+    (m,) = [m for m in df.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
+    tau = float(p["tau"]["ml-100k"])
+    assert "exact Gibbs chains" in m["note"]
+    assert m["value"] == gib[gib.epsilon == tau].test_rmse.iloc[0] - g4b.test_rmse
+    assert m["guards"]["chain_ess"] == min(gib[gib.epsilon == tau].ess.iloc[0], g4b.ess)
+    # every point is a sweep task, a function of its arguments alone: re-running one reproduces its row
+    from dpmf_lib.experiments.liu.liu_fig7 import load, nonprivate, point_tasks, run_point
+
+    _, train, test = load("ml-100k", p)
+    _, priors, _ = nonprivate(train, test, p)
+    tasks = point_tasks(p, lambda rho, wf: ref.B if wf == p["weights_from"] else 0.0)
+    (t,) = [t for t in tasks if t["series"] == "gibbs" and t["epsilon"] == tau]
+    again = run_point(t, "ml-100k", train, test, priors, p)["row"]
+    want = gib[gib.epsilon == tau].iloc[0]
+    assert again["test_rmse"] == want.test_rmse and again["ess"] == want.ess and again["rhat"] == want.rhat
+    # not circular (run() calls run_point too): the task is Algorithm 1 at the run's own seed
+    from dpmf_lib.privacy import posterior_sampling as pss
+
+    pre = pss.preprocess(train, tau=int(tau), kappa=p["kappa"], rho=p["rho"][0], seed=p["seed"],
+                        weights_from=p["weights_from"])
+    gp = p["gibbs"]
+    direct = pss.sample_private(pre, tau, Lambda_u=priors["Lambda_u"], Lambda_v=priors["Lambda_v"], d=p["d"],
+                               lambda_r=p["lambda_r"], lam_bias=priors["lam_bias"], sampler="gibbs",
+                               rounds=gp["sweeps"] - gp["burn_in"], burn_in=gp["burn_in"], n_chains=gp["n_chains"],
+                               max_resamples=p["private"]["max_resamples"], seed=p["seed"], test=test)
+    assert again["ess"] == direct.ess and again["test_rmse"] == direct.local_model(train).rmse(test)
+    off = liu_fig7.run(load_params("liu_fig7", "smoke", {"clipped_loss": False, "gibbs": {
+        "datasets": ["ml-100k"], "private_series": False, "sweeps": 10, "burn_in": 2, "n_chains": 2}}))
+    assert not (off.method == liu_fig7.OURS).any() and not (off.method == liu_fig7.GIBBS_DP).any()
+    (m_off,) = [m for m in off.attrs["measurements"] if m["claim"] not in liu_fig7.MODEST_DECREASE_CLAIMS.values()]
+    sg = off[off.method == "DPMF (Algorithm 1, local ridge)"]
+    assert "the paper's SGLD chains" in m_off["note"]
+    assert m_off["value"] == sg[sg.epsilon == tau].test_rmse.iloc[0] - sg[sg.epsilon == sg.epsilon.max()].test_rmse.iloc[0]
+
+
+def test_fig7_real_ml100k_measures_the_counterpart_and_its_replicate_matches_the_run(smoke_run):
+    """Issue #14: the Section 6.7 claim has a real-data (ML-100K) counterpart: a run on real ML-100K measures the
+    counterpart id, and its further seeds re-run only what it reads: at the run's own seed they give exactly the run's
+    value, at another seed another value."""
+    p, df = smoke_run
+    got = _by_claim(df)
+    ids = [liu_fig7.RATING_DP_CLAIMS["ml-100k"], liu_fig7.MODEST_DECREASE_CLAIMS["ml-100k"]]
+    assert list(got) == ids  # smoke runs real ML-100K only
+    m = got[liu_fig7.RATING_DP_CLAIMS["ml-100k"]][0]
+    assert m["real"] and "exact Gibbs" in m["note"]
+    replicated = _by_claim(liu_fig7.replicate_run(p))
+    for cid in ids:  # same seed: the same two points
+        again, first = replicated[cid][0], got[cid][0]
+        assert again["value"] == first["value"] and again["guards"] == first["guards"], cid
+    other = _by_claim(liu_fig7.replicate_run({**p, "seed": 1}))[liu_fig7.RATING_DP_CLAIMS["ml-100k"]][0]
+    assert other["value"] != m["value"]  # the seed reaches the measurement
