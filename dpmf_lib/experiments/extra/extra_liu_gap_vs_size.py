@@ -148,6 +148,7 @@ def size_point(ds: str, fraction: float, seed: int, params: dict) -> dict:
             "n_train": int(train.n_ratings), "n_test": int(test.n_ratings),
             "n_train_trimmed": int(pre.train.n_ratings),
             "ratings_per_item_median": float(np.median(per_item)),
+            "ratings_per_rated_item_median": float(np.median(per_item[per_item > 0])) if (per_item > 0).any() else 0.0,
             "ratings_per_item_mean": float(per_item.mean()),
             "items_without_training_ratings": int((per_item == 0).sum()),
             "ratings_per_user_median": float(np.median(per_user[per_user > 0])) if (per_user > 0).any() else 0.0,
@@ -287,6 +288,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         hw = float(stats.t.ppf(0.975, n - 1) * g.gap.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
         rows.append({"dataset": label, "fraction": f, "n_users": int(g.n_users.median()),
                      "n_items": int(g.n_items.median()), "ratings_per_item_median": g.ratings_per_item_median.median(),
+                     "ratings_per_item_mean": g.ratings_per_item_mean.mean(),
                      "seeds": n, "gap": g.gap.mean(), "gap_hw95": hw,
                      "test_rmse_private": g.test_rmse_private.mean(), "test_rmse_reference": g.test_rmse_reference.mean(),
                      "item_means_rmse": g.item_means_rmse.mean(),
@@ -313,21 +315,27 @@ def plot(df: pd.DataFrame, params: dict):
                yerr=g.gap_hw95.fillna(0.0))
         ax.plot(ds.n_users, ds.gap, ".", color="0.5", ms=3, zorder=1)
         for _, q in g.iterrows():
-            ax.annotate(f"{q.ratings_per_item_median:g}", (q.n_users, q.gap), textcoords="offset points",
+            ax.annotate(f"{q.ratings_per_item_mean:.0f}", (q.n_users, q.gap), textcoords="offset points",
                         xytext=(4, 5), fontsize="x-small", color="0.3")
         series(ax2, g.n_users, g.test_rmse_private, role, f"{label}: release at ε = τ")
         series(ax2, g.n_users, g.test_rmse_reference, role, f"{label}: reference at ε = 4B", mfc="white", ls=":")
         ax2.plot(g.n_users, g.item_means_rmse, "x", color=ax2.lines[-1].get_color(), ls="--", lw=0.8,
                  label=f"{label}: item means")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     for a in (ax, ax2):
         a.set_xscale("log")
+        a.xaxis.set_major_locator(LogLocator(subs=(1.0, 3.0)))
+        a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        a.xaxis.set_minor_formatter(NullFormatter())
         a.axvline(943, color="k", lw=0.6, ls="--", alpha=0.5)
         a.text(943, a.get_ylim()[1], " ML-100K: 943 users", va="top", ha="left", fontsize="x-small")
         a.set_xlabel("number of users (log)")
     lo, hi = ax.get_xlim()
     ax.text(hi, ALMOST_NO_LOSS, "Netflix: 480,189 users →", ha="right", va="bottom", fontsize="x-small")
     ax.set_ylabel("test RMSE at stated ε = τ − at ε = 4B\n(stated rating-level ε = 1; no ε holds as run)")
-    ax.set_title("privacy cost against size (numbers: ratings per item, median, after trimming)", fontsize="small")
+    ax.set_title("privacy cost against size (numbers: training ratings per item after trimming, mean)",
+                 fontsize="small")
     ax2.set_ylabel("test RMSE (local ridge)")
     ax2.set_title("the two points and item means", fontsize="small")
     fig.suptitle(standin_title("Liu et al. 2015, Figure 7's privacy cost at rating-level ε = 1 vs number of users "
