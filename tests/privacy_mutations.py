@@ -85,7 +85,7 @@ M = [
  ("M29 composition not summed in the mechanism: private ALS noise in round 1 only", "dpmf_lib/privacy/private_als.py",
   [('        if z is not None:\n            A, b = noisy_item_statistics(', '        if z is not None and _ == 0:\n            A, b = noisy_item_statistics(')], [T_ALS]),
  ("M30 clip bound off: private ALS fit without the ‖u_i‖ ≤ 1 clip", "dpmf_lib/privacy/private_als.py",
-  [('        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)\n        A, b = statistics(', '        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip=False)\n        A, b = statistics(')], [T_ALS]),
+  [('        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip)\n        A, b = statistics(', '        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, False)\n        A, b = statistics(')], [T_ALS]),
  ("M31 clip bound off: private ALS fit without the k-per-user bound", "dpmf_lib/privacy/private_als.py",
   [('    keep = sample_contributions(train.users, n, int(cfg.k), rng)', '    keep = np.arange(len(train.users))')], [T_ALS]),
  ("M32 clip bound off: private ALS fit without the rating clip |r − c| ≤ Γ", "dpmf_lib/privacy/private_als.py",
