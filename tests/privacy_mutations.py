@@ -100,6 +100,8 @@ M = [
   [('rel = {"replace": NR.REPLACE_ONE,', 'rel = {"replace": NR.ADD_OR_REMOVE_ONE,')], [T_ALS]),
  ("M37 sensitivity: DP-SGD-MF replace-one at multiplier σ/2 (contributions 4C apart)", "dpmf_lib/privacy/dpsgd_user.py",
   [('    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma, steps))', '    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma / 2.0 if rel == NR.REPLACE_ONE else sigma, steps))')], [T_ALS]),
+ ("M38 clip bound off: private ALS runs clip_users=False with noise", "dpmf_lib/privacy/private_als.py",
+  [('    if epsilon is not None and not cfg.clip_users:\n', '    if False:\n')], [T_ALS]),
 ]
 
 
