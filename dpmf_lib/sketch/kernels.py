@@ -18,7 +18,7 @@ Each kernel has a plain numpy/python reference in :mod:`dpmf_lib.sketch.referenc
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .hashing import address_sign
 
@@ -203,13 +203,16 @@ def dense_sgd_epoch(P, Q, users, items, values, order, eta, lam, clip):
     return n_applied, n_skipped, loss_sum
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def sketch_reconstruct(C, salt_row, n, d):
-    """All reconstructed vectors of one side (4.1 or 4.2): ``salt_row`` is ``salts[0]`` (users) or ``salts[1]``."""
+    """All reconstructed vectors of one side (4.1 or 4.2): ``salt_row`` is ``salts[0]`` (users) or ``salts[1]``.
+
+    Serial, as :func:`dense_predict`: an evaluation takes about a millisecond, and the chapter-4 runs train in worker
+    processes that already fill the cores, where the threads' start and spin-waits cost many times that."""
     k, w = C.shape
     invk = np.float32(1.0) / np.float32(k)
     out = np.empty((n, d), dtype=np.float32)
-    for e in prange(n):
+    for e in range(n):
         for l in range(d):
             acc = np.float32(0.0)
             for j in range(k):
@@ -219,13 +222,14 @@ def sketch_reconstruct(C, salt_row, n, d):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def dense_predict(P, Q, users, items):
-    """``p_uᵀ q_i`` for every pair (float32 accumulation in component order, like the SGD kernels)."""
+    """``p_uᵀ q_i`` for every pair (float32 accumulation in component order, like the SGD kernels; serial, see
+    :func:`sketch_reconstruct`)."""
     n = users.shape[0]
     d = P.shape[1]
     out = np.empty(n, dtype=np.float32)
-    for t in prange(n):
+    for t in range(n):
         acc = np.float32(0.0)
         u = users[t]
         i = items[t]

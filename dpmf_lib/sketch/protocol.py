@@ -199,6 +199,8 @@ def _result(method, model, data, hist, *, d, gamma, eta, lam, clip, epochs, seed
 
 
 # ------------------------------------------------------------------------------------- several models in one pass
+#: fewer runs than this are trained one by one (the shared pass costs about two one-model passes)
+BATCH_MIN = 4
 #: the cells of the models one batched kernel call trains (M × k × w float32) are kept under this many bytes; a
 #: larger batch is trained in chunks (each chunk's result is the same: the models of a batch never interact)
 BATCH_BYTES = 256 * 2**20
@@ -208,7 +210,7 @@ def batchable(method: str, seed, n_runs: int) -> bool:
     """Whether :func:`fit_eval_many` trains ``n_runs`` runs of ``method`` together: count-sketch models (count
     sketch, feature hashing) with an int seed (every run then draws the same salts, initial cells and visiting
     orders; a Generator or ``None`` gives each run its own)."""
-    if n_runs < 2 or METHODS.get(method, ("",))[0] != "sketch":
+    if n_runs < BATCH_MIN or METHODS.get(method, ("",))[0] != "sketch":
         return False
     if seed is None or isinstance(seed, (bool, np.random.Generator, np.random.SeedSequence)):
         return False
@@ -224,7 +226,7 @@ def fit_eval_many(method: str, data: PreparedSplit, points, *, d: int, gamma: fl
     the same orders; only η and λ differ. Count-sketch models are then trained together
     (:func:`train_many`, :func:`dpmf_lib.sketch.kernels.sketch_sgd_epoch_many`: the hashing is shared and the
     models' identical float32 operations run side by side). Anything else (dense factors, ``seed`` None or a
-    Generator, one point) is ``fit_eval`` in a loop."""
+    Generator, fewer than :data:`BATCH_MIN` points) is ``fit_eval`` in a loop."""
     points = [(eta, lam) for eta, lam in points]
     kw = dict(d=d, gamma=gamma, k=k, epochs=epochs, clip=clip, init_scale=init_scale, seed=seed, track=track,
               with_kld=with_kld)

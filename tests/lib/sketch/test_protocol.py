@@ -204,10 +204,11 @@ def test_fit_eval_many_is_fit_eval_bit_for_bit(monkeypatch):
         assert pickle.dumps(got) == pickle.dumps(want), (method, kw)
         if method == "count_sketch" and not kw["track"]:
             assert len(want[3]["history"]) == 1 and not math.isfinite(want[3]["history"][0]["train_loss"])
-    assert protocol.batchable("count_sketch", 3, 2) and protocol.batchable("feature_hashing", np.int64(3), 5)
-    assert not any([protocol.batchable("regular", 3, 5), protocol.batchable("count_sketch", None, 5),
-                    protocol.batchable("count_sketch", np.random.default_rng(0), 5),
-                    protocol.batchable("count_sketch", 3, 1)])
+    n = protocol.BATCH_MIN
+    assert protocol.batchable("count_sketch", 3, n) and protocol.batchable("feature_hashing", np.int64(3), n + 1)
+    assert not any([protocol.batchable("regular", 3, n), protocol.batchable("count_sketch", None, n),
+                    protocol.batchable("count_sketch", np.random.default_rng(0), n),
+                    protocol.batchable("count_sketch", 3, n - 1)])
     kw = dict(k=4, d=5, gamma=2.0, epochs=3, seed=4)
     want = [fit_eval("count_sketch", s, eta=e, lam=lam, **kw) for e, lam in pts]
     one = make_model("count_sketch", s.n_users, s.n_items, 5, gamma=2.0, k=4).nbytes
