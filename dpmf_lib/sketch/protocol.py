@@ -239,21 +239,22 @@ def fit_eval_many(method: str, data: PreparedSplit, points, *, d: int, gamma: fl
         if not size:  # equal chunks of at most BATCH_BYTES
             size = math.ceil(len(points) / math.ceil(len(points) / max(1, BATCH_BYTES // model.nbytes)))
         chunk = points[lo:lo + size]
-        models, hists = train_many(model, data, epochs=epochs, etas=[eta for eta, _ in chunk],
-                                   lams=[lam for _, lam in chunk], clip=clip, seed=rng, track=track)
-        out.extend(_result(method, m, data, h, d=d, gamma=gamma, eta=eta, lam=lam, clip=clip, epochs=epochs,
-                           seed_used=seed_used, seed_fixed=seed_fixed, with_kld=with_kld)
-                   for m, h, (eta, lam) in zip(models, hists, chunk))
+        C, hists = train_many(model, data, epochs=epochs, etas=[eta for eta, _ in chunk],
+                              lams=[lam for _, lam in chunk], clip=clip, seed=rng, track=track)
+        out.extend(_result(method, model_of(model, C, m), data, h, d=d, gamma=gamma, eta=eta, lam=lam, clip=clip,
+                           epochs=epochs, seed_used=seed_used, seed_fixed=seed_fixed, with_kld=with_kld)
+                   for m, (h, (eta, lam)) in enumerate(zip(hists, chunk)))
         lo += len(chunk)
     return out
 
 
 def train_many(model: MFModel, data: PreparedSplit, *, epochs: int, etas, lams, clip: float = math.inf,
-               decay_b: float = 1.0, seed=None, track: tuple[str, ...] = ()) -> tuple[list[MFModel], list[list[dict]]]:
+               decay_b: float = 1.0, seed=None, track: tuple[str, ...] = ()) -> tuple[np.ndarray, list[list[dict]]]:
     """:func:`train` of copies of the count-sketch ``model``, one per (``etas[m]``, ``lams[m]``), in one pass per
     epoch over the same visiting order (:func:`~dpmf_lib.sketch.kernels.sketch_sgd_epoch_many`). Returns the
-    trained models and their histories, each bit for bit what :func:`train` gives the copy with the same ``seed``
-    (a model whose loss stops being finite stops there, as in :func:`train`). ``model`` itself is not changed."""
+    trained cells, (k, w, M), and the histories: ``model_of(model, C, m)`` and ``histories[m]`` are bit for bit
+    what :func:`train` makes of a copy of ``model`` with the same ``seed`` (a model whose loss stops being finite
+    stops there, as in :func:`train`). ``model`` itself is not changed."""
     if model.kind != "sketch":
         raise ParameterError(f"train_many trains count-sketch models; got a {model.kind} model (use train)")
     etas, lams = [e for e in etas], [lam for lam in lams]
@@ -270,11 +271,6 @@ def train_many(model: MFModel, data: PreparedSplit, *, epochs: int, etas, lams, 
     active = np.ones(M, dtype=np.bool_)
     lam_arr = np.array(lams, dtype=np.float64)
     histories: list[list[dict]] = [[] for _ in range(M)]
-
-    def single(m):
-        return MFModel("sketch", model.n_users, model.n_items, model.d, model.k, model.w,
-                       C=np.ascontiguousarray(C[:, :, m]), salts=model.salts)
-
     for t in range(epochs):
         order = rng.permutation(len(tr)).astype(np.int64)
         eta_t = [eta / (1.0 + decay_b * t / epochs) for eta in etas]
@@ -286,7 +282,7 @@ def train_many(model: MFModel, data: PreparedSplit, *, epochs: int, etas, lams, 
             rec = {"epoch": t + 1, "eta_t": eta_t[m], "train_loss": lm / max(1, len(tr)),
                    "n_applied": int(n_app[m]), "n_skipped": int(n_skip[m])}
             if track:
-                sm = single(m)
+                sm = model_of(model, C, m)
                 for name in track:
                     rec[f"{name}_rmse"] = rmse(sm, getattr(data, name))
             histories[m].append(rec)
@@ -294,7 +290,13 @@ def train_many(model: MFModel, data: PreparedSplit, *, epochs: int, etas, lams, 
                 active[m] = False
         if not active.any():
             break
-    return [single(m) for m in range(M)], histories
+    return C, histories
+
+
+def model_of(model: MFModel, C: np.ndarray, m: int) -> MFModel:
+    """Model ``m`` of the cells ``C`` (k, w, M) that :func:`train_many` trained from ``model`` (a copy)."""
+    return MFModel("sketch", model.n_users, model.n_items, model.d, model.k, model.w,
+                   C=np.ascontiguousarray(C[:, :, m]), salts=model.salts)
 
 
 def fit_runs(runs: list[dict], data: PreparedSplit) -> list[dict]:
