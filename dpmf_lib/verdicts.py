@@ -39,7 +39,9 @@ How a verdict is reached (a reviewer's rules, not a convenience):
   would give, and how many seeds lie on which side of the line).
 * **Guards by kind.** A guard belongs to what a claim reads, not to the claim: :data:`KINDS` is the rule table. A
   claim that reads a chain's sample (MCMC, SGLD, DPPS) needs a chain that moved and converged; one that compares the
-  accuracy of trained models needs every such model to beat the bias-only / item-means predictor; one that compares
+  accuracy of trained models needs every such model to beat the bias-only / item-means predictor; one that reads a
+  private release's accuracy against its non-private reference (a cost of privacy) needs the reference to beat it —
+  the release's own accuracy, however poor, is the effect measured, and a guard on it would hide a refutation; one that compares
   models whose hyper-parameters were selected on a grid needs no selection on the grid's edge. The kinds of a claim
   are listed in the ``judging:`` section of ``params/claims.yaml``; each requirement is met by any of the guards it
   accepts that the claim names, else its default guard applies, and a measurement that does not record it reads
@@ -120,6 +122,16 @@ KINDS: dict[str, tuple[Requirement, ...]] = {
                                                   "else a side compares a baseline, not a trained model",
                            min=0.005),)),
     ),
+    "privacy-cost": (
+        Requirement("the non-private reference the private release is measured against beats the bias-only / "
+                    "item-means predictor",
+                    ("reference_gain_over_bias_only",),
+                    (Guard("reference_gain_over_bias_only", "the test-RMSE gain of the non-private reference over "
+                                                            "the bias-only / item-means predictor must be at least "
+                                                            "0.005, else the cost of privacy is measured against a "
+                                                            "baseline, not a trained model",
+                           min=0.005),)),
+    ),
     "tuned": (
         Requirement("no selected hyper-parameter sits on the edge of its grid",
                     ("selection_off_grid_edge", "k_grid_interior", "lambda_grid_interior", "cells_off_grid_edge"),
@@ -132,6 +144,8 @@ KINDS: dict[str, tuple[Requirement, ...]] = {
 KIND_TEXT = {
     "chain": "reads the sample or estimate of an MCMC / SGLD / DPPS chain",
     "trained-model": "compares (or trends) the accuracy of trained models",
+    "privacy-cost": ("reads a private release's accuracy against its non-private reference (what the release "
+                     "reaches is the effect measured, so only the reference must be a trained model)"),
     "tuned": "compares models whose hyper-parameters were selected on a grid",
 }
 CAUSES = ("bug-here", "our-choice", "paper-property", "data", "unresolved")

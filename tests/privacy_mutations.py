@@ -85,7 +85,7 @@ M = [
  ("M29 composition not summed in the mechanism: private ALS noise in round 1 only", "dpmf_lib/privacy/private_als.py",
   [('        if z is not None:\n            A, b = noisy_item_statistics(', '        if z is not None and _ == 0:\n            A, b = noisy_item_statistics(')], [T_ALS]),
  ("M30 clip bound off: private ALS fit without the ‖u_i‖ ≤ 1 clip", "dpmf_lib/privacy/private_als.py",
-  [('        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)\n        A, b = statistics(', '        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip=False)\n        A, b = statistics(')], [T_ALS]),
+  [('        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip)\n        A, b = statistics(', '        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, False)\n        A, b = statistics(')], [T_ALS]),
  ("M31 clip bound off: private ALS fit without the k-per-user bound", "dpmf_lib/privacy/private_als.py",
   [('    keep = sample_contributions(train.users, n, int(cfg.k), rng)', '    keep = np.arange(len(train.users))')], [T_ALS]),
  ("M32 clip bound off: private ALS fit without the rating clip |r − c| ≤ Γ", "dpmf_lib/privacy/private_als.py",
@@ -100,6 +100,8 @@ M = [
   [('rel = {"replace": NR.REPLACE_ONE,', 'rel = {"replace": NR.ADD_OR_REMOVE_ONE,')], [T_ALS]),
  ("M37 sensitivity: DP-SGD-MF replace-one at multiplier σ/2 (contributions 4C apart)", "dpmf_lib/privacy/dpsgd_user.py",
   [('    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma, steps))', '    acc = pa.PLDAccountant(rel, value_discretization_interval=1e-3)\n    acc.compose(_event(q, sigma / 2.0 if rel == NR.REPLACE_ONE else sigma, steps))')], [T_ALS]),
+ ("M38 clip bound off: private ALS runs clip_users=False with noise", "dpmf_lib/privacy/private_als.py",
+  [('    if epsilon is not None and not cfg.clip_users:\n', '    if False:\n')], [T_ALS]),
 ]
 
 

@@ -154,9 +154,16 @@ def calibrate(epsilon: float, delta: float, q: float, steps: int) -> float:
 
 
 def accounting(q: float, sigma: float, steps: int, delta: float) -> dict:
-    return {"pld_epsilon_replace": pld_epsilon(q, sigma, steps, delta, "replace"),
-            "pld_epsilon_add_remove": pld_epsilon(q, sigma, steps, delta, "add_remove"),
-            "rdp_epsilon_add_remove": rdp_epsilon(q, sigma, steps, delta)}
+    """The replace-one and add/remove-one ε of ``steps`` Poisson-subsampled Gaussians; memoised (a grid's
+    configurations share q, σ, the steps and δ per target ε)."""
+    return dict(_accounting(float(q), float(sigma), int(steps), float(delta)))
+
+
+@lru_cache(maxsize=1024)
+def _accounting(q: float, sigma: float, steps: int, delta: float) -> tuple:
+    return (("pld_epsilon_replace", pld_epsilon(q, sigma, steps, delta, "replace")),
+            ("pld_epsilon_add_remove", pld_epsilon(q, sigma, steps, delta, "add_remove")),
+            ("rdp_epsilon_add_remove", rdp_epsilon(q, sigma, steps, delta)))
 
 
 def entry(epsilon: float, delta: float, cfg: "DPSGDUserConfig", sigma: float, steps: int, n_users: int):

@@ -185,8 +185,18 @@ def calibrate(epsilon: float, delta: float, T: int) -> float:
     return hi
 
 
+@lru_cache(maxsize=1024)
+def _accounting(z: float, T: int, delta: float) -> tuple:
+    return tuple(_accounting_dict(z, T, delta).items())
+
+
 def accounting(z: float, T: int, delta: float) -> dict:
-    """ε at ``delta`` of T rounds of multiplier z by four routes (module docstring)."""
+    """ε at ``delta`` of T rounds of multiplier z by four routes (module docstring); memoised (a grid's
+    configurations share z, T and δ per target ε)."""
+    return dict(_accounting(float(z), int(T), float(delta)))
+
+
+def _accounting_dict(z: float, T: int, delta: float) -> dict:
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     from .ledger import analytic_gaussian_epsilon
@@ -228,6 +238,7 @@ class DPALSConfig:
     gram_share: float = 0.5  # share of 1/z² spent on the Gram matrices
     bias_coord: float | None = 0.5  # the fixed coordinate a of u_i (None: no item offset column)
     init_std: float = 0.1
+    clip_users: bool = True  # False (ablation, noise-free only): u_i unclipped, no sensitivity bound holds
 
     def __post_init__(self):
         if int(self.d) < 1 or int(self.alternations) < 1 or int(self.k) < 1:
@@ -238,6 +249,8 @@ class DPALSConfig:
             raise ParameterError(f"bias_coord must be None or in (0, 1), got {self.bias_coord}")
         if self.lam_u <= 0 or self.lam_v <= 0:
             raise ParameterError("lam_u and lam_v must be > 0")
+        if not isinstance(self.clip_users, bool):
+            raise ParameterError(f"clip_users must be true or false, got {self.clip_users!r}")
 
 
 @dataclass
@@ -258,8 +271,13 @@ class DPALSResult:
 
 def fit(train, epsilon: float | None, delta: float, cfg: DPALSConfig, seed=None, *, test=None) -> DPALSResult:
     """Private ALS on ``train`` at (ε, δ) user level (replace one user); ``epsilon=None``: the same algorithm
-    without noise (clipping and sampling kept). ``test``: per-round RMSE in ``history`` (evaluation only)."""
+    without noise (clipping and sampling kept, unless ``cfg.clip_users`` is False — the ablation's noise-free
+    variant, refused with noise since the sensitivity bound needs ‖u_i‖ ≤ 1). ``test``: per-round RMSE in
+    ``history`` (evaluation only)."""
     validate.unique_pairs(train.users, train.items, train.n_items, "train", what="private ALS")
+    if epsilon is not None and not cfg.clip_users:
+        raise ParameterError("clip_users=False voids the sensitivity bound: private ALS runs it only without noise "
+                             "(epsilon=None)")
     rng, seed_used, fixed = seeded(seed)
     lo, hi = train.rating_scale
     c, gamma = 0.5 * (lo + hi), 0.5 * (hi - lo)
@@ -277,18 +295,19 @@ def fit(train, epsilon: float | None, delta: float, cfg: DPALSConfig, seed=None,
         sb = db * z / math.sqrt(1.0 - cfg.gram_share)
     V = rng.standard_normal((M, D)) * cfg.init_std
     res = DPALSResult(V, None, c, sA, sb, z, seed_used, fixed)
+    clip = bool(cfg.clip_users)
     for _ in range(T):
-        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)
+        U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip)
         A, b = statistics(train.items[keep], train.users[keep], centred[keep], U, M)
         if z is not None:
             A, b = noisy_item_statistics(A, b, sA, sb, rng)
         V = solve_items(A, b, cfg.lam_v)
         if test is not None:
-            res.V, res.U = V, user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)
+            res.V, res.U = V, user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip)
             res.history.append(float(np.sqrt(np.mean((np.clip(res.predict(test.users, test.items), lo, hi)
                                                       - test.values) ** 2))))
     res.V = V
-    res.U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord)
+    res.U = user_factors(train.users, train.items, centred, n, V, cfg.lam_u, cfg.bias_coord, clip)
     return res
 
 

@@ -18,7 +18,7 @@ Each kernel has a plain numpy/python reference in :mod:`dpmf_lib.sketch.referenc
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .hashing import address_sign
 
@@ -78,6 +78,98 @@ def sketch_sgd_epoch(C, salts, d, users, items, values, order, eta, lam, clip):
 
 
 @njit(cache=True)
+def sketch_sgd_epoch_many(C, salts, d, users, items, values, order, eta, lam, clip, active):
+    """:func:`sketch_sgd_epoch` for M models that share the hash salts and the visiting order and differ in η, λ and
+    their cells: ``C`` is (k, w, M) with the models innermost, ``eta``/``lam`` are length M, ``active[m]`` False
+    leaves model m untouched. Model m's cells and returns are bit for bit those of :func:`sketch_sgd_epoch` on
+    ``C[:, :, m]`` with ``eta[m]``, ``lam[m]``: each model runs the same float32 operations in the same order; the
+    addresses are hashed once per rating for all models, and the loops over models are contiguous (SIMD lanes).
+    Returns (n_applied, n_skipped, sum of losses), arrays of length M."""
+    k, w, M = C.shape
+    clip64 = np.float64(clip)
+    invk = np.float32(1.0) / np.float32(k)
+    eta32 = np.empty(M, dtype=np.float32)
+    lam32 = np.empty(M, dtype=np.float32)
+    for m in range(M):
+        eta32[m] = np.float32(eta[m])
+        lam32[m] = np.float32(lam[m])
+    au = np.empty((k, d), dtype=np.int64)
+    su = np.empty((k, d), dtype=np.float32)
+    ai = np.empty((k, d), dtype=np.int64)
+    si = np.empty((k, d), dtype=np.float32)
+    p = np.empty((d, M), dtype=np.float32)
+    q = np.empty((d, M), dtype=np.float32)
+    accp = np.empty(M, dtype=np.float32)
+    accq = np.empty(M, dtype=np.float32)
+    pred = np.empty(M, dtype=np.float32)
+    err = np.empty(M, dtype=np.float32)
+    dp = np.empty(M, dtype=np.float32)
+    dq = np.empty(M, dtype=np.float32)
+    upd = np.empty(M, dtype=np.bool_)
+    n_applied = np.zeros(M, dtype=np.int64)
+    n_skipped = np.zeros(M, dtype=np.int64)
+    loss_sum = np.zeros(M, dtype=np.float64)
+    for t in range(order.shape[0]):
+        n = order[t]
+        u = users[n]
+        i = items[n]
+        for l in range(d):
+            for m in range(M):
+                accp[m] = np.float32(0.0)
+                accq[m] = np.float32(0.0)
+            for j in range(k):
+                a, s = address_sign(u, l, salts[0, j], w)
+                au[j, l] = a
+                su[j, l] = s
+                b, z = address_sign(i, l, salts[1, j], w)
+                ai[j, l] = b
+                si[j, l] = z
+                for m in range(M):
+                    accp[m] += s * C[j, a, m]
+                    accq[m] += z * C[j, b, m]
+            for m in range(M):
+                p[l, m] = accp[m] * invk
+                q[l, m] = accq[m] * invk
+        for m in range(M):
+            pred[m] = np.float32(0.0)
+        for l in range(d):
+            for m in range(M):
+                pred[m] += p[l, m] * q[l, m]
+        any_upd = False
+        for m in range(M):
+            e = pred[m] - values[n]
+            err[m] = e
+            upd[m] = False
+            if active[m]:
+                loss = 0.5 * np.float64(e) * np.float64(e)
+                loss_sum[m] += loss
+                if loss > clip64:
+                    n_skipped[m] += 1
+                else:
+                    n_applied[m] += 1
+                    upd[m] = True
+                    any_upd = True
+        if not any_upd:
+            continue
+        for l in range(d):
+            for m in range(M):
+                dp[m] = eta32[m] * (err[m] * q[l, m] + lam32[m] * p[l, m])
+                dq[m] = eta32[m] * (err[m] * p[l, m] + lam32[m] * q[l, m])
+            for j in range(k):
+                a = au[j, l]
+                s = su[j, l]
+                for m in range(M):
+                    c = C[j, a, m]
+                    C[j, a, m] = c - s * dp[m] if upd[m] else c  # a select, not c - 0: keeps -0.0 and NaN cells
+                b = ai[j, l]
+                z = si[j, l]
+                for m in range(M):
+                    c = C[j, b, m]
+                    C[j, b, m] = c - z * dq[m] if upd[m] else c
+    return n_applied, n_skipped, loss_sum
+
+
+@njit(cache=True)
 def dense_sgd_epoch(P, Q, users, items, values, order, eta, lam, clip):
     """One pass over ``order`` on dense factors P (n_users × d), Q (n_items × d). Same returns as the sketch kernel."""
     d = P.shape[1]
@@ -111,13 +203,16 @@ def dense_sgd_epoch(P, Q, users, items, values, order, eta, lam, clip):
     return n_applied, n_skipped, loss_sum
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def sketch_reconstruct(C, salt_row, n, d):
-    """All reconstructed vectors of one side (4.1 or 4.2): ``salt_row`` is ``salts[0]`` (users) or ``salts[1]``."""
+    """All reconstructed vectors of one side (4.1 or 4.2): ``salt_row`` is ``salts[0]`` (users) or ``salts[1]``.
+
+    Serial, as :func:`dense_predict`: an evaluation takes about a millisecond, and the chapter-4 runs train in worker
+    processes that already fill the cores, where the threads' start and spin-waits cost many times that."""
     k, w = C.shape
     invk = np.float32(1.0) / np.float32(k)
     out = np.empty((n, d), dtype=np.float32)
-    for e in prange(n):
+    for e in range(n):
         for l in range(d):
             acc = np.float32(0.0)
             for j in range(k):
@@ -127,13 +222,14 @@ def sketch_reconstruct(C, salt_row, n, d):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def dense_predict(P, Q, users, items):
-    """``p_uᵀ q_i`` for every pair (float32 accumulation in component order, like the SGD kernels)."""
+    """``p_uᵀ q_i`` for every pair (float32 accumulation in component order, like the SGD kernels; serial, see
+    :func:`sketch_reconstruct`)."""
     n = users.shape[0]
     d = P.shape[1]
     out = np.empty(n, dtype=np.float32)
-    for t in prange(n):
+    for t in range(n):
         acc = np.float32(0.0)
         u = users[t]
         i = items[t]

@@ -48,6 +48,19 @@ def sketch_sgd_epoch_ref(C, salts, d, users, items, values, order, eta, lam, cli
     return n_applied, n_skipped, loss_sum
 
 
+def sketch_sgd_epoch_many_ref(C, salts, d, users, items, values, order, eta, lam, clip, active):
+    """Reference of the M-model kernel: :func:`sketch_sgd_epoch_ref` on each active model ``C[:, :, m]``."""
+    M = C.shape[2]
+    n_applied, n_skipped, loss_sum = np.zeros(M, np.int64), np.zeros(M, np.int64), np.zeros(M)
+    for m in range(M):
+        if active[m]:
+            Cm = C[:, :, m].copy()
+            n_applied[m], n_skipped[m], loss_sum[m] = sketch_sgd_epoch_ref(Cm, salts, d, users, items, values, order,
+                                                                           eta[m], lam[m], clip)
+            C[:, :, m] = Cm
+    return n_applied, n_skipped, loss_sum
+
+
 def dense_sgd_epoch_ref(P, Q, users, items, values, order, eta, lam, clip):
     eta, lam = f32(eta), f32(lam)
     n_applied = n_skipped = 0

@@ -33,7 +33,7 @@ import pandas as pd
 from ..errors import ParameterError
 from ..metrics import rms
 from ..sweep import grid_map
-from .protocol import fit_eval, line_search, load_dataset, prepare_split
+from .protocol import fit_eval, fit_runs, line_search, load_dataset, prepare_split
 
 DEGENERATE_TOL = 5e-4  # validation RMSE within this of the bias-only RMSE: the factors add nothing
 
@@ -70,6 +70,16 @@ def train_direct(run: dict, data, split_seed: int) -> dict:
     return fit_eval(data=data, **run)
 
 
+def train_runs(train, runs: list[dict], data, split_seed: int) -> list[dict]:
+    """``[train(run, data, split_seed) for run in runs]``, the runs of one search stage: :func:`fit_runs` (which
+    trains the count-sketch runs together, bit for bit) for :func:`train_direct`, ``train.many(runs, data,
+    split_seed)`` for a trainer that has it, else one call per run."""
+    if train is train_direct:
+        return fit_runs(runs, data)
+    many = getattr(train, "many", None)
+    return many(runs, data, split_seed) if many is not None else [train(run, data, split_seed) for run in runs]
+
+
 def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple, train=None) -> list[dict]:
     train = train or train_direct
     sp = {**sp, **{k: v for k, v in config.items() if k in SEARCH_KEYS}}
@@ -80,12 +90,18 @@ def _evaluate(config: dict, splits: list, sp: dict, with_kld: bool, track: tuple
     for s, data in enumerate(splits):
         seed = data.info["split_seed"] * 7919 + 17
 
-        def ev(eta, lam, data=data, seed=seed):
-            run = {"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}
-            return train(run, data, int(data.info["split_seed"]))
+        def make_run(eta, lam, seed=seed):
+            return {"method": config["method"], "eta": eta, "lam": lam, "seed": seed, **model_kw}
+
+        def ev(eta, lam, data=data, make_run=make_run):
+            return train(make_run(eta, lam), data, int(data.info["split_seed"]))
+
+        def ev_many(points, data=data, make_run=make_run):
+            return train_runs(train, [make_run(eta, lam) for eta, lam in points], data, int(data.info["split_seed"]))
 
         if sp["search"] and (chosen is None or sp["search_each_split"]):
-            best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]))
+            best, trace = line_search(ev, eta_grid=sp["eta_grid"], lam_grid=sp["lam_grid"], refine=float(sp["refine"]),
+                                      evaluate_many=ev_many)
             chosen = (best["eta"], best["lam"])
             n_evals = len(trace)
             flags = search_flags(best, trace, refined=bool(float(sp["refine"])))

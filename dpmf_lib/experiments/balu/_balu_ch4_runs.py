@@ -38,6 +38,7 @@ say which).
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 import pandas as pd
@@ -45,7 +46,7 @@ import pandas as pd
 from ... import cache
 from ...errors import ParameterError
 from ...sketch import runs as _runs
-from ...sketch.protocol import fit_eval
+from ...sketch.protocol import fit_eval, fit_runs
 from ...sweep import grid_map
 
 
@@ -82,15 +83,54 @@ def cached_fit(run: dict, split: dict, data) -> dict:
     return cache.cached_call(_fit, run, split, code_hash(), data, ignore=("data",))
 
 
+def cached_fits(runs: list[dict], split: dict, data) -> list[dict]:
+    """``[cached_fit(run, split, data) for run in runs]`` (one search stage's runs on one split), with the runs the
+    cache does not hold trained together by :func:`dpmf_lib.sketch.protocol.fit_runs` (bit for bit what
+    :func:`_fit` returns) and each stored under :func:`_fit`'s key, as if ``_fit`` had computed it: a later
+    :func:`cached_fit` of the run reads it."""
+    code = code_hash()
+    mode = cache.mode()
+    if mode == "off":
+        TRAINED["n"] += len(runs)
+        return fit_runs(runs, data)
+    out: list[dict | None] = [None] * len(runs)
+    todo = []
+    for n, run in enumerate(runs):
+        if mode == "on" and cache.in_cache(_fit, run, split, code, data, ignore=("data",)):
+            out[n] = cached_fit(run, split, data)
+        else:
+            todo.append(n)
+    if todo:
+        TRAINED["n"] += len(todo)
+        mf = cache.memory().cache(_fit, ignore=["data"])
+        for n, res in zip(todo, fit_runs([runs[n] for n in todo], data)):
+            _store(mf, (runs[n], split, code, data), res)
+            out[n] = res
+    return out
+
+
+def _store(mf, args: tuple, output) -> None:
+    """Write ``output`` as the entry of ``mf(*args)`` (a :class:`joblib.memory.MemorizedFunc`), as joblib does after
+    computing it (output, metadata), with the cache's checksum beside it."""
+    mf._check_previous_func_code(stacklevel=3)  # the function's code file, which a read compares (refresh: unread)
+    call_id = (mf.func_id, mf._get_args_id(*args))
+    mf._after_call(call_id, args, {}, False, output, time.time())
+    cache._seal(cache._entry_dir(mf, args, {}), again=True)
+
+
 class CachedTrainer:
     """A trainer for :func:`dpmf_lib.sketch.runs.run_configs` that routes each run through :func:`cached_fit`,
-    keyed by the run and its split (``dkey`` + the split's seed). A class, not a closure: loky pickles it."""
+    keyed by the run and its split (``dkey`` + the split's seed); a stage's runs through :func:`cached_fits`. A
+    class, not a closure: loky pickles it."""
 
     def __init__(self, dkey: dict):
         self.dkey = dkey
 
     def __call__(self, run: dict, data, split_seed: int) -> dict:
         return cached_fit(run, {**self.dkey, "split_seed": int(split_seed)}, data)
+
+    def many(self, runs: list[dict], data, split_seed: int) -> list[dict]:
+        return cached_fits(runs, {**self.dkey, "split_seed": int(split_seed)}, data)
 
 
 def run_configs(configs: list[dict], splits: list, params: dict, r, *, with_kld: bool = False,

@@ -399,13 +399,149 @@ def headline_measurements(df: pd.DataFrame, seed: int, src) -> list:
     return ms
 
 
+# ----------------------------------------------------------------------------------------------- the ablation
+
+#: the keys a variant of ``ablation`` may hold
+ABLATION_KEYS = ("name", "set", "grid", "from", "noise")
+NO_NOISE = "no noise"
+
+
+def ablation_grids(spec: dict, key: str, p: dict) -> list[tuple[str, dict, bool, str]]:
+    """(name, grid spec, with noise, change text) of each variant of one mechanism's ``ablation`` entry: the grid is
+    ``base`` (or the frontier's own grid with ``grid: frontier``, or an earlier variant's with ``from: <name>``) with
+    the entries of ``set`` replaced; ``noise: false`` runs the variant without noise only (its change voids the
+    sensitivity bound, or it is a noise-free reference)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("base"), dict) or not isinstance(spec.get("variants"),
+                                                                                              list):
+        raise ParameterError(f"ablation['{key}'] needs 'base' (a grid: name → list of values) and 'variants' (a "
+                             f"list of {{name, set, from, grid, noise}}), got {spec!r}")
+    done: dict[str, dict] = {}
+    out = []
+    for v in spec["variants"]:
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not v["name"]:
+            raise ParameterError(f"ablation['{key}']: every variant needs a 'name', got {v!r}")
+        bad = sorted(set(v) - set(ABLATION_KEYS))
+        if bad:
+            raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: unknown {bad}; use {list(ABLATION_KEYS)}")
+        if v["name"] in done:
+            raise ParameterError(f"ablation['{key}']: two variants named {v['name']!r}")
+        change = v.get("set") or {}
+        if not isinstance(change, dict):
+            raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: 'set' must map names to value lists")
+        if "from" in v and "grid" in v:
+            raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: give 'from' or 'grid', not both")
+        if "from" in v:
+            if v["from"] not in done:
+                raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: 'from' names no earlier variant "
+                                     f"({v['from']!r}; earlier: {list(done)})")
+            start, origin = done[v["from"]], v["from"]
+        elif "grid" in v:
+            if v["grid"] != "frontier":
+                raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: 'grid' can only be 'frontier' "
+                                     f"(the frontier's own grid of this mechanism), got {v['grid']!r}")
+            start, origin = p[SPECS[key][1]], "the frontier's grid"
+        else:
+            start, origin = spec["base"], "base"
+        noise = v.get("noise", True)
+        if not isinstance(noise, bool):
+            raise ParameterError(f"ablation['{key}'], variant {v['name']!r}: 'noise' must be true or false")
+        g = {**start, **change}
+        _grid({"grid": g}, "grid")  # every entry a non-empty list
+        done[v["name"]] = g
+        text = origin if not change else f"{origin}; " + ", ".join(f"{k}={change[k]}" for k in change)
+        out.append((v["name"], g, noise, text))
+    return out
+
+
+def ablation_rows(p: dict, train, test, item_means_rmse: float, only: list | None = None) -> list[dict]:
+    """The ablation's rows (``kind`` "ablation"): for each mechanism of ``ablation`` and each variant
+    (:func:`ablation_grids`), the fair protocol (:func:`run_fair`: configuration chosen on validation per ε, test RMSE
+    over the figure seeds) without noise and, unless the variant is noise-free only, at each ε of
+    ``ablation_epsilons`` (the mechanism's own unit); ``only``: these mechanisms alone (empty: all). The fits are
+    those of the frontier's rows where a configuration, ε and seed coincide (the same process and params).
+    ``gap_item_means``: test RMSE minus the item means' (> 0: loses to them)."""
+    from ...privacy.mechanism import load_mechanism
+
+    spec = p.get("ablation") or {}
+    if not isinstance(spec, dict):
+        raise ParameterError(f"ablation must map mechanism keys to {{base, variants}}, got {spec!r}")
+    bad = [k for k in spec if k not in SPECS]
+    if bad:
+        raise ParameterError(f"ablation: unknown mechanism(s) {bad}; choose from {list(SPECS)}")
+    eps = _eps_list(p, "ablation_epsilons") if spec else []
+    rows = []
+    for key, mspec in spec.items():
+        if only and key not in only:
+            continue
+        path, _, _, fixed = SPECS[key]
+        cls = load_mechanism(path)
+        for name, gspec, noise, text in ablation_grids(mspec, key, p):
+            grid = _grid({"grid": gspec}, "grid")
+            for entry, cfg, per_seed, extra in run_fair(cls, grid, fixed(p), eps if noise else [], train, test, p,
+                                                        key):
+                vals = list(per_seed.values())
+                mean, lo_i, hi_i = _interval(vals)
+                rows.append({"key": key, "label": LABELS.get(key, cls.label), "kind": "ablation",
+                             "mechanism": f"{LABELS.get(key, cls.label)}: {name}", "variant": name, "change": text,
+                             "noise": NO_NOISE if entry is None else f"ε = {entry.epsilon_stated:g}",
+                             "epsilon_stated": np.nan if entry is None else entry.epsilon_stated,
+                             "epsilon_provable": np.nan if entry is None else entry.epsilon_provable,
+                             "rmse": mean, "rmse_lo": lo_i, "rmse_hi": hi_i,
+                             "rmse_sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
+                             **{f"rmse_seed_{s}": v for s, v in per_seed.items()}, "gap_item_means": mean - item_means_rmse,
+                             "config": _cfg_text(cfg), "selection_off_grid_edge": off_grid_edge(cfg, gspec),
+                             "selection": extra["selection"], "rmse_validation": extra["rmse_validation"],
+                             "n_seeds": extra["n_seeds"], "n_configs": extra["n_configs"],
+                             "non_private": extra["non_private"], "seconds": extra["seconds"],
+                             "noise_multiplier": extra.get("noise_multiplier")})
+    return rows
+
+
+def run_ablation(params: dict) -> pd.DataFrame:
+    """The ablation alone (:func:`ablation_rows`) with the item-means and biased-MF reference rows, on the frontier's
+    split and protocol (:func:`run` appends the same rows to the frontier's table)."""
+    p = params
+    fold = int(p["fold"])
+    from ...nbm import runs
+
+    train, test = runs.fold_data("ml-100k", fold)
+    src = runs._dataset("ml-100k").source
+    refs = [{**r, "label": r["mechanism"], "kind": "reference"}
+            for r in references(train, test, p, fit_seed(int(p["seed"]), fold))]
+    im = next(r["rmse"] for r in refs if r["key"] == "ref-item-means")
+    df = pd.DataFrame(ablation_rows(p, train, test, im) + refs)
+    df.insert(0, "dataset", src.label)
+    df["fold"] = fold
+    df["seeds"] = " ".join(str(s) for s in figure_seeds(p))
+    return attach(df, sources=[src])
+
+
+def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The ablation as a small table: one row per (mechanism, variant) in run order, one column per noise level
+    (no noise, then each ε), the test RMSE (mean over the seeds); the reference rows below."""
+    a = df[df.kind == "ablation"]
+    if a.empty:
+        return pd.DataFrame()
+    cols = [NO_NOISE] + [f"ε = {e:g}" for e in sorted(a.epsilon_stated.dropna().unique())]
+    order = list(dict.fromkeys(zip(a.label, a.variant)))
+    t = a.pivot_table(index=["label", "variant"], columns="noise", values="rmse", aggfunc="first")
+    t = t.reindex(index=pd.MultiIndex.from_tuples(order, names=["mechanism", "variant"]),
+                  columns=[c for c in cols if c in t.columns])
+    refs = df[df.kind == "reference"]
+    refs = refs[refs.key.isin(["ref-item-means", "ref-mf"])]
+    for _, r in refs.iterrows():
+        t.loc[("reference", r.mechanism), NO_NOISE] = r.rmse
+    return t.round(4)
+
+
 def run(params: dict) -> pd.DataFrame:
     """One row per (mechanism, ε) — the configuration chosen on validation data, its test RMSE over the figure
     seeds (``rmse`` the mean, ``rmse_lo`` / ``rmse_hi`` the 95 % interval, ``rmse_seed_<s>`` each seed) — plus the
     non-private choice of each grid and the reference rows (``kind`` = "reference"). Columns: the ledger's ε
     (``epsilon_stated``, ``epsilon_provable``, ``unit``, ``no_finite_reason``, ``caveats``), the plotted ``x_user`` /
     ``x_rating`` with ``x_kind`` and the conversions, ``config``, ``n_configs``; ``k_user`` is the group-privacy
-    factor."""
+    factor. Then the ablation's rows (``kind`` = "ablation", :func:`ablation_rows`; with ``mechanisms`` set, of those
+    mechanisms only)."""
     p = params
     only = list(p.get("mechanisms") or [])
     bad = [m for m in only if m not in SPECS]
@@ -440,8 +576,11 @@ def run(params: dict) -> pd.DataFrame:
                          "delta": entry.delta_provable, "pld_epsilon": entry.pld_epsilon,
                          "rdp_epsilon": entry.rdp_epsilon, "accounting_note": entry.accounting_note,
                          **axis_values(entry, k_user)})
-    for ref in references(train, test, p, fit_seed(seed, fold)):
-        rows.append({**ref, "label": ref["mechanism"], "kind": "reference"})
+    refs = [{**r, "label": r["mechanism"], "kind": "reference"}
+            for r in references(train, test, p, fit_seed(seed, fold))]
+    rows += refs
+    im = next(r["rmse"] for r in refs if r["key"] == "ref-item-means")
+    rows += ablation_rows(p, train, test, im, only)
     df = pd.DataFrame(rows)
     df.insert(0, "dataset", src.label)
     df["fold"] = fold

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import validate
+from ... import baselines, validate
 from ...errors import ParameterError
 from ...objpert import mf
 from ...objpert.data import load_hua_dataset
@@ -332,6 +332,19 @@ def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
                                df["dataset"].unique()), fontsize="medium")
     fig.tight_layout()
     return fig
+
+
+def reference_gain(params: dict) -> float:
+    """The ``reference_gain_over_bias_only`` guard of every Hua accuracy claim (kind ``privacy-cost`` in
+    ``params/claims.yaml``): the test-RMSE gain of the non-private baseline MF (``baseline_iterations``) over the
+    item-means predictor, both fit to and scored on R (the ratings the paper evaluates on). The claims read the private
+    runs against this baseline: what the private runs reach is the effect measured, whatever it is; the baseline must
+    be a trained model for an increase over it to mean anything. The run is the figures' own baseline (the run cache
+    serves it)."""
+    ds, nb = params["dataset"], int(params["baseline_iterations"])
+    r = load_data(data_key(params, ds))[0]
+    rmse = scenario_run(params, "mf", ds, None, [nb])["results"][nb]["rmse"]
+    return baselines.smallest_gain(baselines.item_means_rmse(r, r), [rmse])
 
 
 # ---- Figures 7-8: mean increase over the baseline ------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import baselines
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
@@ -24,16 +23,14 @@ CLAIM_TREND = "hua-5-fig1-precision-grows-with-iterations-netflix"
 
 def iterations_trend(params: dict, scenario: str, plan: hc.RunPlan) -> tuple[float, float, str]:
     """Panel (a)'s trend over the iterations: (mean |error| after the last iteration count − after the first) / after
-    the first, at ``eps_fixed`` (< 0: the precision increases), with the ``gain_over_bias_only`` guard of the two
-    models it compares (the smallest RMSE gain over the item-means predictor fit to R, the ratings Hua evaluates on)
-    and a note. Reads the panel's run from ``plan`` (computed by :func:`~.hua_common.cdf_experiment`)."""
+    the first, at ``eps_fixed`` (< 0: the precision increases), with the ``reference_gain_over_bias_only`` guard
+    (:func:`~.hua_common.reference_gain`) and a note. Reads the panel's run from ``plan`` (computed by :func:`~.hua_common.cdf_experiment`)."""
     ds, e = params["dataset"], float(params["eps_fixed"])
     its = sorted(int(t) for t in params["iterations"])
     res = plan.results[plan.add(scenario, ds, params["eps_fixed"], params["iterations"])]["results"]
     first, last = res[its[0]], res[its[-1]]
     value = (last["mean"] - first["mean"]) / first["mean"]
-    r = hc.load_data(hc.data_key(params, ds))[0]
-    gain = baselines.smallest_gain(baselines.item_means_rmse(r, r), [first["rmse"], last["rmse"]])
+    gain = hc.reference_gain(params)
     note = (f"{scenario.upper()} relative change of the mean |error| from {its[0]} to {its[-1]} iterations at "
             f"eps={e:g} ({first['mean']:.4g} -> {last['mean']:.4g})")
     return float(value), float(gain), note
@@ -46,7 +43,7 @@ def run(params: dict) -> pd.DataFrame:
     real = bool(list(sources.values())[0]["real"])
     # Sec. 5: "the precision increases with the iteration number" (Figs 1-2)
     value, gain, note = iterations_trend(params, SCENARIO, plan)
-    meas = [Measurement(CLAIM_TREND, value, label, real, note, guards={"gain_over_bias_only": gain})]
+    meas = [Measurement(CLAIM_TREND, value, label, real, note, guards={"reference_gain_over_bias_only": gain})]
     return attach(df, sources=hc.sources_of(sources), measurements=meas)
 
 

@@ -35,7 +35,8 @@ def run(params: dict) -> pd.DataFrame:
         # a relative change needs a positive base: at base ≤ 0 the sign would flip (a rise read as a decline)
         m.append(Measurement(CLAIM, diff / base if base > 0 else float("nan"), label, real,
                              f"relative change {note}, divided by the latter (the seeds of the figure: "
-                             f"{sorted(df.seed.unique().tolist())}; the claim's seeds come from the replicates)"))
+                             f"{sorted(df.seed.unique().tolist())}; the claim's seeds come from the replicates)",
+                             guards={"reference_gain_over_bias_only": hc.reference_gain(params)}))
     return attach(df, sources=hc.sources_of(sources), measurements=m)
 
 

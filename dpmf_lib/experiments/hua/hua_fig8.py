@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import baselines
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
@@ -21,19 +20,6 @@ from . import hua_common as hc
 FIGURE = 8
 CLAIM_S2 = "hua-5-fig8a-s2-movielens-eps015"
 CLAIM_S2_NEAR_S1 = "hua-5-fig8a-s2-close-to-s1-movielens-eps015"
-
-
-def gain_over_item_means(params: dict, scenarios, eps: float, iterations: int) -> float:
-    """The ``gain_over_bias_only`` guard: the smallest RMSE gain, on the ratings the paper evaluates on (R itself, as
-    its mean |error|), of the models a claim compares — the private runs of ``scenarios`` at ``eps`` after
-    ``iterations`` and the non-private baseline MF — over the item-means predictor fit to R
-    (:func:`dpmf_lib.baselines.smallest_gain`). The runs are those of :func:`~.hua_common.increase_experiment` (the
-    same arguments, so the run cache serves them)."""
-    ds, nb = params["dataset"], int(params["baseline_iterations"])
-    r = hc.load_data(hc.data_key(params, ds))[0]
-    rmses = [hc.scenario_run(params, "mf", ds, None, [nb])["results"][nb]["rmse"]]
-    rmses += [hc.scenario_run(params, s, ds, eps, [iterations])["results"][iterations]["rmse"] for s in scenarios]
-    return baselines.smallest_gain(baselines.item_means_rmse(r, r), rmses)
 
 
 def run(params: dict) -> pd.DataFrame:
@@ -46,14 +32,13 @@ def run(params: dict) -> pd.DataFrame:
     if len(row) and int(row.iterations.iloc[0]) == 100:
         m.append(Measurement(CLAIM_S2, float(row.mean_increase.iloc[0]), label, real,
                              "S2 mean |error| increase over MF(100), eps=0.15, 100 iterations",
-                             guards={"gain_over_bias_only": gain_over_item_means(params, ["s2"], 0.15, 100)}))
+                             guards={"reference_gain_over_bias_only": hc.reference_gain(params)}))
         s1 = df[(df.scenario == "s1") & (df.eps == 0.15)]
         if len(s1) and int(s1.iterations.iloc[0]) == 100:
             m.append(Measurement(CLAIM_S2_NEAR_S1, float(row.mean_increase.iloc[0] - s1.mean_increase.iloc[0]),
                                  label, real, "S2 minus S1 mean |error| increase over MF(100), eps=0.15, 100 "
                                               "iterations",
-                                 guards={"gain_over_bias_only": gain_over_item_means(params, ["s1", "s2"], 0.15,
-                                                                                     100)}))
+                                 guards={"reference_gain_over_bias_only": hc.reference_gain(params)}))
     return attach(df_all, sources=hc.sources_of(sources), measurements=m)
 
 

@@ -131,3 +131,36 @@ def test_code_hash_covers_every_module_a_training_run_imports():
               "metrics.py"):
         assert REPO_ROOT.joinpath("dpmf_lib", f).resolve() in files
     assert _balu_ch4_runs.code_hash() == code_version("dpmf_lib.experiments.balu._balu_ch4_runs")
+
+
+def test_runs_trained_together_are_stored_as_single_runs(fresh_cache, monkeypatch):
+    """cached_fits trains a stage's missing runs together and stores each under _fit's key: cached_fit then reads
+    every one of them (nothing trained), bit for bit; a stage with some runs cached trains only the others; under
+    $DPMF_CACHE=refresh all are trained again and stay readable."""
+    import pickle
+
+    from dpmf_lib.sketch.protocol import fit_eval
+    from dpmf_lib.sketch.runs import load, make_splits
+
+    p = load_params("balu_fig4_1", "smoke", {"max_ratings": 6000})
+    r = load(p)
+    data = make_splits(r, p)[0]
+    split = {**fresh_cache.data_key(r, p), "split_seed": 0}
+    runs = [{"method": "count_sketch", "eta": e, "lam": lam, "seed": 17, "d": 4, "gamma": 2.0, "k": 4, "clip": 2.0,
+             "epochs": 2, "init_scale": 0.1, "with_kld": True, "track": ()} for e in (0.01, 0.03) for lam in (0.01, 0.1)]
+    def _bytes(results):  # each run's pickle (objects shared between fresh results come back apart from the cache)
+        return [pickle.dumps(x) for x in results]
+
+    want = _bytes([fit_eval(data=data, **run) for run in runs])
+    fresh_cache.cached_fit(runs[1], split, data)
+    assert fresh_cache.TRAINED["n"] == 1
+    assert _bytes(fresh_cache.cached_fits(runs, split, data)) == want
+    assert fresh_cache.TRAINED["n"] == 4  # runs[1] was read
+    assert _bytes([fresh_cache.cached_fit(run, split, data) for run in runs]) == want
+    assert fresh_cache.TRAINED["n"] == 4
+    monkeypatch.setenv("DPMF_CACHE", "refresh")
+    assert _bytes(fresh_cache.cached_fits(runs, split, data)) == want
+    assert fresh_cache.TRAINED["n"] == 8
+    monkeypatch.setenv("DPMF_CACHE", "on")
+    assert _bytes(fresh_cache.cached_fits(runs, split, data)) == want
+    assert fresh_cache.TRAINED["n"] == 8

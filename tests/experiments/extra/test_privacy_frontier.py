@@ -72,10 +72,12 @@ def test_ledger_entries_land_where_the_conversions_say():
 
 
 def test_every_profile_loads_and_paper_grids_are_lists():
-    for prof in ("smoke", "ci", "paper"):
+    for prof in ("smoke", "ci", "paper", "canary"):
         p = load_params("extra_privacy_frontier", prof)
         for key in [k for k in p if k.endswith("_grid")]:
             assert fr._grid(p, key), key
+        for key, spec in p["ablation"].items():
+            assert fr.ablation_grids(spec, key, p), (prof, key)
     with pytest.raises(ParameterError, match="liu_grid"):
         fr._grid({"liu_grid": {}}, "liu_grid")
     with pytest.raises(ParameterError, match="mechanisms"):
@@ -217,3 +219,64 @@ def test_epsilon_lists_refuse_nan_and_non_positive_by_name():
         with pytest.raises(ParameterError, match="hua_epsilons"):
             fr._eps_list({"hua_epsilons": bad}, "hua_epsilons")
     assert fr._eps_list({"e": [1, 2.5]}, "e") == [1.0, 2.5]
+
+
+# ----------------------------------------------------------------------------------------------- the ablation
+
+
+def test_ablation_variants_compose_and_refuse_bad_specs_by_name():
+    p = {"private_als_grid": {"d": [4], "k": [9]}}
+    spec = {"base": {"d": [2], "k": [20]},
+            "variants": [{"name": "a"}, {"name": "b", "set": {"k": [1000]}, "noise": False},
+                         {"name": "c", "from": "b", "set": {"d": [8]}}, {"name": "f", "grid": "frontier",
+                                                                          "set": {"k": [5]}}]}
+    got = [(n, g, z) for n, g, z, _ in fr.ablation_grids(spec, "private-als", p)]
+    assert got == [("a", {"d": [2], "k": [20]}, True), ("b", {"d": [2], "k": [1000]}, False),
+                   ("c", {"d": [8], "k": [1000]}, True), ("f", {"d": [4], "k": [5]}, True)]
+    bad = [({"name": "x", "from": "nope"}, "earlier"), ({"name": "x", "grid": "wide"}, "frontier"),
+           ({"name": "x", "noise": "no"}, "noise"), ({"name": "x", "colour": 1}, "unknown"), ({"set": {}}, "name"),
+           ({"name": "x", "set": {"k": []}}, "at least one value"), ({"name": "x", "set": [1]}, "set"),
+           ({"name": "x", "from": "a", "grid": "frontier"}, "not both")]
+    for v, msg in bad:
+        with pytest.raises(ParameterError, match=msg):
+            fr.ablation_grids({"base": {"d": [2]}, "variants": [{"name": "a"}, v]}, "private-als", p)
+    with pytest.raises(ParameterError, match="two variants"):
+        fr.ablation_grids({"base": {"d": [2]}, "variants": [{"name": "a"}, {"name": "a"}]}, "private-als", p)
+    with pytest.raises(ParameterError, match="base"):
+        fr.ablation_grids({"variants": []}, "private-als", p)
+    with pytest.raises(ParameterError, match="ablation: unknown"):
+        fr.ablation_rows({"ablation": {"blip": spec}}, None, None, 1.0)
+
+
+def test_ablation_has_each_variant_without_noise_and_at_each_epsilon_unless_noise_free(smoke):
+    p, df = smoke
+    a = df[df.kind == "ablation"]
+    im = float(df.loc[df.key == "ref-item-means", "rmse"].iloc[0])
+    n = 0
+    for key, spec in p["ablation"].items():
+        for name, _, noise, _ in fr.ablation_grids(spec, key, p):
+            rows = a[(a.key == key) & (a.variant == name)]
+            want = [fr.NO_NOISE] + ([f"ε = {e:g}" for e in p["ablation_epsilons"]] if noise else [])
+            assert list(rows.noise) == want, (key, name)
+            n += len(want)
+    assert len(a) == n
+    noisy = a[a.noise != fr.NO_NOISE]
+    assert len(noisy) and (noisy.epsilon_provable <= noisy.epsilon_stated * (1 + 1e-6)).all()
+    assert np.allclose(a.gap_item_means, a.rmse - im) and (a.selection == "validation").all()
+    assert (a[a.variant == "clipping off"].config.str.contains("clip_users=False")).all()
+    t = fr.ablation_table(df)
+    assert list(t.columns) == [fr.NO_NOISE] + [f"ε = {e:g}" for e in p["ablation_epsilons"]]
+    assert t.loc[("reference", "item means (non-private)"), fr.NO_NOISE] == pytest.approx(im, abs=1e-4)
+
+
+def test_ablation_of_the_unchanged_grid_is_the_frontiers_own_row(smoke):
+    """The smoke profile's private-ALS base is its frontier grid: the ablation's first variant is the same fits,
+    hence the frontier's numbers (the reference row without noise, the private row at the same ε)."""
+    p, df = smoke
+    assert p["ablation"]["private-als"]["base"] == p["private_als_grid"]
+    a = df[(df.kind == "ablation") & (df.key == "private-als") & (df.variant == "as first configured")]
+    f = df[(df.key == "private-als") & df.kind.isin(["private", "reference"])]
+    for _, r in a.iterrows():
+        same = f[f.epsilon_stated.isna()] if r.noise == fr.NO_NOISE else f[f.epsilon_stated == r.epsilon_stated]
+        assert len(same) == 1 and same.rmse.iloc[0] == r.rmse and same.config.iloc[0] == r.config
+

@@ -22,12 +22,12 @@ def test_fig7_claims_read_theorem1_rows_even_when_the_w_scaled_row_comes_first(m
     monkeypatch.setattr(hc, "increase_experiment", lambda params: (df, _sources()))
     monkeypatch.setattr(hc, "sources_of", lambda s: [])
     monkeypatch.setattr(hua_fig7, "attach", lambda d, sources, measurements: measurements)
-    monkeypatch.setattr(hua_fig7, "gain_over_item_means", lambda params, scenarios, eps, its: 0.1)
+    monkeypatch.setattr(hc, "reference_gain", lambda params: 0.1)
     ms = hua_fig7.run({})
     assert [(m.claim, m.value) for m in ms] == [("hua-5-fig7a-s1-netflix-eps015", 250.0),
                                                 ("hua-5-fig7a-s2-netflix-eps015", 250.0),
                                                 (hua_fig7.CLAIM_S2_NEAR_S1, 0.0)]
-    assert ms[2].guards == {"gain_over_bias_only": 0.1}
+    assert ms[2].guards == {"reference_gain_over_bias_only": 0.1}
 
 
 def test_join_probability_claim_is_unmeasured_when_the_base_increase_is_not_positive(monkeypatch):
@@ -37,6 +37,7 @@ def test_join_probability_claim_is_unmeasured_when_the_base_increase_is_not_posi
     monkeypatch.setattr(hc, "joinleave_difference", lambda d, seed: (3.0, "note"))
     monkeypatch.setattr(hc, "sources_of", lambda s: [])
     monkeypatch.setattr(hua_fig9, "attach", lambda d, sources, measurements: measurements)
+    monkeypatch.setattr(hc, "reference_gain", lambda params: 0.1)
     ms = hua_fig9.run({"seed": 0, "iterations_s3": 10000})
     assert len(ms) == 1 and np.isnan(ms[0].value)  # judged inconclusive (a seed without a finite value)
 
@@ -53,8 +54,10 @@ def test_fig6_claim_reads_the_theorem1_row_even_when_a_w_scaled_row_comes_first(
     monkeypatch.setattr(hc, "cdf_experiment", lambda params, scenario: (df, src))
     monkeypatch.setattr(hc, "sources_of", lambda s: [])
     monkeypatch.setattr(hua_fig6, "attach", lambda d, sources, measurements: measurements)
+    monkeypatch.setattr(hc, "reference_gain", lambda params: 0.1)
     ms = hua_fig6.run({"iterations_fixed": 10000, "claim_eps": 0.05})
     assert [m.value for m in ms] == [pytest.approx(41.7)]
+    assert ms[0].guards == {"reference_gain_over_bias_only": 0.1}
 
 
 def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
@@ -63,6 +66,7 @@ def test_fig6_claim_through_the_real_table_reads_panel_b_theorem1(monkeypatch):
     from tests.experiments.hua.test_w_scaled import fake_scenario_run
 
     monkeypatch.setattr(hc, "scenario_run", fake_scenario_run([]))
+    monkeypatch.setattr(hc, "reference_gain", lambda params: 0.1)
     params = {**load_params("hua_fig6", "paper"), "cache": False, "n_jobs": 1}  # the fake lives in this process
     df = hua_fig6.run(params)
     (m,) = df.attrs["measurements"]

@@ -136,7 +136,8 @@ def fake_scenario_run(calls: list):
                 mean = 0.3 + 1e-3 * eps
             else:
                 mean = 10.0 / eps * (1.0 + int(T) / 1e4) + (1.0 if scenario == "s3" else 0.0)
-            out[int(T)] = {"cdf": np.clip(mf.CDF_GRID / (2 * mean), 0, 1), "mean": mean, "median": mean}
+            out[int(T)] = {"cdf": np.clip(mf.CDF_GRID / (2 * mean), 0, 1), "mean": mean, "median": mean,
+                          "rmse": mean}
         priv = {} if eps is None else {"epsilon_stated": eps,
                                        "epsilon_effective": None if noise_scale == "w_scaled" else eps}
         src = {"dataset": dataset, "real": dataset == "ml-100k", "checksum": None, "note": "",

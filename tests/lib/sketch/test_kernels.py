@@ -100,6 +100,42 @@ def test_sketch_epoch_kernel_equals_reference(k, gamma, clip):
         assert got[1] > 0  # the clipping branch was exercised
 
 
+@pytest.mark.parametrize("k,gamma,clip,M", [(4, 8.0, 0.5, 3), (1, 1.0, math.inf, 17), (2, 30.0, math.inf, 1)])
+def test_many_model_epoch_kernel_equals_one_model_kernel_bit_for_bit(k, gamma, clip, M):
+    """Model m of the M-model kernel is the one-model kernel on its cells with its (η, λ), to the last bit: with
+    clipping, with heavy collisions (γ = 30: a few cells per row), with a model left inactive (untouched, no counts)
+    and one that diverges (η = 40: inf/NaN cells stay in their own lane)."""
+    u, i, v, order = _toy()
+    m = make_model("count_sketch", 30, 20, 6, gamma=gamma, k=k, init_scale=0.3, seed=3)
+    rng = np.random.default_rng(M)
+    eta, lam = rng.uniform(0.005, 0.2, M), rng.choice([0.0, 0.01, 0.3], M)
+    eta[-1] = 40.0
+    active = np.ones(M, np.bool_)
+    if M > 2:
+        active[1] = False
+    C = np.ascontiguousarray(np.repeat(m.C[:, :, None], M, axis=2))
+    n_app, n_skip, loss = kernels.sketch_sgd_epoch_many(C, m.salts, 6, u, i, v, order, eta, lam, clip, active)
+    for j in range(M):
+        Cj = m.C.copy()
+        if active[j]:
+            want = kernels.sketch_sgd_epoch(Cj, m.salts, 6, u, i, v, order, eta[j], lam[j], clip)
+            assert (n_app[j], n_skip[j]) == want[:2] and loss[j] == want[2] or np.isnan(loss[j]) and np.isnan(want[2])
+        else:
+            assert n_app[j] == n_skip[j] == 0 and loss[j] == 0.0
+        assert C[:, :, j].tobytes() == Cj.tobytes(), j
+    if clip < math.inf:
+        assert n_skip.sum() > 0  # the clipping branch was exercised
+    else:
+        assert not np.isfinite(C[:, :, -1]).all()  # the diverging model did diverge
+    C2 = np.ascontiguousarray(np.repeat(m.C[:, :, None], M, axis=2))
+    with np.errstate(all="ignore"):  # the diverging model overflows in numpy too
+        got = reference.sketch_sgd_epoch_many_ref(C2, m.salts, 6, u, i, v, order[:60], eta, lam, clip, active)
+    C3 = np.ascontiguousarray(np.repeat(m.C[:, :, None], M, axis=2))
+    fast = kernels.sketch_sgd_epoch_many(C3, m.salts, 6, u, i, v, order[:60], eta, lam, clip, active)
+    np.testing.assert_array_equal(fast[0], got[0])
+    np.testing.assert_allclose(C3, C2, rtol=1e-5, atol=1e-6)
+
+
 def test_dense_epoch_kernel_equals_reference():
     u, i, v, order = _toy()
     m = make_model("regular", 30, 20, 5, init_scale=0.3, seed=1)

@@ -181,3 +181,86 @@ def test_a_diverging_eta_is_a_named_error_not_an_inf_row():
     df = run_configs([{"method": "regular", "d": 16, "gamma": 1.0}], [s],
                      {**params, "search": True, "eta_grid": [0.03, 100.0], "lam_grid": [0.02]})
     assert np.isfinite(df.test_rmse).all() and df.eta.iloc[0] == 0.03
+
+
+def test_fit_eval_many_is_fit_eval_bit_for_bit(monkeypatch):
+    """The count-sketch runs of one search stage trained together (fit_eval_many, fit_runs) return fit_eval's dicts
+    to the last bit (pickled bytes): with clipping, per-epoch tracking and the KLD, a run that diverges in its first
+    epoch (its history stops there), a batch cut in chunks, and the fallbacks (dense factors, seed None)."""
+    import pickle
+
+    from dpmf_lib.sketch import protocol
+
+    s = prepare_split(_ratings(), 0, min_freq=5)
+    pts = [(0.003, 0.01), (0.05, 0.0), (0.02, 0.3), (40.0, 0.01), (0.01, 0.001)]
+    cases = [("count_sketch", dict(k=4, d=5, gamma=2.0, clip=math.inf, track=(), with_kld=False)),
+             ("feature_hashing", dict(d=4, gamma=1.0, clip=0.5, track=("val", "test"), with_kld=True)),
+             ("count_sketch", dict(k=3, d=3, gamma=8.0, clip=math.inf, track=("test",), with_kld=True)),
+             ("regular", dict(d=4, clip=math.inf, track=(), with_kld=False))]
+    for method, kw in cases:
+        kw = {**kw, "epochs": 4, "seed": 9}
+        want = [fit_eval(method, s, eta=e, lam=lam, **kw) for e, lam in pts]
+        got = protocol.fit_eval_many(method, s, pts, **kw)
+        assert pickle.dumps(got) == pickle.dumps(want), (method, kw)
+        if method == "count_sketch" and not kw["track"]:
+            assert len(want[3]["history"]) == 1 and not math.isfinite(want[3]["history"][0]["train_loss"])
+    n = protocol.BATCH_MIN
+    assert protocol.batchable("count_sketch", 3, n) and protocol.batchable("feature_hashing", np.int64(3), n + 1)
+    assert not any([protocol.batchable("regular", 3, n), protocol.batchable("count_sketch", None, n),
+                    protocol.batchable("count_sketch", np.random.default_rng(0), n),
+                    protocol.batchable("count_sketch", 3, n - 1)])
+    kw = dict(k=4, d=5, gamma=2.0, epochs=3, seed=4)
+    want = [fit_eval("count_sketch", s, eta=e, lam=lam, **kw) for e, lam in pts]
+    one = make_model("count_sketch", s.n_users, s.n_items, 5, gamma=2.0, k=4).nbytes
+    monkeypatch.setattr(protocol, "BATCH_BYTES", 2 * one)  # chunks of 2, 2, 1 models
+    assert pickle.dumps(protocol.fit_eval_many("count_sketch", s, pts, **kw)) == pickle.dumps(want)
+    # seed None: each run draws its own seed (as fit_eval), so they are not one batch
+    fresh = protocol.fit_eval_many("count_sketch", s, pts[:2], **{**kw, "seed": None})
+    assert fresh[0]["seed_used"] != fresh[1]["seed_used"] and not fresh[0]["seed_was_fixed"]
+    # fit_runs groups runs that differ only in (eta, lam) and keeps the order given
+    runs = [{"method": m, "d": 3, "gamma": 1.0, "epochs": 2, "eta": e, "lam": lam, "seed": sd}
+            for sd in (1, 2) for m in ("feature_hashing", "regular") for e, lam in pts[:2]]
+    runs = runs[::-1]
+    assert pickle.dumps(protocol.fit_runs(runs, s)) == pickle.dumps([fit_eval(data=s, **r) for r in runs])
+
+
+def test_line_search_with_evaluate_many_is_the_same_search():
+    """evaluate_many gets each stage's new points in one call (duplicates and points already evaluated left out)
+    and the search returns what the one-at-a-time search returns, trace order included."""
+    def ev(eta, lam):
+        return {"eta": eta, "lam": lam, "val_rmse": (math.log10(eta) + 1.6) ** 2 + (math.log10(lam) + 2.2) ** 2
+                if eta < 0.5 else float("nan")}
+
+    calls = []
+
+    def ev_many(points):
+        calls.append(list(points))
+        return [ev(e, lam) for e, lam in points]
+
+    grid = dict(eta_grid=[0.001, 0.01, 0.01, 0.1, 1.0], lam_grid=[0.001, 0.01, 0.1], refine=0.5)
+    one = line_search(ev, **grid)
+    many = line_search(ev, **grid, evaluate_many=ev_many)
+    assert one == many and [len(c) for c in calls] == [12, 8]
+    assert len({p for c in calls for p in c}) == 20 and many[1][-1]["val_rmse"] < math.inf
+
+
+def test_run_configs_batched_equals_one_run_at_a_time():
+    """run_configs trains a search stage's runs together; a trainer without ``many`` trains them one by one: the
+    frames are identical (CSV bytes), search, stage 2 and refits included."""
+    from dpmf_lib.sketch import runs as _runs
+
+    r = _ratings()
+    splits = [prepare_split(r, sd, min_freq=5) for sd in (0, 1)]
+    params = {"search": True, "eta": 0.03, "lam": 0.02, "eta_grid": [0.01, 0.03, 50.0], "lam_grid": [0.003, 0.03],
+              "refine": 0.25, "search_each_split": False, "epochs": 3, "init_scale": 0.1, "n_jobs": 1}
+    configs = [{"method": "count_sketch", "d": 4, "gamma": 2.0, "k": 4},
+               {"method": "feature_hashing", "d": 3, "gamma": 1.0, "clip": 0.8},
+               {"method": "regular", "d": 4, "gamma": 1.0}]
+
+    def one_at_a_time(run, data, split_seed):
+        return fit_eval(data=data, **run)
+
+    batched = _runs.run_configs(configs, splits, params)
+    single = _runs.run_configs(configs, splits, params, trainers=[one_at_a_time] * len(configs))
+    assert batched.to_csv(index=False) == single.to_csv(index=False)
+    assert (batched.n_search_evals[batched.split == 0] > 6).all()  # stage 2 ran
