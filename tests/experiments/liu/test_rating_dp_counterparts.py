@@ -4,7 +4,6 @@ it reads: at the run's own seed they give exactly the run's value, at another se
 smoke run in test_fig7.py)."""
 
 import numpy as np
-import pytest
 
 from dpmf_lib.claims import load_claims
 from dpmf_lib.params import load_params
