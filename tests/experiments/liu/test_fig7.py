@@ -129,7 +129,7 @@ def test_fig7_smoke_has_the_clipped_series_labelled_as_ours(smoke_run):
 
 
 def test_fig7_real_ml100k_measures_the_counterpart_and_its_replicate_matches_the_run(smoke_run):
-    """Issue #14: the Section 6.7 claim has a real-data (ML-100K) counterpart: a run on real ML-100K measures the
+    """The Section 6.7 claim has a real-data (ML-100K) counterpart: a run on real ML-100K measures the
     counterpart id, and its further seeds re-run only what it reads: at the run's own seed they give exactly the run's
     value, at another seed another value."""
     p, df = smoke_run
