@@ -1,6 +1,8 @@
 """dpmf_lib.bench.machine: the machine probes (kernels, cache sizes, bandwidth, FMA rate and its thread scaling)."""
 
 import json
+import os
+import time
 
 import numpy as np
 
@@ -71,8 +73,22 @@ def test_the_core_to_core_probe_hands_a_line_over_or_says_it_could_not():
         if numba.config.NUMBA_NUM_THREADS < 2:
             pytest.skip("needs two numba threads")
         numba.set_num_threads(2)
-        flag = np.zeros(2, dtype=np.int64)
-        assert _ping_pong(flag, 1000, 10**9) == 0 and flag[0] == 2000  # every hand-over happened, in turn
+        # the success path needs two CPUs free at once; on a host another process keeps busy (a second pytest
+        # worker) the two threads run in turns and the probe must say so (-1 with the abort flag, a partial count)
+        for _ in range(3):
+            flag = np.zeros(2, dtype=np.int64)
+            status = _ping_pong(flag, 1000, 10**9)
+            if status == 0:
+                break
+            assert status == -1 and flag[1] == 1 and 0 <= flag[0] < 2000
+            time.sleep(1.0)
+        else:
+            busy = os.getloadavg()[0]
+            if busy > 1.5:
+                pytest.skip(f"the host is busy (load {busy:.1f} on 2 cores): the two threads ran in turns, and the "
+                            f"probe said so")
+            raise AssertionError("the ping-pong stalled on an idle host")
+        assert flag[0] == 2000  # every hand-over happened, in turn
         ns = core_to_core_ns(n=20_000)
         assert 1.0 < ns < 10_000.0
     finally:
