@@ -41,8 +41,8 @@ How a verdict is reached (a reviewer's rules, not a convenience):
   claim that reads a chain's sample (MCMC, SGLD, DPPS) needs a chain that moved and converged; one that compares the
   accuracy of trained models needs every such model to beat the bias-only / item-means predictor; one that reads a
   private release's accuracy against its non-private reference (a cost of privacy) needs the reference to beat it —
-  the release's own accuracy, however poor, is the effect measured, and a guard on it would hide a refutation; one that compares
-  models whose hyper-parameters were selected on a grid needs no selection on the grid's edge. The kinds of a claim
+  the release's own accuracy, however poor, is the effect measured, and a guard on it would hide a refutation; one
+  that compares models whose hyper-parameters were selected on a grid needs no selection on the grid's edge. The kinds of a claim
   are listed in the ``judging:`` section of ``params/claims.yaml``; each requirement is met by any of the guards it
   accepts that the claim names, else its default guard applies, and a measurement that does not record it reads
   ``guard … not measured (needs a re-take)``.

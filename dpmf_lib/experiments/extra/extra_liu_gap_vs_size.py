@@ -290,7 +290,8 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                      "n_items": int(g.n_items.median()), "ratings_per_item_median": g.ratings_per_item_median.median(),
                      "ratings_per_item_mean": g.ratings_per_item_mean.mean(),
                      "seeds": n, "gap": g.gap.mean(), "gap_hw95": hw,
-                     "test_rmse_private": g.test_rmse_private.mean(), "test_rmse_reference": g.test_rmse_reference.mean(),
+                     "test_rmse_private": g.test_rmse_private.mean(),
+                     "test_rmse_reference": g.test_rmse_reference.mean(),
                      "item_means_rmse": g.item_means_rmse.mean(),
                      "rhat_max": float(g[["rhat_private", "rhat_reference"]].max().max()),
                      "ess_min": float(g[["ess_private", "ess_reference"]].min().min())})

@@ -24,7 +24,8 @@ CLAIM_TREND = "hua-5-fig1-precision-grows-with-iterations-netflix"
 def iterations_trend(params: dict, scenario: str, plan: hc.RunPlan) -> tuple[float, float, str]:
     """Panel (a)'s trend over the iterations: (mean |error| after the last iteration count − after the first) / after
     the first, at ``eps_fixed`` (< 0: the precision increases), with the ``reference_gain_over_bias_only`` guard
-    (:func:`~.hua_common.reference_gain`) and a note. Reads the panel's run from ``plan`` (computed by :func:`~.hua_common.cdf_experiment`)."""
+    (:func:`~.hua_common.reference_gain`) and a note. Reads the panel's run from ``plan`` (computed by
+    :func:`~.hua_common.cdf_experiment`)."""
     ds, e = params["dataset"], float(params["eps_fixed"])
     its = sorted(int(t) for t in params["iterations"])
     res = plan.results[plan.add(scenario, ds, params["eps_fixed"], params["iterations"])]["results"]

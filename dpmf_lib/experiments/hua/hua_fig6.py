@@ -36,7 +36,8 @@ def run(params: dict) -> pd.DataFrame:
              & (df.eps == float(params["claim_eps"]))]
     if T == 10000 and len(sub):
         inc = float(sub.mean_abs_error.iloc[0] - sub.baseline_mean_abs_error.iloc[0])
-        meas.append(Measurement(CLAIM, inc, label, real, f"S3 mean |error| increase, eps={params['claim_eps']:g}, {T} it.",
+        meas.append(Measurement(CLAIM, inc, label, real,
+                                f"S3 mean |error| increase, eps={params['claim_eps']:g}, {T} it.",
                                 guards={"reference_gain_over_bias_only": hc.reference_gain(params)}))
 
     return attach(df, sources=hc.sources_of(sources), measurements=meas)
