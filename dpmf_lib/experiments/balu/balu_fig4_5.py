@@ -11,6 +11,15 @@ itself is a grid value: five seeds that all choose 0.1 give five equal values, w
 spread" (inconclusive) however clear the choice; the gap says how clearly 0.1 wins and has an interval. The arg-min
 stays in the measurement's note. Claims over seeds: each fresh seed is the whole figure again on new splits
 (:func:`fresh_seeds`; see :mod:`.balu_fig4_3` for why not ``nb.replicate``).
+
+Guards (:mod:`._balu_ch4_guards`) of the models each comparison reads — λ is fixed per point, so the selection is η:
+
+- best λ (the gap): count sketch at λ = 0.1 and at the best other λ (the side the gap reads; the other λ values enter
+  only through that minimum): ``selection_off_grid_edge`` (both η inside the searched grid) and
+  ``gain_over_bias_only`` (the smaller gain of the two over the bias-only model). The thesis's arg-min (EachMovie)
+  keeps ``lambda_grid_interior`` and adds the gain of count sketch at its arg-min.
+- λ = 0: count sketch and the better of regular and feature hashing at λ = 0 (the winner the comparison reads):
+  ``selection_off_grid_edge`` and ``gain_over_bias_only`` of the two.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from ...claims import Measurement
 from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import load, make_splits
-from . import _balu_ch4_runs
+from . import _balu_ch4_guards, _balu_ch4_runs
 from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
 from .balu_table4_2 import METHOD_LABELS
 
@@ -48,6 +57,15 @@ def best_lambda_gap(cs_rmse: pd.Series, at: float = THESIS_LAMBDA) -> float:
     return float(cs_rmse.drop(at).min() - cs_rmse.loc[at])
 
 
+def compared_guards(df: pd.DataFrame, sides: list[tuple[str, float]]) -> dict:
+    """``selection_off_grid_edge`` and ``gain_over_bias_only`` of the (method, λ) points ``sides`` of ``df`` (NaN
+    when a side is missing: the comparison is not defined, so its guards are not measured)."""
+    rows = [df[(df.method == m) & (df.lam == lam)] for m, lam in sides]
+    if not sides or any(not len(x) for x in rows):
+        return {"selection_off_grid_edge": float("nan"), "gain_over_bias_only": float("nan")}
+    return _balu_ch4_guards.compared(pd.concat(rows), ["method", "lam"])
+
+
 def run_on(r, splits: list, params: dict) -> pd.DataFrame:
     """The figure (η search per λ, refits, claims) on the given splits of the ratings ``r``."""
     configs = [{"method": m, "d": params["d"], "gamma": params["gamma"], "lam_grid": [float(lam)], "lam": float(lam)}
@@ -61,20 +79,27 @@ def run_on(r, splits: list, params: dict) -> pd.DataFrame:
     if "count_sketch" in mean.columns:
         best = float(mean["count_sketch"].idxmin())
         if _balu_ch4_runs.claim_for(CLAIMS_BEST, r, "eachmovie") == CLAIM_BEST_GAP_ML100K:
+            cs = mean["count_sketch"]
+            sides = ([("count_sketch", THESIS_LAMBDA), ("count_sketch", float(cs.drop(THESIS_LAMBDA).idxmin()))]
+                     if THESIS_LAMBDA in cs.index and len(cs) > 1 else [])
             meas.append(Measurement(CLAIM_BEST_GAP_ML100K, best_lambda_gap(mean["count_sketch"]), r.source.label,
                                     r.source.real, note=f"count sketch: lowest mean test RMSE at a lambda other than "
-                                    f"{THESIS_LAMBDA:g} minus at {THESIS_LAMBDA:g}; arg-min lambda {best:g}"))
+                                    f"{THESIS_LAMBDA:g} minus at {THESIS_LAMBDA:g}; arg-min lambda {best:g}",
+                                    guards=compared_guards(df, sides)))
         else:
             interior = 1.0 if min(params["lambdas"]) < best < max(params["lambdas"]) else 0.0
+            gain = compared_guards(df, [("count_sketch", best)])["gain_over_bias_only"]
             meas.append(Measurement(CLAIM_BEST, best, r.source.label, r.source.real,
                                     note="lambda with the lowest mean test RMSE of count sketch (k=4)",
-                                    guards={"lambda_grid_interior": interior}))
+                                    guards={"lambda_grid_interior": interior, "gain_over_bias_only": gain}))
         if 0.0 in mean.index and {"regular", "feature_hashing"} <= set(mean.columns):
             z = mean.loc[0.0]
             gap0 = float(z["count_sketch"] - min(z["regular"], z["feature_hashing"]))
+            winner = "regular" if z["regular"] <= z["feature_hashing"] else "feature_hashing"
             meas.append(Measurement(_balu_ch4_runs.claim_for(CLAIMS_ZERO, r, "eachmovie"), gap0, r.source.label,
                                     r.source.real,
-                                    note="lambda = 0: RMSE(cs) - min(RMSE(regular), RMSE(fh))"))
+                                    note="lambda = 0: RMSE(cs) - min(RMSE(regular), RMSE(fh))",
+                                    guards=compared_guards(df, [("count_sketch", 0.0), (winner, 0.0)])))
     return attach(df, sources=[r.source], measurements=meas)
 
 

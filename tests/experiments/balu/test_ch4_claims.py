@@ -81,7 +81,8 @@ def _grid_frame():
                 for s in (0, 1):
                     deg = (k == 1 and d == 2 and g == 1.0 and s == 1) or (k == 4 and d == 8 and g == 4.0 and s == 0)
                     rows.append({"k": k, "d": d, "gamma": g, "split": s, "degenerate": deg,
-                                 "test_rmse": 1.0 - (0.01 * d if k == 4 else 0.0) + 0.001 * s})
+                                 "test_rmse": 1.0 - (0.01 * d if k == 4 else 0.0) + 0.001 * s,
+                                 "eta_on_edge": False, "lam_on_edge": False})
     return pd.DataFrame(rows)
 
 
@@ -90,7 +91,8 @@ def test_fig4_1_claim_is_the_mean_gain_over_the_live_cells():
 
     (m,) = f1.measure(_grid_frame(), _r("ml-100k"), {})
     m = m.as_dict()
-    assert m["claim"] == f1.CLAIMS_K["ml-100k"] and m["guards"] == {"live_cells": 2.0, "gamma_rows_live": 1.0}
+    assert m["claim"] == f1.CLAIMS_K["ml-100k"]
+    assert m["guards"] == {"live_cells": 2.0, "gamma_rows_live": 1.0, "cells_off_grid_edge": 1.0}
     assert m["value"] == pytest.approx(np.mean([0.01 * 2, 0.01 * 8]))  # (2, 4) and (8, 1): gains 0.02, 0.08
     assert "2 of 4 (d, gamma) cells" in m["note"]
 
@@ -120,13 +122,14 @@ def test_fig4_1_spread_guard_fails_when_the_live_cells_sit_in_a_few_gamma_rows()
     for seed in range(5):
         rng = np.random.default_rng(seed)
         rows = [{"k": k, "d": d, "gamma": g, "split": 0, "degenerate": j >= 4,
-                 "test_rmse": 1.0 - (0.01 if k == 4 else 0.0) + 0.001 * rng.standard_normal()}
+                 "test_rmse": 1.0 - (0.01 if k == 4 else 0.0) + 0.001 * rng.standard_normal(),
+                 "eta_on_edge": False, "lam_on_edge": False}
                 for k in (1, 4) for d in ds for j, g in enumerate(gs)]
         (m,) = f1.measure(pd.DataFrame(rows), _r("ml-100k"), {})
-        assert m.guards == {"live_cells": 40.0, "gamma_rows_live": pytest.approx(0.4)} and m.value > 0.005
+        # every selection inside its search: the grid-edge guard holds, so the spread guard alone decides
+        assert m.guards == {"live_cells": 40.0, "gamma_rows_live": pytest.approx(0.4),
+                            "cells_off_grid_edge": 1.0} and m.value > 0.005
         ms.append(m)
-    for m in ms:  # the grid-edge guard its kind (tuned) adds by rule, held, so the spread guard alone decides
-        m.guards["selection_off_grid_edge"] = 1.0
     assert _judge(f1.CLAIMS_K["ml-100k"], ms) == "inconclusive"
     # the same gain with live cells in every γ row (the d = 1 … 4 columns): reproduced
     for m in ms:
