@@ -80,9 +80,11 @@ def run_with_watchdog(target, args: tuple, *, timeout_s: float, attempts: int = 
 
 
 def libmf_timeout(n_ratings: int, d: int, epochs: int) -> float:
-    """Watchdog time of one LIBMF fit: 300 s plus 20× an estimate at 2 ns per (rating · dimension · epoch) (LIBMF
-    here: ≈ 15 s per epoch on 4M ratings at d = 2048, ≈ 1.8 ns), so only a hang, never a slow fit, reaches it."""
-    return 300.0 + 20 * 2e-9 * float(n_ratings) * float(d) * max(int(epochs), 1)
+    """Watchdog time of one LIBMF fit: 60 s plus 20× an estimate at 2 ns per (rating · dimension · epoch) (LIBMF
+    here: ≈ 15 s per epoch on 4M ratings at d = 2048, ≈ 1.8 ns), so only a hang, never a slow fit, reaches it. The
+    base covers starting the worker process (a spawn with imports: ≈ 1.3 s with a small fit at load 6, see
+    docs/performance.md); a hang on a small fit costs a minute, not five."""
+    return 60.0 + 20 * 2e-9 * float(n_ratings) * float(d) * max(int(epochs), 1)
 
 
 def libmf_fit(train, test, *, d=16, epochs=20, eta=0.1, lam=0.05, n_threads=1, nr_bins=None, timeout_s=None):

@@ -31,6 +31,24 @@ def test_table5_1_smoke_has_every_method_and_paper_values():
     e.plot(df, p)
 
 
+def test_table5_1_every_entropy_is_a_claim_at_the_thesis_sample_size(monkeypatch):
+    """Each encoder's entropy is measured for its own claim (Table 5.1's five entropies), and only at n >= the
+    threshold (lowered here so a tiny run crosses it)."""
+    import dpmf_lib.experiments.balu.balu_table5_1 as e
+    from dpmf_lib.claims import load_claims
+
+    ids = {c.id for c in load_claims()}
+    assert set(e.ENTROPY_CLAIMS.values()) <= ids and len(e.ENTROPY_CLAIMS) == 5
+    monkeypatch.setattr(e, "ENTROPY_MIN_N", 1000)
+    p = load_params("balu_table5_1", "smoke", {"n_vectors": 1500, "n_antisparse": 800, "n_common": 30,
+                                                "n_timing": 500, "n_frames": 2, "n_spread": 500})
+    df = e.run(p)
+    got = {m["claim"]: m["value"] for m in df.attrs["measurements"] if "entropy" in m["claim"]}
+    ent = df.set_index("key").entropy_bits
+    # anti-sparse encodes 800 < 1000 vectors: no entropy claim; every other encoder's value is its row's entropy
+    assert got == {e.ENTROPY_CLAIMS[k]: ent[k] for k in ("lsh", "lsh+frame", "optimal", "qolsh")}
+
+
 def test_fig5_1_pairs_have_the_requested_cosine():
     from dpmf_lib.experiments.balu.balu_fig5_1 import make_pairs
 

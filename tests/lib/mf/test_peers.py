@@ -108,4 +108,4 @@ def test_libmf_timeout_leaves_room_for_a_slow_fit():
 
     # Liu Fig 2 at paper: 4M ratings, d = 2048, 15 epochs took ≈ 53 + 15 × 15 s here; the watchdog must not fire
     assert libmf_timeout(4_000_000, 2048, 15) > 10 * (53 + 15 * 15)
-    assert libmf_timeout(20_000, 8, 3) >= 300
+    assert 60 <= libmf_timeout(20_000, 8, 3) < 70  # a hang on a small fit costs about a minute
