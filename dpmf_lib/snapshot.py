@@ -471,6 +471,73 @@ def write_scorecard(path: Path | None = None) -> Path:
     return path
 
 
+PLOT_CELL = "fig = experiment.plot(df, nb.params)"
+
+
+def replot(name: str) -> str:
+    """Re-render a current row's figure from its own table with the tree's plot code: ``"updated"`` or
+    ``"unchanged"`` (the same pixels).
+
+    A change of a plot function only restyles; its canary table is byte-identical, so the row revalidates but keeps
+    the figure its run drew. This redraws it as the notebook would: ``experiment.plot(df, params)`` on the row's
+    whole table (``<name>_timings.csv`` where kept, the wall-clock columns included) at the ``paper`` parameters,
+    saved with the notebook's settings and compacted like a taken row; the new figure's sha256 goes into
+    ``run.json``'s ``outputs`` with the commit it was drawn at (``figure_redrawn_at``). Checked on the rows of
+    2026-12-07: a redraw by the code that ran gives the committed figure pixel for pixel. Refused (ValueError) for a
+    row that is not current (its table need not be what this code computes: re-take it) and for a notebook whose
+    figure is not drawn by exactly ``fig = experiment.plot(df, nb.params)``."""
+    import importlib
+    import tempfile
+
+    import numpy as np
+    import pandas as pd
+    from PIL import Image
+
+    from .params import load_params
+    from .registry import load_registry
+    from .runner.canary import _commit
+    from .runner.execution import sha256_of
+    from .runner.hashing import experiment_module
+
+    entry = next((e for e in load_registry()[1] if e.name == name and e.implemented), None)
+    if entry is None:
+        raise ValueError(f"{name} is not an implemented notebook (see params/registry.yaml)")
+    state, why = row_state(entry)
+    if state != "current":
+        raise ValueError(f"{name} is {state}{': ' + why if why else ''}; only a current row's figure can be redrawn "
+                         f"from its table: re-take it (make paper-snapshot ONLY={name})")
+    cells = json.loads(entry.notebook.read_text(encoding="utf-8"))["cells"]
+    if not any("".join(c["source"]).strip() == PLOT_CELL for c in cells if c["cell_type"] == "code"):
+        raise ValueError(f"{entry.notebook} does not draw its figure with a cell `{PLOT_CELL}`: re-take {name} instead")
+    row = snapshot_dir() / name
+    table = next((f for f in (row / f"{name}_timings.csv", row / f"{name}_timings.csv.gz") if f.exists()), None)
+    df = pd.read_csv(table or table_path(name))
+    experiment = importlib.import_module(experiment_module(entry))
+    fig = experiment.plot(df, load_params(name, "paper"))
+    import matplotlib.pyplot as plt
+
+    try:
+        with tempfile.TemporaryDirectory(dir=row.parent) as tmp:
+            png = Path(tmp) / f"{name}.png"
+            fig.savefig(png)
+            compact_figure(png)
+            old = row / f"{name}.png"
+            with Image.open(png) as a, Image.open(old) as b:
+                same = a.size == b.size and np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b.convert("RGB")))
+            if same:
+                return "unchanged"
+            os.replace(png, old)
+    finally:
+        plt.close(fig)
+    run = _read_json(row / "run.json") or {}
+    outputs = {**(run.get("outputs") or {}), f"{name}.png": sha256_of(old)}
+    run = {**run, "outputs": outputs, "figure_redrawn_at": _commit()}
+    tmp = row / ".run.json.tmp"
+    tmp.write_text(json.dumps(run, indent=2) + "\n")
+    os.replace(tmp, row / "run.json")
+    return "updated"
+
+
 def times_table() -> str:
     """The measured `paper` time, peak memory and result-cache state of every row, from its ``run.json`` (the
     record the runner writes), as a Markdown table with the total; what ``docs/performance.md`` shows."""
@@ -506,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
                          "marks the row current (revalidated at <commit>)")
     ap.add_argument("--times", action="store_true",
                     help="print the rows' measured paper times and peak memory (from run.json) as a Markdown table")
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw current rows' figures from their tables with the tree's plot code (a restyle "
+                         "revalidates a row but keeps its old figure); rows that are not current are refused")
     ap.add_argument("--scorecard", action="store_true",
                     help=f"write {SCORECARD} (the paper verdicts per paper and chapter) and the README's headline "
                          "block, and print the scorecard; every listing writes both too")
@@ -525,6 +595,13 @@ def main(argv: list[str] | None = None) -> int:
             canary.each(chosen, "record", snapshot_dir(), force=args.force)
         if args.revalidate:
             canary.each(chosen, "revalidate", snapshot_dir())
+    if args.replot:
+        for e in select(load_registry()[1], args.only):
+            if e.implemented:
+                try:
+                    print(f"{e.name}: figure {replot(e.name)}")
+                except ValueError as err:
+                    print(f"{e.name}: not redrawn: {err}")
     if args.compact:
         done = [f for f in sorted(snapshot_dir().glob("*/*.png")) if compact_figure(f)]
         print(f"{len(done)} figure(s) re-encoded as palette PNGs in {snapshot_dir()}")

@@ -409,3 +409,44 @@ def test_notebooks_that_read_anothers_cache_start_after_it():
     assert got == ["balu_fig4_7", "balu_fig4_1", "hua_fig1", "balu_fig4_8", "balu_fig4_6"]
     alone = [("balu_fig4_8", "h"), ("hua_fig1", "h")]  # its producer is not running: nothing to wait for
     assert cache_readers_last(alone, entries) == alone
+
+
+def test_replot_redraws_a_current_rows_figure_from_its_table_and_refuses_a_stale_row(tmp_path, monkeypatch):
+    """``--replot``: a restyled plot reaches a revalidated row's figure; the redraw is idempotent, recorded in
+    run.json (the row stays current, not damaged), and a stale row is refused (its table may not be this code's)."""
+    import importlib
+    import shutil
+
+    from dpmf_lib.runner.execution import sha256_of
+
+    real = snapshot.snapshot_dir()
+    cheap = ("hua_fig6", "liu_fig7", "balu_table5_1", "hua_fig1", "pnbm_fig1")
+    name = next((n for n in cheap if (real / n / "run.json").exists() and snapshot.row_state(_entry(n))[0] == "current"),
+                None)
+    if name is None:
+        pytest.skip(f"none of {cheap} is current in the snapshot here")
+    snap = tmp_path / "snap"
+    shutil.copytree(real / name, snap / name)
+    monkeypatch.setenv("DPMF_SNAPSHOT_DIR", str(snap))
+    row = snap / name
+    snapshot.replot(name)  # this machine's fonts may differ from the taker's: the first redraw may update
+    first = (row / f"{name}.png").read_bytes()
+    assert snapshot.replot(name) == "unchanged" and (row / f"{name}.png").read_bytes() == first
+
+    experiment = importlib.import_module(hashing.experiment_module(_entry(name)))
+    plot = experiment.plot
+
+    def restyled(df, params):
+        fig = plot(df, params)
+        fig.suptitle("restyled")
+        return fig
+
+    monkeypatch.setattr(experiment, "plot", restyled)
+    assert snapshot.replot(name) == "updated"
+    run = json.loads((row / "run.json").read_text())
+    assert run["outputs"][f"{name}.png"] == sha256_of(row / f"{name}.png") and run["figure_redrawn_at"]
+    assert snapshot.row_state(_entry(name)) == ("current", None)
+
+    (row / "run.json").write_text(json.dumps({**run, "hash": "older code"}))
+    with pytest.raises(ValueError, match="re-take"):
+        snapshot.replot(name)
