@@ -160,19 +160,26 @@ def subsample_note(params: dict, setup_n_test: int = 343) -> str:
     return ("profile '" + params.get("profile", "?") + "': " + "; ".join(parts)) if parts else ""
 
 
-def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, title: str):
-    """Figures 3.2–3.5: metric vs eps for each attack (ML-100K panel) and the Digg panel marked unavailable."""
-    from ...plotting import figure, standin_title
+#: the shared figure roles (dpmf_lib.plotting.ROLES): the thesis' joint decoder and its flat-prior variant, the
+#: single decoder it compares against, our single decoder given the same prior, and the prior-only popularity attack
+ATTACK_ROLES = {"mcmc_prior": "paper", "mcmc_flat": "paper-alt", "single": "compared", "single_prior": "ours",
+                "popularity": "ours-alt"}
 
-    fig, axes = figure(2, 1, width=4.2, height=3.9, gridspec_kw={"width_ratios": [3, 1]})
+
+def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, title: str):
+    """Figures 3.2–3.5: metric vs ε for each attack on ML-100K (the thesis' Digg panel is not drawn: a footnote says
+    why), one legend below the panel."""
+    from ...plotting import figure, legend_below, series, standin_title
+
+    fig, axes = figure(1, 1, width=6.4, height=4.2)
     ax = axes[0, 0]
     eps_sorted = sorted(summary["eps"].unique(), reverse=True)
     xpos = {e: i for i, e in enumerate(eps_sorted)}  # the thesis plots the eps grid as equally spaced categories
     for a in [a for a in ATTACK_LABELS if a in set(summary["attack"])]:
         s = summary[summary["attack"] == a].sort_values("eps", ascending=False)
         x = [xpos[e] for e in s["eps"]]
-        line, = ax.plot(x, s[f"{metric}_mean" if metric == "cos" else metric], marker="o", label=ATTACK_LABELS[a],
-                        zorder=3)
+        line, = series(ax, x, s[f"{metric}_mean" if metric == "cos" else metric], ATTACK_ROLES[a], ATTACK_LABELS[a],
+                       zorder=3)
         if metric == "cos":
             # 10 % and 90 % quantiles as thin dotted lines: four overlapping filled bands hid the means
             for q in ("cos_q10", "cos_q90"):
@@ -186,15 +193,13 @@ def plot_metric(summary: pd.DataFrame, params: dict, metric: str, ylabel: str, t
             ax.axvspan(x - 0.5, x + 0.5, color="0.85", zorder=0, label=VOID_LABEL if k == 0 else None)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small")
     labels = list(summary["dataset"].unique())
     note = subsample_note(params)
     ax.set_title(standin_title(title + (f"\n{note}" if note else ""), labels), fontsize="small")
-    ax2 = axes[0, 1]
-    ax2.text(0.5, 0.5, "Digg: not available\n(the 2016 Digg crawl cannot be obtained;\nsee Table 3.1)", ha="center",
-             va="center", transform=ax2.transAxes)
-    ax2.set_axis_off()
     fig.tight_layout()
+    legend_below(fig, axes, ncol=3)
+    fig.text(0.5, -0.16, "The thesis' Digg panel is not drawn: the 2016 Digg crawl cannot be obtained (Table 3.1).",
+             ha="center", va="top", fontsize="x-small", color="#444444")
     return fig
 
 

@@ -181,23 +181,40 @@ def speedup(df: pd.DataFrame):
 SOLVER_NAMES = {"csgd": "C-SGD", "csgd-1t": "C-SGD", "sgld": "SGLD", "libmf": "libmf", "surprise": "surprise"}
 
 
+#: the shared figure roles (dpmf_lib.plotting.ROLES): the paper's C-SGD, C-SGD at the peers' thread count, its SGLD,
+#: and the peers it is compared with
+SOLVER_ROLES = {"csgd": "paper", "csgd-1t": "paper-alt", "sgld": "ours", "libmf": "compared", "surprise": "compared-alt"}
+
+
+def _solver_label(solver: str, h: pd.DataFrame, sgld_average: bool) -> str:
+    threads = int(h["threads"].iloc[0]) if "threads" in h and h["threads"].notna().any() else None
+    label = SOLVER_NAMES.get(solver, solver)
+    if solver == "sgld":
+        label = "fast SGLD" + (" (posterior average)" if sgld_average else " (last sample)")
+    return label + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else "")
+
+
 def plot(df: pd.DataFrame, params: dict):
+    from ...plotting import legend_below, series
+
     keys = list(df.groupby(["dataset", "d"], sort=False).groups)
     fig, axes = figure(ncols=len(keys), width=4.2, height=3.6)
     for ax, (ds, d) in zip(axes[0], keys):
         g = df[(df.dataset == ds) & (df.d == d)]
         for solver, h in g.groupby("solver", sort=False):
-            y = h["test_rmse_avg"] if solver == "sgld" and "test_rmse_avg" in h and h["test_rmse_avg"].notna().any() \
-                else h["test_rmse"]
-            ax.plot(h["wall"], y, "o-", ms=3, label=solver)
+            average = solver == "sgld" and "test_rmse_avg" in h and h["test_rmse_avg"].notna().any()
+            y = h["test_rmse_avg"] if average else h["test_rmse"]
+            series(ax, h["wall"], y, SOLVER_ROLES.get(solver, "ours-2"), _solver_label(solver, h, average), ms=3,
+                   lw=1.3)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log ranges
         ax.set_xlabel("wall time (s)")
         ax.set_ylabel("test RMSE")
         ax.set_title(f"{ds}, d = {d}", fontsize=9)
-        ax.legend(fontsize=7)
     # the solvers this run has (paper: surprise does not run; csgd-1t is C-SGD at the peers' thread count)
     ran = ", ".join(dict.fromkeys(SOLVER_NAMES.get(s, s) for s in df.solver.unique()))
+    fig.tight_layout()
     fig.suptitle(standin_title(f"Liu et al. Fig. 2: test RMSE vs time ({ran})", df.dataset.unique()), fontsize=10,
-                 y=1.08)
+                 y=1.1)
+    legend_below(fig, axes, ncol=4)
     return fig

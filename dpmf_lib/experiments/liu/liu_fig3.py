@@ -164,22 +164,32 @@ def run(params: dict) -> pd.DataFrame:
     return attach(pd.DataFrame(rows + more_rows), sources=sources + more_sources, measurements=meas + more_meas)
 
 
+#: the shared figure roles and readable names of the solvers (dpmf_lib.plotting.ROLES)
+SOLVER_LOOKS = {"csgd": ("paper", "C-SGD (tiered)"), "naive": ("compared", "SGD, naive order"),
+                "sgld": ("ours", "fast SGLD")}
+
+
 def plot(df: pd.DataFrame, params: dict):
+    import textwrap
+
+    from ...plotting import series
+
     labels = df.dataset.unique()
     s5 = df[df.section5.astype(bool)] if "section5" in df else df.iloc[:0]
     df = df[~df.section5.astype(bool)] if "section5" in df else df
     sw = df[df.thread_sweep] if "thread_sweep" in df else df
     keys = list(sw.groupby(["dataset", "d"], sort=False).groups)
-    fig, axes = figure(ncols=max(1, len(keys)), width=4.2, height=3.6)
+    fig, axes = figure(ncols=max(1, len(keys)), width=5.2, height=3.6)
     for ax, (ds, d) in zip(axes[0], keys):
         g = sw[(sw.dataset == ds) & (sw.d == d)]
         for s, h in g.groupby("solver", sort=False):
-            ax.plot(h.threads, h.updates_per_s / 1e6, "o-", label=s)
+            role, name = SOLVER_LOOKS.get(s, ("ours-2", s))
+            series(ax, h.threads, h.updates_per_s / 1e6, role, name)
         ax.set_xlabel("threads")
         ax.set_ylabel("million updates / s")
         ax.set_xticks(sorted(g.threads.unique()))
         ax.set_title(f"{ds}, d = {d}", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     other = df[~df.thread_sweep] if "thread_sweep" in df else df.iloc[:0]
     lines = [f"{r.dataset}, d = {r.d}: C-SGD {r.updates_per_s / 1e6:.3g} M updates/s on {r.threads} threads"
              + (" (the abstract: 8.5 M at d = 1024)" if r.d == 1024 else "") for r in other.itertuples()]
@@ -188,6 +198,10 @@ def plot(df: pd.DataFrame, params: dict):
     lines += [f"Section 5 (quote: Netflix, d = 2048, 1e8 ratings in ≈ 10 s = 10 M updates/s): {r.dataset}, d = {r.d}, "
               f"{r.n_ratings:,} ratings of {r.n_users:,} whole users × {r.n_items:,} items: C-SGD "
               f"{r.updates_per_s / 1e6:.3g} M updates/s on {r.threads} threads" for r in s5.itertuples()]
-    fig.text(0.5, -0.02, "\n".join(lines + [shape]), ha="center", va="top", fontsize=7)
-    fig.suptitle(standin_title("Liu et al. Fig. 3: throughput vs threads (2-core shared machine)", labels), fontsize=10, y=1.05)
+    width = 95 * max(1, len(keys))  # the notes wrap to the panels' width instead of widening the canvas
+    notes = [w for line in lines + [shape] if line for w in textwrap.wrap(line, width)]
+    fig.tight_layout()
+    fig.text(0.02, -0.02, "\n".join(notes), ha="left", va="top", fontsize=7)
+    fig.suptitle(standin_title("Liu et al. Fig. 3: throughput vs threads (2-core shared machine)", labels), fontsize=10,
+                 y=1.08)
     return fig
