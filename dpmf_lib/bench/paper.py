@@ -153,8 +153,13 @@ def run_row(name: str, profile: str, workdir: Path) -> dict:
     figures, cache = workdir / "figures", workdir / "cache"
     cache.mkdir(parents=True)
     env = {"DPMF_FIGURES_DIR": str(figures), "DPMF_CACHE_DIR": str(cache), "DPMF_CACHE": "on"}
+    from ..errors import WorkbookError
+
     stat0, own0 = proc_stat(), own_cpu()
-    rec = _execute_row(name, profile, env)
+    try:
+        rec = _execute_row(name, profile, env)
+    except WorkbookError as exc:  # a row that cannot start (its params, its registry row): the others still run
+        rec = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     stat1, own1 = proc_stat(), own_cpu()
     by_fn = written_by_function(cache)
     prov = _read_json(figures / name / "provenance.json")
@@ -304,7 +309,8 @@ def run(profile: str = "quick", only: str | None = None, *, baseline_path: Path 
             results.append(now)
             baselines[name] = baseline(name, profile, baseline_path)
             base_s = (baselines[name] or {}).get("runtime_s")
-            print(f"{name} ({nb_profile}): {now['status']} in {now['runtime_s']} s"
+            took = f" in {now['runtime_s']} s" if now.get("runtime_s") is not None else f": {now.get('error')}"
+            print(f"{name} ({nb_profile}): {now['status']}{took}"
                   + (f" (baseline {base_s} s)" if base_s else " (no baseline)"), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -220,3 +220,22 @@ def test_one_real_canary_row_through_the_cli(tmp_path):
     assert 0.0 <= row["host_busy_share"] <= 1.0
     assert {r["metric"] for r in doc["records"]} >= {"wall_seconds", "cpu_seconds", "cache_entries_written"}
     assert any(r["name"] == "balu_fig5_1_seconds_over_baseline" for r in doc["ratios"])
+
+
+def test_a_row_that_cannot_start_is_a_failed_row_and_the_others_run(monkeypatch):
+    from dpmf_lib.errors import ParameterError
+
+    calls = []
+    fake = _fake_execute(calls)
+
+    def execute(name, profile, env):
+        if name == "liu_fig5":
+            raise ParameterError("liu_fig5: unknown profile 'canary'")
+        return fake(name, profile, env)
+
+    monkeypatch.setattr(paper, "_execute_row", execute)
+    out = paper.run("quick", "liu_fig5,hua_fig1")
+    assert [c[0] for c in calls] == ["hua_fig1"]
+    line = _line(out, "liu_fig5")
+    assert line["met"] is None and "ParameterError" in line["note"]
+    assert not any(r["name"] == "liu_fig5" and r["metric"] == "wall_seconds" for r in out["records"])
