@@ -98,7 +98,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	mkdir -p bench-results
-	for s in machine mf sketch attacks lsh pnbm; do \
+	for s in machine mf sketch attacks lsh pnbm paper; do \
 	  $(PY) -m dpmf_lib.bench $$s --profile $(if $(filter paper,$(PROFILE)),paper,quick) --out bench-results/$$s.json || exit 1; \
 	done
 

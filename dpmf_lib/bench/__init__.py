@@ -5,7 +5,7 @@ Records are ``{"name", "params", "metric", "value", "unit"}``; ratios ``{"name",
 from records of the same run (absolute times drift on shared machines; ratios taken together do not).
 """
 
-SUITES = ("machine", "mf", "sketch", "attacks", "lsh", "pnbm")
+SUITES = ("machine", "mf", "sketch", "attacks", "lsh", "pnbm", "paper")
 BENCH_PROFILES = ("quick", "paper")
 
 

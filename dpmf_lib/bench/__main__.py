@@ -27,6 +27,10 @@ def machine_info() -> dict:
     for var in ("OPENBLAS_CORETYPE", "NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
         if os.environ.get(var):
             info[var] = os.environ[var]
+    try:  # at the end of the run: how busy the shared host was (1, 5 and 15 min averages)
+        info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
     return info
 
 
@@ -65,7 +69,7 @@ def table(doc: dict, old: dict | None = None) -> str:
         met = "—" if r.get("met") is None else ("met" if r["met"] else "NOT met")
         if "repeats_meeting" in r:
             met += f" (alone in {r['repeats_meeting']} of {r['repeats']} repeats)"
-        if r.get("repeats_left_out"):
+        if r.get("note") and (r.get("repeats_left_out") or r.get("met") is None):  # why some or all went unjudged
             met += f" ({r['note']})"
         row = (r["name"], f"{r['value']:.3g}", _range_text(r), r.get("target") or "—", met)
         if old:
@@ -92,6 +96,8 @@ def main(argv=None) -> int:
     ap.add_argument("suite", help=f"one of {', '.join(SUITES)}")
     ap.add_argument("--profile", choices=BENCH_PROFILES, default="quick")
     ap.add_argument("--out", type=Path, default=None, help="JSON file to write (default: print the JSON)")
+    ap.add_argument("--only", default=None, metavar="ROWS",
+                    help="(suite paper) shell pattern(s) of the suite's rows to run, comma-separated")
     ap.add_argument("--compare", type=Path, default=None, metavar="OLD.json",
                     help="an earlier run of the same suite: show its values and new/old beside this run's")
     args = ap.parse_args(argv)
@@ -114,12 +120,26 @@ def main(argv=None) -> int:
     except ModuleNotFoundError as exc:
         print(f"error: suite '{args.suite}' is not implemented yet ({exc})", file=sys.stderr)
         return 2
+    kwargs = {}
+    if args.only:  # a suite with named rows says which it has (rows_for) and refuses a pattern matching none
+        if not hasattr(mod, "rows_for"):
+            print(f"error: suite '{args.suite}' has no rows to choose from (--only is for the paper suite)",
+                  file=sys.stderr)
+            return 2
+        try:
+            mod.rows_for(args.profile, args.only)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        kwargs["only"] = args.only
     started = time.time()
-    result = mod.run(args.profile)
+    result = mod.run(args.profile, **kwargs)
+    # a suite's own keys (the paper suite's raw rows) go into the JSON after the common ones
     doc = {"suite": args.suite, "profile": args.profile, "machine": machine_info(),
            "records": result.get("records", []), "ratios": result.get("ratios", []),
            "wall_time_s": round(time.time() - started, 2),
-           "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+           "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           **{k: v for k, v in result.items() if k not in ("records", "ratios")}}
     text = json.dumps(doc, indent=2, default=str)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
