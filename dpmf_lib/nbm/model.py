@@ -400,16 +400,22 @@ def sample_pnbm(train: Ratings, *, epsilon=None, tau: int = 200, T: int = 200, L
 
 def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 200, L: int = 1000, xi: float = 0.3,
                       Nk: int = 500, init_high: float = 0.2, seed=None, test: Ratings | None = None,
-                      eval_every: int = 0, init_S: np.ndarray | None = None, impl: str = "fused") -> list:
+                      eval_every: int = 0, init_S: np.ndarray | None = None, impl: str = "fused",
+                      noise_seed: int | None = None, eval_after: int = 0) -> list:
     """:func:`sample_pnbm` for several chains in lockstep with common random numbers: ``chains`` is a list of
     ``{"epsilon", "eta1", "rho", "lam"}`` (what a grid varies at a fixed seed); they share the trimmed data, the start
     S⁰, every minibatch and every Gaussian draw — exactly what separate calls with the same ``seed`` draw — so each
     returned :class:`PNBMResult` has the bytes of its separate run, while the M×M noise is generated once per step
     for all chains (kernels.sgld_step_batch_kernel). Memory: 2 float32 M×M matrices per chain.
 
-    With ``test`` and ``eval_every``, ``history`` gets (t, test RMSE) and ``info["movement"]`` (t, ‖S_t − S⁰‖_F /
-    ‖S⁰‖_F): how far the chain moved from its data-independent start (at the paper's steps DPPS chains barely move);
-    ``info["moved"]`` is that ratio for the released sample, always."""
+    With ``test`` and ``eval_every``, at the steps t > ``eval_after``, ``history`` gets (t, test RMSE),
+    ``info["movement"]`` (t, ‖S_t − S⁰‖_F / ‖S⁰‖_F): how far the chain moved from its data-independent start (at the
+    paper's steps DPPS chains barely move), and ``info["s_norm2"]`` (t, mean squared entry of S_t), a statistic for
+    convergence diagnostics; ``info["moved"]`` is that ratio for the released sample, always.
+
+    ``noise_seed`` (an int): an independent chain on the same trimmed data — ``seed`` still trims, the start S⁰, the
+    minibatches and the Gaussian draws come from ``noise_seed`` instead (None: from ``seed``, as one run draws them).
+    Chains from different starts for split-R̂ (:func:`dpmf_lib.nbm.runs.dpps_pnbm_chains`)."""
     _check_impl(impl)
     if not chains:
         raise ParameterError("sample_pnbm_batch needs at least one chain")
@@ -426,10 +432,13 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
         validate.positive(v, n)
     validate.integer(T, "T")
     validate.integer(L, "L")
+    validate.integer(eval_after, "eval_after", lo=0)
     rng, seed_used, seed_fixed = seeded(seed)
     rbar = item_means(train)
     full = prepare(train, rbar)
     tr = trim_to_tau(train, tau, rng)
+    if noise_seed is not None:  # the same trimmed data; start, minibatches and noise of an independent chain
+        rng = np.random.default_rng(validate.integer(noise_seed, "noise_seed", lo=0))
     data = prepare(tr, rbar)
     Bnd = acc.loglik_bound(train.rating_scale, tau)
     M = train.n_items
@@ -457,6 +466,7 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
         if eps is not None:
             res.info["epsilon_target"] = float(min(float(eps), 4.0 * Bnd))  # κ = min(1, ε/(4B))
         res.info["movement"] = []
+        res.info["s_norm2"] = []
         out.append(res)
     # the start's RMSE (one start for every chain): the guard "the chain moved" compares the released sample with it
     rmse_start = rmse(predict(S0, full, test, Nk=Nk, C=0.0), test) if test is not None else None
@@ -483,11 +493,12 @@ def sample_pnbm_batch(train: Ratings, chains: list, *, tau: int = 200, T: int = 
                 G[b].fill(0.0)
         for b in range(nb):
             out[b].noise_scales.append(float(sd[b]))
-        if test is not None and eval_every and (t % eval_every == 0 or t == T):
+        if test is not None and eval_every and t > eval_after and (t % eval_every == 0 or t == T):
             for b in range(nb):
                 out[b].history.append((t, rmse(predict(S[b], full, test, Nk=Nk, C=0.0), test)))
                 out[b].info["movement"].append(
                     (t, float(np.linalg.norm(S[b].astype(np.float64) - S0)) / s0_norm))
+                out[b].info["s_norm2"].append((t, float(np.mean(np.square(S[b], dtype=np.float64)))))
     secs = time.perf_counter() - t0
     for b, res in enumerate(out):
         res.S = S[0] if nb == 1 else S[b].copy()  # a copy: one result must not keep the whole batch alive

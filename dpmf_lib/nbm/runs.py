@@ -112,12 +112,10 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
     global _ETA_N_MAX
     if _ETA_N_MAX is None:
         _ETA_N_MAX = float(_sample_private_default("eta_n_max"))
-    from ..mf import Schedule
     from ..privacy import posterior_sampling as ps
 
-    pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
-    eps = 4.0 * pre.B if epsilon is None else float(epsilon)
-    lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
+    pre, eps, lam_p, kw = _dpps_mf_setup(train, epsilon=epsilon, seed=seed, eta=eta, lam=lam, rho=rho, d=d, xi=xi,
+                                         tau=tau, rounds=rounds, kappa=kappa, weight_cap=weight_cap, lambda_r=lambda_r)
     key = None
     if memo is not None:  # the step that will run: η enters sample_private only through it
         h = ps.step_size(ps.likelihood_scale(eps, pre.B, lambda_r) * lambda_r / 2.0, float(eta) * train.n_ratings,
@@ -126,10 +124,7 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
                float(weight_cap), float(lambda_r), int(seed))
         if key in memo:
             return memo[key]
-    rel = ps.sample_private(pre, eps, Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r,
-                            rounds=int(rounds), eta_n=float(eta) * train.n_ratings, gamma=float(xi),
-                            step_scale=float(rho), seed=int(seed), schedule=Schedule(n_threads=1),
-                            priors_public=True)  # Λ = λ λ_r: a number of the grid, not fit to the ratings
+    rel = ps.sample_private(pre, eps, seed=int(seed), **kw)
     if key is not None:
         ran = float(rel.history["eta"].iloc[0]) if rel.history is not None and "eta" in rel.history else math.nan
         want = float(rho) * key[1] / pre.train.n_ratings
@@ -138,6 +133,23 @@ def dpps_mf_release(train, *, epsilon, seed: int, eta: float, lam: float, rho: f
                 memo.clear()
             memo[key] = rel
     return rel
+
+
+def _dpps_mf_setup(train, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float, tau: int,
+                   rounds: int, kappa: float, weight_cap: float, lambda_r: float):
+    """(preprocessed data, ε, Λ, ``sample_private``'s keywords but the seed) of a DPPS-MF grid point: the mapping
+    :func:`dpps_mf_release` documents."""
+    from ..mf import Schedule
+    from ..privacy import posterior_sampling as ps
+
+    pre = ps.preprocess(train, tau=int(tau), kappa=float(kappa), rho=float(weight_cap), seed=int(seed))
+    eps = 4.0 * pre.B if epsilon is None else float(epsilon)
+    lam_p = np.full(int(d), float(lam) * lambda_r, dtype=np.float32)
+    kw = dict(Lambda_u=lam_p, Lambda_v=lam_p, d=int(d), lambda_r=lambda_r, rounds=int(rounds),
+              eta_n=float(eta) * train.n_ratings, gamma=float(xi), step_scale=float(rho),
+              schedule=Schedule(n_threads=1),
+              priors_public=True)  # Λ = λ λ_r: a number of the grid, not fit to the ratings
+    return pre, eps, lam_p, kw
 
 
 def dpps_mf_rmse(train, test, **kw) -> float:
@@ -417,6 +429,134 @@ def chain_traces(agg: pd.DataFrame, dataset: str, fold: int, fixed: dict, seed: 
                              "epsilon": e, "config": cfg, "t": t, "moved": mv, "rmse": rm, "fold": int(fold),
                              "selected": False})
     return pd.DataFrame(rows)
+
+
+#: the statistics whose split-R̂ / ESS vouch for a DPPS chain: the sample's test RMSE and its mean squared entry
+#: (of S for DPPS-PNBM, of the item factors V for DPPS-MF: sample_private's trace)
+PNBM_CHAIN_STATS = ("s_norm2", "sample_rmse")
+MF_CHAIN_STATS = ("v_norm2", "sample_rmse")
+_MF_START_SD = 0.1  # dpmf_lib.mf.init_model's factor scale: the released DPPS-MF chain's start
+
+
+def _check_chains(n_chains, spread) -> tuple[int, float]:
+    from .. import validate
+
+    n = validate.integer(n_chains, "n_chains", lo=2, what="the DPPS chain diagnostics (split-R-hat needs >= 2 chains "
+                                                            "from different starts)")
+    return n, validate.positive(spread, "chain_spread", what="the DPPS chain diagnostics (start of chain k: "
+                                                             "the released chain's start scaled by spread^k)")
+
+
+def _second_half(trace: pd.DataFrame, n_steps: int, stats) -> dict:
+    """Split-R̂ (max over ``stats``) and ESS (min) of the draws after ``n_steps // 2`` (no burn-in phase: the second
+    half of each chain, as :func:`~dpmf_lib.privacy.posterior_sampling.sample_private` without burn-in)."""
+    from ..privacy.chains import chain_diagnostics
+
+    return chain_diagnostics(trace[trace.draw > int(n_steps) // 2], stats=stats)
+
+
+def dpps_pnbm_chains(train, test, chain: dict, fixed: dict, seed: int, n_chains: int = 2,
+                     spread: float = 10.0) -> dict:
+    """Convergence diagnostics of one SGLD / DPPS-PNBM configuration (``chain``: epsilon, eta1, rho, lam; ``fixed``:
+    :func:`~dpmf_lib.nbm.model.sample_pnbm_batch`'s other settings): the released chain, seeded ``seed`` as
+    :func:`evaluate` seeds it (the same bytes), beside ``n_chains − 1`` independent chains on the same trimmed data,
+    chain k from the wider data-independent start S⁰ ~ U(0, init_high · spread^k) with its own minibatches and noise
+    (:func:`~dpmf_lib.privacy.chains.diagnostic_chain_seed`), each traced at every step of its second half (what
+    the diagnostics read; the first half is the warm-up). Returns the released
+    chain's ``rmse``, ``rmse_start`` and ``moved`` (|difference|: the ``chain_moved`` guard), and split-R̂ (max)
+    and ESS (min) over the chains' second halves of :data:`PNBM_CHAIN_STATS`."""
+    from ..privacy.chains import diagnostic_chain_seed
+
+    n, spread = _check_chains(n_chains, spread)
+    T = int(fixed["T"])
+    traces, first = [], None
+    for k in range(n):
+        fx = {**fixed, "init_high": float(fixed["init_high"]) * spread ** k}
+        r = sample_pnbm_batch(train, [chain], seed=int(seed), noise_seed=None if k == 0 else diagnostic_chain_seed(
+            seed, k), test=test, eval_every=1, eval_after=T // 2, **fx)[0]
+        if k == 0:
+            first = r
+        traces.append(pd.DataFrame({"chain": k, "draw": [t for t, _ in r.history],
+                                    "sample_rmse": [v for _, v in r.history],
+                                    "s_norm2": [v for _, v in r.info["s_norm2"]]}))
+    diag = _second_half(pd.concat(traces, ignore_index=True), T, PNBM_CHAIN_STATS)
+    return {**diag, "rmse": first.info["rmse"], "rmse_start": first.info["rmse_start"],
+            "moved": abs(first.info["rmse"] - first.info["rmse_start"])}
+
+
+def dpps_mf_chains(train, test, *, epsilon, seed: int, eta: float, lam: float, rho: float, d: int, xi: float = 0.3,
+                   tau: int = 200, rounds: int = 20, kappa: float = 1.0, weight_cap: float = 1.0,
+                   lambda_r: float = 2.0, n_chains: int = 2, spread: float = 10.0) -> dict:
+    """:func:`dpps_pnbm_chains` for DPPS-MF: the release of :func:`dpps_mf_release` at these settings (the same
+    bytes: the test set only adds the trace) beside ``n_chains − 1`` independent chains on the same preprocessed data,
+    chain k with initial factors N(0, (0.1 · spread^k)²) and its own noise, without the range loop (their final
+    states are never released). ``rmse_start``: the released chain's start (:func:`~dpmf_lib.privacy.
+    posterior_sampling.chain_start`) through the same local ridge fit as the release; split-R̂ / ESS over the
+    chains' second halves (rounds after ``rounds // 2``) of :data:`MF_CHAIN_STATS`."""
+    from dataclasses import replace
+
+    from ..privacy import posterior_sampling as ps
+    from ..privacy.chains import diagnostic_chain_seed
+
+    n, spread = _check_chains(n_chains, spread)
+    pre, eps, _, kw = _dpps_mf_setup(train, epsilon=epsilon, seed=seed, eta=eta, lam=lam, rho=rho, d=d, xi=xi,
+                                     tau=tau, rounds=rounds, kappa=kappa, weight_cap=weight_cap, lambda_r=lambda_r)
+    rel = ps.sample_private(pre, eps, seed=int(seed), test=test, **kw)
+    traces = [rel.trace[rel.trace.chain == rel.released_chain].assign(chain=0)]
+    for k in range(1, n):
+        extra = ps.sample_private(pre, eps, seed=diagnostic_chain_seed(seed, k), test=test, check_range=False,
+                                  init_scale=_MF_START_SD * spread ** k, **kw)
+        traces.append(extra.trace[extra.trace.chain == 0].assign(chain=k))
+    diag = _second_half(pd.concat(traces, ignore_index=True), rounds, MF_CHAIN_STATS)
+    m0 = ps.chain_start(pre, int(d), int(seed), rel.released_chain)
+    rmse = float(rel.local_model(train).rmse(test, clip=True))
+    rmse_start = float(replace(rel, V=m0.V, bi=m0.bi, b0=m0.b0).local_model(train).rmse(test, clip=True))
+    return {**diag, "rmse": rmse, "rmse_start": rmse_start, "moved": abs(rmse - rmse_start)}
+
+
+def selected_chains(agg: pd.DataFrame, dataset: str, method: str, epsilon, fixed: dict, fold: int, seed: int,
+                    n_chains: int = 2, spread: float = 10.0) -> dict | None:
+    """A row (method ``"chains"``, ``traced`` = ``method``) with the chain diagnostics of the configuration ``agg``
+    selected for (``method``, ε) on ``dataset``, on ``fold`` at ``seed`` (:func:`dpps_pnbm_chains`,
+    :func:`dpps_mf_chains`; ``fixed``: the method's fixed settings). None when nothing is selected there."""
+    label = _dataset(dataset).source.label
+    row = _selected(agg, label, method, epsilon)
+    if row is None:
+        return None
+    cfg = {k: float(v) for k, v in (kv.split("=") for kv in str(row["config"]).split(", "))}
+    train, test = fold_data(dataset, int(fold))
+    s = int(seed) * 1000 + int(fold)  # evaluate's seed: the released chain is the grid's
+    eps = None if pd.isna(row["epsilon"]) else float(row["epsilon"])
+    t0 = time.perf_counter()
+    if method in ("dpps-pnbm", "sgld-pnbm"):
+        d = dpps_pnbm_chains(train, test, {"epsilon": eps if method == "dpps-pnbm" else None,
+                                           **{k: cfg[k] for k in _CHAIN_KEYS}}, fixed, s, n_chains, spread)
+    elif method == "dpps-mf":
+        d = dpps_mf_chains(train, test, epsilon=eps, seed=s, **{**cfg, "d": int(cfg["d"])}, **fixed,
+                           n_chains=n_chains, spread=spread)
+    else:
+        raise ParameterError(f"no chain diagnostics for method '{method}' (only dpps-pnbm, sgld-pnbm, dpps-mf)")
+    return {"dataset": label, "method": "chains", "traced": method, "epsilon": row["epsilon"],
+            "config": row["config"], "fold": int(fold), "selected": False, "rmse": d["rmse"],
+            "rmse_start": d["rmse_start"], "chain_moved": d["moved"], "chain_rhat": d["rhat"], "chain_ess": d["ess"],
+            "n_chains": d["n_chains"], "n_draws": d["n_draws"], "chain_spread": float(spread),
+            **{k: v for k, v in d.items() if k.startswith(("rhat_", "ess_"))},
+            "seconds": time.perf_counter() - t0}
+
+
+def chain_guards(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> dict:
+    """The ``chain_moved``, ``chain_split_rhat`` and ``chain_ess`` guards of (method, ε) from its ``"chains"`` row
+    (:func:`selected_chains`). An R̂ or ESS that could not be computed (too few draws, a non-finite draw) leaves
+    the chain unvouched for: R̂ inf, ESS 0 (they fail); no row: NaN (not measured)."""
+    rows = agg[(agg.dataset == dataset) & (agg.method == "chains")]
+    rows = rows[rows["traced"] == method] if "traced" in rows else rows.iloc[:0]
+    rows = rows[rows.epsilon.isna()] if epsilon is None else rows[np.isclose(rows.epsilon, float(epsilon))]
+    if not len(rows):
+        return {"chain_moved": float("nan"), "chain_split_rhat": float("nan"), "chain_ess": float("nan")}
+    r = rows.iloc[0]
+    rh, es = float(r["chain_rhat"]), float(r["chain_ess"])
+    return {"chain_moved": float(r["chain_moved"]), "chain_split_rhat": rh if math.isfinite(rh) else float("inf"),
+            "chain_ess": es if math.isfinite(es) else 0.0}
 
 
 def item_means_rmse(dataset: str, folds_: list) -> float:

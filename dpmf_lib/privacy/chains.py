@@ -1,7 +1,8 @@
 """Independent chains of the private samplers and their diagnostics (Liu et al. 2015, Figure 7).
 
-- :func:`chain_seed`, :func:`phase_seed`, :func:`prior_run_seed` — the seed namespaces of a run's chains, of a chain's
-  constant-step phase and of the non-private run whose Λ the chains hold fixed;
+- :func:`chain_seed`, :func:`phase_seed`, :func:`prior_run_seed`, :func:`diagnostic_chain_seed` — the seed namespaces
+  of a run's chains, of a chain's constant-step phase, of the non-private run whose Λ the chains hold fixed and of the
+  extra chains run beside a released one only for its diagnostics;
 - :func:`chain_diagnostics` — split-R̂ and ESS (:mod:`dpmf_lib.diagnostics`) over the statistics of a per-draw trace.
 
 Used by :func:`dpmf_lib.privacy.posterior_sampling.sample_private` (which re-exports them) and by
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..diagnostics import ess, split_rhat
+from ..errors import ParameterError
 
 
 def chain_seed(seed: int, k: int) -> int:
@@ -37,6 +39,16 @@ def prior_run_seed(seed: int) -> int:
     6.6; ``liu_fig7.nonprivate_sgld``). A namespace of its own: seeding that run with ``seed`` itself gave it chain 0's
     burn-in noise stream (``chain_seed(seed, 0) == seed``), so the priors and the first private chain shared noise."""
     return int(np.random.SeedSequence([int(seed), 0x7A1B]).generate_state(1, np.uint64)[0] >> np.uint64(2))
+
+
+def diagnostic_chain_seed(seed: int, k: int) -> int:
+    """The seed of extra chain ``k`` (≥ 1) run beside the released chain of a run seeded ``seed``, for its split-R̂
+    and ESS only (the PNBM figures' DPPS chains). A namespace of its own: :func:`chain_seed` ``(seed, k)`` is the
+    seed of the release's k-th redraw, so an extra chain seeded by it would share noise with a chain that may be
+    released."""
+    if int(k) < 1:
+        raise ParameterError(f"extra chains are numbered from 1 (chain 0 is the released one), got {k}")
+    return int(np.random.SeedSequence([int(seed), 0xD1A6, int(k)]).generate_state(1, np.uint64)[0] >> np.uint64(2))
 
 
 def chain_diagnostics(trace: pd.DataFrame, stats=("v_norm2", "sample_rmse")) -> dict:

@@ -420,13 +420,23 @@ def step_size(scale: float, eta_n: float, eta_n_max: float, Lambda_u, Lambda_v) 
     return float(min(eta_n / max(scale, 1e-300), cap))
 
 
+def chain_start(pre: Preprocessed, d: int, seed: int, k: int = 0, init_scale: float | None = None):
+    """The data-independent start of chain ``k`` of a :func:`sample_private` run seeded ``seed`` (an
+    :class:`~dpmf_lib.mf.MFModel`: factors N(0, ``init_scale``²), zero biases, b₀ the rating scale's midpoint)."""
+    from ..mf import init_model
+
+    b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
+    return init_model(pre.train.n_users, pre.train.n_items, d, seed=[chain_seed(seed, k), 0xD9], b0=b0,
+                      scale=init_scale)
+
+
 def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: int = 16, lambda_r: float = 2.0,
                    lam_bias: float = 1.0, rounds: int = 20, eta_n: float = 0.02, eta_n_max: float = 0.2,
                    gamma: float = 0.6, max_resamples: int = 5, resample_rounds: int = 2, check_range: bool = True,
                    mode: str = "fast", seed=None, schedule=None, test=None, zeta: float = 1.0,
                    step_scale: float = 1.0, clip_loss: bool = False, burn_in: int = 0, n_chains: int = 1,
                    redraw: str = "fresh", thin: int = 1, sampler: str = "sgld", priors_public: bool = False,
-                   **sgld_kwargs) -> PrivateRelease:
+                   init_scale: float | None = None, **sgld_kwargs) -> PrivateRelease:
     """Algorithm 1 lines 3–7 on preprocessed data: SGLD on exp(−ε/(4B)·F) with fixed Λ, then the range loop.
 
     ``Lambda_u``, ``Lambda_v``: fixed prior precisions (Section 6.6: from a non-private SGLD run on the same data —
@@ -457,9 +467,11 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     Chains. ``burn_in`` > 0: every chain runs ``burn_in`` rounds at the decaying step η_t = h / t^γ from
     its data-independent start, then ``rounds`` rounds at the constant step h (γ = 0), keeping a draw every ``thin``
     rounds for the diagnostics; ``burn_in`` = 0 is a single decaying run of ``rounds`` rounds (γ throughout).
-    ``n_chains`` independent chains (seeds :func:`chain_seed`, independent initialisations) are run; their split-R̂
-    and ESS (of the mean squared item factor and, with ``test``, of the sample's test RMSE — diagnostics, not
-    released) are in ``rhat`` / ``ess`` / ``trace``. ``redraw`` (lines 5–6's "draw a new sample"): ``"fresh"``
+    ``n_chains`` independent chains (seeds :func:`chain_seed`, independent initialisations :func:`chain_start`) are
+    run; their split-R̂ and ESS (of the mean squared item factor and, with ``test``, of the sample's test RMSE —
+    diagnostics, not released) are in ``rhat`` / ``ess`` / ``trace``. ``init_scale``: the standard deviation of every
+    chain's initial factors (None: :func:`dpmf_lib.mf.init_model`'s 0.1; a larger one starts an over-dispersed chain,
+    still data-independent). ``redraw`` (lines 5–6's "draw a new sample"): ``"fresh"``
     (default) — redraw k is the final state of chain k (running a further independent chain when k ≥ ``n_chains``),
     so redraws are independent samples; ``"continue"`` — a Markov-chain stand-in: the released chain continued
     for ``resample_rounds`` more rounds at its last step (correlated with the draw it replaces).
@@ -472,7 +484,7 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     ``schedule`` (a :class:`dpmf_lib.mf.Schedule`; None: the default one): the SGLD chains' order, block and tier
     sizes, prefetch stride and threads; its ``n_threads`` also sets the threads of the Gibbs blocks.
     """
-    from ..mf import init_model, sample_sgld
+    from ..mf import sample_sgld
     from ..mf.csgd import num_threads
     from ..mf.schedule import check_schedule
 
@@ -507,7 +519,6 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
     s = likelihood_scale(eps, pre.B, lambda_r)
     h = step_scale * step_size(s * lambda_r / 2.0, eta_n, eta_n_max, Lambda_u, Lambda_v)
     N = train.n_ratings
-    b0 = 0.5 * (pre.rating_scale[0] + pre.rating_scale[1])
     common = dict(d=d, lambda_r=lambda_r, fixed_lambda=(Lambda_u, Lambda_v), lam_bias=lam_bias,
                   likelihood_scale=s, weights=pre.rating_weights, mode=mode, schedule=schedule, test=test,
                   clip_prediction=pre.pred_range if clip_loss else None, **sgld_kwargs)
@@ -523,13 +534,17 @@ def sample_private(pre: Preprocessed, epsilon: float, *, Lambda_u, Lambda_v, d: 
             traces.append(g.trace)
             hst = g.history.assign(chain=k)
             return g, hst
-        m0 = init_model(train.n_users, train.n_items, d, seed=[sk, 0xD9], b0=b0)
+        m0 = chain_start(pre, d, seed, k, init_scale)
         if burn_in == 0:
-            r = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=m0, seed=sk, gamma=gamma, **common)
+            r = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=m0, seed=sk, gamma=gamma,
+                            keep_every=int(thin), **common)
             hst = r.history.assign(chain=k, phase="sampling")
-            tr = pd.DataFrame({"chain": k, "draw": hst.epoch.to_numpy(),
-                               "sample_rmse": hst.test_rmse.to_numpy() if "test_rmse" in hst else np.nan})
-            traces.append(tr.assign(v_norm2=np.nan))
+            kept = hst[hst.epoch % int(thin) == 0]
+            tr = pd.DataFrame({"chain": k, "draw": kept.epoch.to_numpy(),
+                               "v_norm2": [float(np.mean(np.square(v, dtype=np.float64))) for v in r.samples_V],
+                               "sample_rmse": kept.test_rmse.to_numpy() if "test_rmse" in kept else np.nan})
+            traces.append(tr)
+            r.samples_V, r.samples_U = [], []  # read by the trace only (as below)
             return r, hst
         r1 = sample_sgld(train, epochs=int(burn_in), eta0=h / N, model=m0, seed=sk, gamma=gamma, **common)
         r = sample_sgld(train, epochs=int(rounds), eta0=h / N, model=r1.model, layout=r1.layout,

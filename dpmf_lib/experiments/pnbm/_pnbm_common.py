@@ -19,6 +19,15 @@ configuration is across seeds. Guards are computed the same way at every seed fr
 configurations at that seed (e.g. the noise-free MF gain over item means, the DPPS chain's movement), except
 ``k_grid_interior``: a fact of the first seed's selection, it is the same at every seed (its five values are one
 check, not five).
+
+**The chain guards.** A claim that reads a DPPS sample needs a chain that moved and converged
+(:data:`dpmf_lib.verdicts.KINDS`). The grid runs one chain per configuration and fold, and the chains of a fold
+share their start and noise (common random numbers), so they cannot vouch for each other. :func:`chain_rows` adds,
+for the selected configuration of every DPPS input of the claims only (never the grid), at every seed, its chain on
+the first fold — the released one, the same bytes — beside ``n_chains − 1`` independent chains on the same data from
+wider data-independent starts (scaled by ``chain_spread^k``), all traced at every step, and records their split-R̂
+and ESS (:mod:`dpmf_lib.diagnostics`, through :func:`dpmf_lib.privacy.chains.chain_diagnostics`) as rows with method
+``"chains"`` (:func:`dpmf_lib.nbm.runs.selected_chains`). The released sample stays the first chain's.
 """
 
 from __future__ import annotations
@@ -51,18 +60,41 @@ def run_specs(ds: str, specs: list[GridSpec], p: dict) -> list[pd.DataFrame]:
                           halving_keep=s.halving_keep) for s in specs]
 
 
-def full_run(params: dict, specs, finish, measure, *, epsilons: bool = False) -> pd.DataFrame:
+def chain_rows(agg: pd.DataFrame, p: dict, datasets, specs, inputs) -> pd.DataFrame:
+    """The chain guards' rows (module docstring): for every (method, ε) of ``inputs`` that ``agg`` selected on a
+    dataset, :func:`dpmf_lib.nbm.runs.selected_chains` on the first fold at ``p['seed']`` with the spec's fixed
+    settings, ``p['n_chains']`` chains and ``p['chain_spread']``."""
+    rows = []
+    for ds in datasets:
+        for spec in specs(ds, p):
+            for method, eps in inputs:
+                if method == spec.method and any(_same_epsilon(eps, None if e is None else float(e))
+                                                 for e in spec.epsilons):
+                    rows.append(runs.selected_chains(agg, ds, method, eps, spec.fixed, p["folds"][0], p["seed"],
+                                                     p["n_chains"], p["chain_spread"]))
+    return pd.DataFrame([r for r in rows if r is not None])
+
+
+def with_chains(agg: pd.DataFrame, p: dict, datasets, specs, chains) -> pd.DataFrame:
+    """``agg`` with the rows of :func:`chain_rows` for the inputs ``chains(p)`` appended (``chains`` None: none)."""
+    extra = chain_rows(agg, p, datasets, specs, chains(p)) if chains is not None else pd.DataFrame()
+    return pd.concat([agg, extra], ignore_index=True) if len(extra) else agg
+
+
+def full_run(params: dict, specs, finish, measure, *, epsilons: bool = False, chains=None) -> pd.DataFrame:
     """A figure's full run: every grid point of ``specs(ds, p)`` on every available dataset, best-of-grid selection
-    (:func:`dpmf_lib.nbm.runs.select_best`), the figure's ``finish(agg, p, notes)`` and its ``measure(agg, p,
-    datasets)`` attached with the datasets' sources. ``epsilons``: the figure takes ``epsilons`` (checked by
-    :func:`~dpmf_lib.params.require_epsilons` right after the datasets, before anything is loaded or trained)."""
+    (:func:`dpmf_lib.nbm.runs.select_best`), the chain guards' rows of the inputs ``chains(p)`` (:func:`with_chains`),
+    the figure's ``finish(agg, p, notes)`` and its ``measure(agg, p, datasets)`` attached with the datasets' sources.
+    ``epsilons``: the figure takes ``epsilons`` (checked by :func:`~dpmf_lib.params.require_epsilons` right after the
+    datasets, before anything is loaded or trained)."""
     require_datasets(params)  # first: before any data is loaded or model trained
     if epsilons:
         require_epsilons(params)
     p = params
     datasets, notes = runs.available(p["datasets"])
     frames = [f for ds in datasets for f in run_specs(ds, specs(ds, p), p)]
-    agg = finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+    agg = runs.select_best(pd.concat(frames, ignore_index=True))
+    agg = finish(with_chains(agg, p, datasets, specs, chains), p, notes)
     return attach(agg, sources=[runs._dataset(ds).source for ds in datasets], measurements=measure(agg, p, datasets))
 
 
@@ -104,11 +136,13 @@ class SelectedRerun:
 
     ``specs(ds, p)``: the figure's grids (:class:`GridSpec`); ``needs(p)``: the (method, ε) pairs the claims and
     their guards read; ``finish(agg, p, notes)``: the figure's column post-processing; ``measure(agg, p,
-    datasets)``: the figure's measurement function (the same one its full ``run`` uses). ``evaluated`` lists the
+    datasets)``: the figure's measurement function (the same one its full ``run`` uses); ``chains(p)``: the DPPS
+    inputs whose chain guards are measured (:func:`with_chains`; None: none). ``evaluated`` lists the
     (dataset, method, ε, grid point, seed) re-evaluated, over all calls (for tests and for a reader)."""
 
-    def __init__(self, df: pd.DataFrame, specs, needs, finish, measure):
+    def __init__(self, df: pd.DataFrame, specs, needs, finish, measure, chains=None):
         self.df, self.specs, self.needs, self.finish, self.measure = df, specs, needs, finish, measure
+        self.chains = chains
         self.evaluated: list[tuple] = []
 
     def plan(self, p: dict) -> list[tuple]:
@@ -166,6 +200,7 @@ class SelectedRerun:
         datasets = list(dict.fromkeys(ds for ds, *_ in plan))
         if not frames:  # no claim can be measured with these parameters (e.g. ε = 1 not on the axis)
             return attach(pd.DataFrame(), sources=[], measurements=[])
-        agg = self.finish(runs.select_best(pd.concat(frames, ignore_index=True)), p, notes)
+        agg = runs.select_best(pd.concat(frames, ignore_index=True))
+        agg = self.finish(with_chains(agg, p, datasets, self.specs, self.chains), p, notes)
         return attach(agg, sources=[runs._dataset(ds).source for ds in datasets],
                       measurements=self.measure(agg, p, datasets))

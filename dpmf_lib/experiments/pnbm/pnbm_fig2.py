@@ -21,11 +21,12 @@ values come from fresh seeds seed + 1 … seed + n, not from the first seed, who
 Guards by kind (:data:`dpmf_lib.verdicts.KINDS`), recorded at every seed: ``gain_over_bias_only`` (the smaller test
 RMSE gain of the two sides compared — the better of PCC and COS, and the DPPS sample — over item means, same folds),
 ``selection_off_grid_edge`` (every hyper-parameter of the DPPS configuration selected on a grid of ≥ 2 values lies
-strictly inside it) and, for DPPS-PNBM, ``chain_moved``. Not recorded: a chain's split-R̂ and ESS (each fold runs one
-chain per configuration, and chains run in lockstep share their start and noise: R̂ needs ≥ 2 chains from different
-starts, an extra chain per fold and seed would add ~50 % to the claims' cost, and the 10-point movement trace could
-never reach an ESS of 200), and DPPS-MF's ``chain_moved`` (:mod:`dpmf_lib.privacy`'s sampler does not report the RMSE
-of its chain's data-independent start).
+strictly inside it), ``chain_moved`` (DPPS-PNBM: the selected rows, mean over folds; DPPS-MF: its chain on the first
+fold) and the chains' ``chain_split_rhat`` and ``chain_ess``: for the selected DPPS-PNBM and DPPS-MF configurations at
+x = 0.1 only, their released chain on the first fold beside ``n_chains − 1`` independent chains from wider
+data-independent starts, R̂ and ESS over the chains' second halves of the sample's test RMSE and its mean squared
+entry (rows with method ``"chains"``, :func:`~dpmf_lib.experiments.pnbm._pnbm_common.chain_rows`). The released
+sample stays the first chain's.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ...nbm import runs
 from ...outputs import attach
 from ...params import require_datasets
 from ...plotting import figure, standin_title
-from ._pnbm_common import GridSpec, SelectedRerun, run_specs
+from ._pnbm_common import GridSpec, SelectedRerun, run_specs, with_chains
 from .pnbm_fig1 import knn_specs, sources_of
 
 CLAIM_DPPS_KNN = "pnbm-5.2-dpps-pnbm-beats-knn-x0.1"
@@ -71,6 +72,11 @@ def specs(ds: str, p: dict) -> list[GridSpec]:
                  {"xi": p["xi"], "tau": p["tau"], "rounds": p["mf_rounds"]}, hk)]
 
 
+def chain_inputs(p: dict) -> list[tuple]:
+    """The DPPS (method, ε) whose selected configuration gets the extra chains of the chain guards."""
+    return [(m, e) for m, e in claim_inputs(p) if m in ("dpps-pnbm", "dpps-mf")]
+
+
 def claim_inputs(p: dict) -> list[tuple]:
     """The (method, ε) whose selected configuration the claims and guards of this figure read."""
     out = [("pcc", None), ("cos", None)]
@@ -98,17 +104,19 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
         note = f"folds {p['folds']}, profile {p['profile']}, T={p['T']}, L={p['L']}; grid selected on test folds"
         if 0.1 in [float(x) for x in p["xs"]]:
             e = _eps(p, [0.1])[0]
-            # guards by kind (dpmf_lib.verdicts.KINDS): every model compared beats item means; every hyper-parameter
-            # selected on its grid lies inside it. chain_moved is the only chain guard recorded: each fold runs one
-            # chain per configuration (split-R-hat needs >= 2 from different starts, module docstring)
+            # guards by kind (dpmf_lib.verdicts.KINDS): the chain moved and converged (split-R-hat and ESS over
+            # chains from different starts, module docstring); every model compared beats item means; every
+            # hyper-parameter selected on its grid lies inside it
+            pn, mf = runs.chain_guards(agg, ds, "dpps-pnbm", e), runs.chain_guards(agg, ds, "dpps-mf", e)
             meas.append(Measurement(CLAIM_DPPS_KNN, knn - runs.best_rmse(agg, ds, "dpps-pnbm", e), ds, real, note,
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", e),
+                                            "chain_split_rhat": pn["chain_split_rhat"], "chain_ess": pn["chain_ess"],
                                             "gain_over_bias_only": runs.gain_over_item_means(
                                                 agg, ds, p["folds"], [("knn", None), ("dpps-pnbm", e)]),
                                             "selection_off_grid_edge": runs.selection_interior(
                                                 agg, ds, "dpps-pnbm", e, dpps_grid(p))}))
             meas.append(Measurement(CLAIM_DPPSMF_KNN, knn - runs.best_rmse(agg, ds, "dpps-mf", e), ds, real, note,
-                                    guards={"gain_over_bias_only": runs.gain_over_item_means(
+                                    guards={**mf, "gain_over_bias_only": runs.gain_over_item_means(
                                                 agg, ds, p["folds"], [("knn", None), ("dpps-mf", e)]),
                                             "selection_off_grid_edge": runs.selection_interior(
                                                 agg, ds, "dpps-mf", e, dpps_mf_grid(p))}))
@@ -123,16 +131,19 @@ def run(params: dict) -> pd.DataFrame:
     agg = runs.select_best(pd.concat(frames, ignore_index=True))
     # movement traces of the selected chains on the first fold: rows with method "trace"
     traces = [runs.chain_traces(agg, ds, p["folds"][0], dpps_fixed(p), p["seed"]) for ds in datasets]
-    agg = finish(pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True), p, notes)
+    agg = with_chains(pd.concat([agg, *[t for t in traces if len(t)]], ignore_index=True), p, datasets, specs,
+                      chain_inputs)
+    agg = finish(agg, p, notes)
     return attach(agg, sources=sources_of(datasets), measurements=measurements(agg, p, datasets))
 
 
 def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
     """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the configurations ``df``
     (the full run at the first seed) selected for the claims' inputs (:func:`claim_inputs`), re-evaluated on the same
-    folds at ``params['seed']``, measured by :func:`measurements` (no movement traces: they are the figure's). The
-    selection is not replicated (see :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
-    return SelectedRerun(df, specs, claim_inputs, finish, measurements)
+    folds at ``params['seed']``, with the chain guards' chains (:func:`chain_inputs`), measured by
+    :func:`measurements` (no movement traces: they are the figure's). The selection is not replicated (see
+    :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
+    return SelectedRerun(df, specs, claim_inputs, finish, measurements, chains=chain_inputs)
 
 
 def plot(df: pd.DataFrame, params: dict):

@@ -14,6 +14,12 @@ selected configuration, free of the winner's curse of re-selecting on the test f
 values come from fresh seeds seed + 1 … seed + n, not from the first seed, whose value made the selection
 (SelectedRerun.replicate); the selection itself is made once (first seed) and is not replicated. Details:
 :mod:`dpmf_lib.experiments.pnbm._pnbm_common`.
+
+Chain guards (:data:`dpmf_lib.verdicts.KINDS`, kind ``chain``), recorded at every seed: ``chain_moved`` (the selected
+DPPS-PNBM rows, mean over folds) and ``chain_split_rhat`` / ``chain_ess`` of the selected DPPS-PNBM configuration at
+x = 1 only: its released chain on the first fold beside ``n_chains − 1`` independent chains from wider
+data-independent starts (:func:`~dpmf_lib.experiments.pnbm._pnbm_common.chain_rows`). The released sample stays the
+first chain's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ def specs(ds: str, p: dict) -> list[GridSpec]:
                      p["dpps_halving_keep"])]
 
 
+def chain_inputs(p: dict) -> list[tuple]:
+    """The DPPS (method, ε) whose selected configuration gets the extra chains of the chain guards."""
+    return [(m, e) for m, e in claim_inputs(p) if m == "dpps-pnbm"]
+
+
 def claim_inputs(p: dict) -> list[tuple]:
     """The (method, ε) whose selected configuration the claim and its guards read."""
     return [("dpsgd-pnbm", 1.0), ("dpps-pnbm", 1.0 * p["tau"])] if 1.0 in [float(x) for x in p["xs"]] else []
@@ -58,8 +69,10 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
             v = runs.best_rmse(agg, ds, "dpsgd-pnbm", 1.0) - runs.best_rmse(agg, ds, "dpps-pnbm", 1.0 * p["tau"])
             k = runs.selected_config(agg, ds, "dpsgd-pnbm", 1.0).get("K", float("nan"))
             note = f"folds {p['folds']}, profile {p['profile']}, DPPS T={p['T']}; selected on test folds"
+            ch = runs.chain_guards(agg, ds, "dpps-pnbm", 1.0 * p["tau"])
             meas.append(Measurement(CLAIM_DPPS_DPSGD, v, ds, runs._dataset(ds).source.real, note,
                                     guards={"chain_moved": runs.chain_movement(agg, ds, "dpps-pnbm", 1.0 * p["tau"]),
+                                            "chain_split_rhat": ch["chain_split_rhat"], "chain_ess": ch["chain_ess"],
                                             "gain_over_bias_only": runs.gain_over_item_means(
                                                 agg, ds, p["folds"], [("dpsgd-pnbm", 1.0),
                                                                       ("dpps-pnbm", 1.0 * p["tau"])]),
@@ -68,16 +81,17 @@ def measurements(agg: pd.DataFrame, p: dict, datasets) -> list[Measurement]:
 
 
 def run(params: dict) -> pd.DataFrame:
-    """Both grids of :func:`specs`, best-of-grid per (method, x), the claim by :func:`measurements`
-    (:func:`~dpmf_lib.experiments.pnbm._pnbm_common.full_run`)."""
-    return full_run(params, specs, finish, measurements)
+    """Both grids of :func:`specs`, best-of-grid per (method, x), the chain guards' chains (:func:`chain_inputs`),
+    the claim by :func:`measurements` (:func:`~dpmf_lib.experiments.pnbm._pnbm_common.full_run`)."""
+    return full_run(params, specs, finish, measurements, chains=chain_inputs)
 
 
 def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
     """``params -> DataFrame`` for :meth:`~dpmf_lib.outputs.NotebookRun.replicate`: only the two configurations ``df``
     (the full run at the first seed) selected at x = 1, re-evaluated on the same folds at ``params['seed']``, measured
-    by :func:`measurements`. The selection is not replicated (see :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
-    return SelectedRerun(df, specs, claim_inputs, finish, measurements)
+    by :func:`measurements`, with the chain guards' chains. The selection is not replicated (see
+    :mod:`dpmf_lib.experiments.pnbm._pnbm_common`)."""
+    return SelectedRerun(df, specs, claim_inputs, finish, measurements, chains=chain_inputs)
 
 
 def plot(df: pd.DataFrame, params: dict):

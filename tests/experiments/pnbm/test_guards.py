@@ -1,6 +1,6 @@
 """The guards the judging rules require (dpmf_lib.verdicts.KINDS), as the PNBM figures record them: hand-made cases
 of each guard's arithmetic, and a check that every claim of the figures records a guard for every requirement of its
-kinds (the chain's convergence excepted: one chain per configuration and fold, see pnbm_fig2's measurements)."""
+kinds (a DPPS claim: chain_moved, chain_split_rhat and chain_ess, from its "chains" row)."""
 
 import math
 
@@ -66,11 +66,19 @@ def test_gain_over_item_means_reads_the_better_knn_and_every_model(monkeypatch):
     assert math.isnan(runs.gain_over_item_means(agg, "D", [1], [("knn", None), ("dpps-pnbm", 2.0)]))
 
 
-# the guards each PNBM claim's measurement must carry, by the rule table; chain convergence is not recorded (one
-# chain per configuration and fold: split-R-hat needs >= 2 from different starts)
-NOT_RECORDED = {"the chain converged"}
-# DPPS-MF (dpmf_lib.privacy's sampler) does not report the RMSE of its chain's data-independent start
-NOT_RECORDED_FOR = {("pnbm-5.2-dpps-mf-beats-knn-x0.1", "the chain moved from its data-independent start")}
+def test_chain_guards_read_the_chains_row_and_fail_what_could_not_be_computed():
+    agg = _agg([{"method": "chains", "traced": "dpps-pnbm", "epsilon": 20.0, "config": "eta1=1", "chain_moved": 0.01,
+                 "chain_rhat": 1.2, "chain_ess": 35.0},
+                {"method": "chains", "traced": "dpps-mf", "epsilon": 20.0, "config": "eta=1", "chain_moved": 0.02,
+                 "chain_rhat": np.nan, "chain_ess": np.nan}])
+    assert runs.chain_guards(agg, "D", "dpps-pnbm", 20.0) == {"chain_moved": 0.01, "chain_split_rhat": 1.2,
+                                                              "chain_ess": 35.0}
+    # too few draws for R-hat / ESS: the chain is not vouched for (fails), not "not measured"
+    assert runs.chain_guards(agg, "D", "dpps-mf", 20.0) == {"chain_moved": 0.02, "chain_split_rhat": math.inf,
+                                                            "chain_ess": 0.0}
+    # no chains row (another ε, a frame without them): not measured
+    for frame, eps in ((agg, 2.0), (_agg([{"method": "pcc", "epsilon": np.nan, "config": "", "rmse": 1.0}]), 20.0)):
+        assert all(math.isnan(v) for v in runs.chain_guards(frame, "D", "dpps-pnbm", eps).values())
 
 
 def _agg_for(p):
@@ -83,6 +91,10 @@ def _agg_for(p):
                        ("dpps-mf", 0.1 * p["tau"], pnbm_fig2.dpps_mf_grid(p))):
         cfg = ", ".join(f"{k}={v[len(v) // 2]}" for k, v in grid.items())  # the middle of every grid: interior
         rows.append({"method": m, "epsilon": e, "config": cfg, "rmse": 0.9, "rmse_start": 0.91, "selected": True})
+        if m.startswith("dpps"):  # the chain guards' row of the selected configuration (runs.selected_chains)
+            rows.append({"method": "chains", "traced": m, "epsilon": e, "config": cfg, "rmse": 0.9,
+                         "rmse_start": 0.91, "chain_moved": 0.01, "chain_rhat": 1.3, "chain_ess": 12.0,
+                         "selected": False})
     return pd.DataFrame([{"dataset": "D", **r} for r in rows])
 
 
@@ -104,12 +116,15 @@ def test_every_claim_records_the_guards_of_its_kinds(module, monkeypatch):
         own = {g.name for g in claims[m.claim].guards}
         for kind in notes[m.claim].kinds:
             for req in KINDS[kind]:
-                if req.what in NOT_RECORDED or (m.claim, req.what) in NOT_RECORDED_FOR:
-                    continue
                 names = (own & set(req.accepts)) or {g.name for g in req.defaults}
                 assert names <= set(m.guards), (m.claim, req.what, sorted(m.guards))
         for g, v in m.guards.items():
             assert not (isinstance(v, float) and math.isnan(v)), (m.claim, g)
+        if "dpps" in m.claim:  # every DPPS claim: the chain moved and converged, from its chains row
+            assert {"chain_moved", "chain_split_rhat", "chain_ess"} <= set(m.guards), m.claim
+            assert m.guards["chain_split_rhat"] == 1.3 and m.guards["chain_ess"] == 12.0, m.claim
+            # DPPS-MF's movement is its chains row's; DPPS-PNBM's the selected rows' (mean over folds)
+            assert m.guards["chain_moved"] == pytest.approx(0.01), m.claim
         if "gain_over_bias_only" in m.guards:  # 1.00 − the worst side: 0.95 where kNN is compared, else 0.9
             want = 0.05 if "knn" in m.claim else 0.1
             assert m.guards["gain_over_bias_only"] == pytest.approx(want), m.claim

@@ -11,14 +11,16 @@ from dpmf_lib.nbm import runs
 from dpmf_lib.params import load_params
 
 # smoke-sized, but with more than one configuration per grid, two folds and successive halving, so that the
-# selection is not trivial and the selected rows mix fold-1 grid rows with survivor rows
+# selection is not trivial and the selected rows mix fold-1 grid rows with survivor rows; 8 SGLD steps / rounds, the
+# fewest whose second halves give the chain guards a finite split-R-hat
 OVERRIDES = {
     "pnbm_fig1": {"folds": [1, 2], "epsilons": [1.0, 20.0], "pnbm_K": [1, 2], "pnbm_eta": [0.1, 0.4],
                   "mf_K": [2, 3], "fold_halving_keep": 1, "clipped_grid": {"eta": [0.1], "K": [1], "lam": [0.005],
                                                                              "beta": [10], "C": [10]}},
-    "pnbm_fig2": {"folds": [1, 2], "dpps_rho": [0.006, 0.09], "mf_eta": [2.0e-8, 8.0e-6], "fold_halving_keep": 1},
+    "pnbm_fig2": {"folds": [1, 2], "dpps_rho": [0.006, 0.09], "mf_eta": [2.0e-8, 8.0e-6], "fold_halving_keep": 1,
+                  "T": 8, "mf_rounds": 8},
     "pnbm_fig3": {"folds": [1, 2], "pnbm_K": [1, 2], "dpps_rho": [0.006, 0.09], "fold_halving_keep": 1,
-                  "dpps_halving_keep": 1},
+                  "dpps_halving_keep": 1, "T": 8},
 }
 MODULES = {"pnbm_fig1": pnbm_fig1, "pnbm_fig2": pnbm_fig2, "pnbm_fig3": pnbm_fig3}
 
@@ -52,7 +54,7 @@ def test_seed0_rerun_equals_the_full_run(full):
     for a, b in zip(got, base):  # exactly: same selected configs, same folds, same seed
         assert a["value"] == b["value"] and a["guards"] == b["guards"] and a["note"] == b["note"], (name, a, b)
     # the re-evaluated rows are the full run's selected rows (one config per (method, ε), on every fold)
-    for _, r in again.iterrows():
+    for _, r in again[again.method != "chains"].iterrows():
         row = df[(df.method == r.method) & df.selected & (df.config == r.config)
                  & ((df.epsilon == r.epsilon) | (df.epsilon.isna() & math.isnan(r.epsilon)))]
         assert len(row) == 1 and row.rmse.iloc[0] == r.rmse and row.n_folds.iloc[0] == r.n_folds == len(p["folds"])
@@ -93,9 +95,11 @@ def test_further_seed_evaluates_only_the_selected_configs(full, monkeypatch):
         assert sel.config.iloc[0] == ", ".join(f"{k}={v[0]}" for k, v in grid.items())  # the seed-0 selection
     n_chain_calls = sum(1 for m, *_ in calls if m in ("dpps-pnbm", "sgld-pnbm"))
     assert len(evals) == (len(calls) - n_chain_calls) * len(p["folds"])
-    assert len(chains) == n_chain_calls * len(p["folds"])
+    # the grid's chains, then the chain guards' chains of the selected DPPS-PNBM configuration (first fold only)
+    n_guarded = sum(1 for m, _ in getattr(mod, "chain_inputs", lambda p: [])(p) if m == "dpps-pnbm")
+    assert len(chains) == n_chain_calls * len(p["folds"]) + n_guarded * p.get("n_chains", 0)
     # the new seed reached the models: every DP method's re-evaluated RMSE moved, the seed-free kNN ones did not
-    for _, r in out.iterrows():
+    for _, r in out[out.method != "chains"].iterrows():
         sel = df[(df.method == r.method) & df.selected & (df.config == r.config)
                  & ((df.epsilon == r.epsilon) | (df.epsilon.isna() & math.isnan(r.epsilon)))]
         assert len(sel) == 1
@@ -109,10 +113,20 @@ def test_further_seed_evaluates_only_the_selected_configs(full, monkeypatch):
     assert [sorted(m["guards"]) for m in got] == [sorted(m["guards"]) for m in base]
     assert all(math.isfinite(v) for m in got for v in [m["value"], *m["guards"].values()])
     assert all(a["value"] != b["value"] for a, b in zip(got, base)), name  # every claim reads a DP method
-    # k_grid_interior is a fact of the first seed's selection: the same at every seed
+    # k_grid_interior is a fact of the first seed's selection: the same at every seed; the chains are re-run at it
     for a, b in zip(got, base):
         if "k_grid_interior" in b["guards"]:
             assert a["guards"]["k_grid_interior"] == b["guards"]["k_grid_interior"]
+        if "chain_split_rhat" in b["guards"]:
+            assert a["guards"]["chain_split_rhat"] != b["guards"]["chain_split_rhat"], a["claim"]
+    # every chain guards' row: the selected configuration's, on the first fold, over n_chains chains
+    want = sorted(m for m, _ in getattr(mod, "chain_inputs", lambda p: [])(p))
+    ch = out[out.method == "chains"]
+    if want:
+        assert sorted(ch.traced) == want
+        assert (ch.fold == p["folds"][0]).all() and (ch.n_chains == p["n_chains"]).all()
+    else:
+        assert not len(ch)
 
 
 def test_rerun_refuses_other_folds(full):
@@ -167,7 +181,8 @@ def test_fig1_and_fig3_run_through_the_shared_full_run(monkeypatch, name, takes_
         (params, specs, finish, measure, kw)) or "frame", raising=True)
     p = load_params(name, "smoke", OVERRIDES[name])
     assert mod.run(p) == "frame"
-    assert seen == [(p, mod.specs, mod.finish, mod.measurements, {"epsilons": True} if takes_epsilons else {})]
+    assert seen == [(p, mod.specs, mod.finish, mod.measurements,
+                     {"epsilons": True} if takes_epsilons else {"chains": mod.chain_inputs})]
     assert mod.full_run is not _pnbm_common.full_run  # (the spy) ...
     monkeypatch.undo()
     assert mod.full_run is _pnbm_common.full_run  # ... stood in for the shared body

@@ -251,3 +251,35 @@ def test_a_chain_drops_its_kept_v_draws_once_the_trace_has_read_them(monkeypatch
     assert len(refs) == 3 * 6  # the draws were kept (the trace needs them) ...
     assert len(rel.trace) == 3 * 6 and rel.trace.v_norm2.notna().all()
     assert alive_at_start == [0] * 6  # ... and none outlived its chain (2 sample_sgld calls per chain)
+
+
+def test_a_run_without_burn_in_traces_both_statistics_and_the_test_set_leaves_the_release_alone():
+    """No burn-in phase (the PNBM figures' DPPS-MF): the trace keeps the mean squared item factor of every kept round
+    as after a burn-in, and passing a test set (for the trace's test RMSE) changes no byte of the release."""
+    r = dense_toy()
+    pre = ps.preprocess(r, tau=5, kappa=1.0, rho=1.0, seed=0)
+    kw = dict(Lambda_u=0.5, Lambda_v=0.5, lam_bias=0.5, d=2, rounds=6, eta_n_max=1.0, schedule=Schedule(n_threads=1),
+              seed=4, max_resamples=2)
+    plain = ps.sample_private(pre, 5.0, **kw)
+    traced = ps.sample_private(pre, 5.0, test=dense_toy(seed=1), **kw)
+    assert plain.V.tobytes() == traced.V.tobytes() and plain.released_chain == traced.released_chain
+    assert plain.trace.v_norm2.notna().all() and traced.trace.sample_rmse.notna().all()
+    # the default start is init_scale None = init_model's 0.1, and chain_start is each chain's start
+    assert ps.sample_private(pre, 5.0, init_scale=0.1, **kw).V.tobytes() == plain.V.tobytes()
+    wide = ps.sample_private(pre, 5.0, init_scale=10.0, **{**kw, "max_resamples": 0})
+    assert wide.trace.v_norm2.iloc[0] > 5 * plain.trace.v_norm2.iloc[0]  # after one round: still far wider
+    m0 = ps.chain_start(pre, 2, 4, 1)
+    assert np.array_equal(m0.V, mf.init_model(r.n_users, r.n_items, 2, seed=[ps.chain_seed(4, 1), 0xD9]).V)
+
+
+def test_diagnostic_chains_have_a_seed_namespace_of_their_own():
+    """An extra chain run only for the diagnostics must share no noise with the release or its redraws."""
+    from dpmf_lib.errors import ParameterError
+    from dpmf_lib.privacy.chains import diagnostic_chain_seed
+
+    for seed in (0, 7, 2001):
+        redraws = {ps.chain_seed(seed, k) for k in range(8)}
+        extra = {diagnostic_chain_seed(seed, k) for k in range(1, 8)}
+        assert len(extra) == 7 and not extra & redraws
+    with pytest.raises(ParameterError):
+        diagnostic_chain_seed(3, 0)
