@@ -83,12 +83,11 @@ def run(params: dict) -> pd.DataFrame:
         label = train.source.label
         sources.append(train.source)
         for d in p["dims"]:
-            parts, guards, pc = [], {}, p  # pc: C-SGD's settings at this d (chosen on validation, or as given)
+            parts, beside, guards, pc = [], [], {}, p  # pc: C-SGD's settings at this d (chosen, or as given)
             if "csgd" in p["solvers"] and selected_on(p, ds):
                 choice = choose_sgd(train, d, p["epochs"], p)  # its fits on one thread (untimed: one choice a seed)
-                parts += [grid_rows(choice, d, p["epochs"]),
-                          run_csgd(train, test, d, p["epochs"], p, threads=p["threads"], label=PAPER_CONSTANTS)
-                          .assign(**_settings(p))]
+                beside = [run_csgd(train, test, d, p["epochs"], p, threads=p["threads"], label=PAPER_CONSTANTS)
+                          .assign(**_settings(p)), grid_rows(choice, d, p["epochs"])]
                 pc = {**p, **choice.chosen}
                 guards["selection_off_grid_edge"] = choice.off_grid_edge
             for s in p["solvers"]:
@@ -105,7 +104,7 @@ def run(params: dict) -> pd.DataFrame:
                                           threads=int(p["peer_threads"])))
                 else:
                     raise ValueError(f"unknown solver {s!r} in params['solvers'] (csgd, sgld, libmf, surprise)")
-            df = pd.concat([x for x in parts if len(x)], ignore_index=True).assign(dataset=label, real=train.source.real)
+            df = pd.concat([x for x in parts + beside if len(x)], ignore_index=True).assign(dataset=label, real=train.source.real)
             frames.append(df)
             m = speedup(df)
             if m is not None:
@@ -233,7 +232,7 @@ def plot(df: pd.DataFrame, params: dict):
                 else h["test_rmse"]
             label = solver
             if chosen and solver in ("csgd", "csgd-1t"):  # which settings ran
-                label = f"{solver} (chosen on validation: η0 = {h.sgd_eta0.iloc[0]:g}, λ = {h.sgd_lambda.iloc[0]:g})"
+                label = f"{solver} (chosen: η0 = {h.sgd_eta0.iloc[0]:g}, λ = {h.sgd_lambda.iloc[0]:g})"
             ax.plot(h["wall"], y, "o-", ms=3, label=label)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log ranges
