@@ -32,6 +32,7 @@ from ..errors import DatasetUnavailable, ParameterError
 from .. import baselines
 from ..privacy.common import check_dp_epsilon
 from ..sweep import grid_frame, grid_points
+from ..tuning import grid_interior
 from .data import folds, load
 from .model import knn_rmse, sample_pnbm, sample_pnbm_batch, train_dpsgd_mf, train_pnbm, train_pnbm_clipped
 
@@ -379,18 +380,6 @@ def selected_config(agg: pd.DataFrame, dataset: str, method: str, epsilon=None) 
     if row is None or not row["config"]:
         return {}
     return {k: float(v) for k, v in (kv.split("=") for kv in str(row["config"]).split(", "))}
-
-
-def grid_interior(value: float, grid, domain_min: float | None = None) -> float:
-    """1.0 when ``value`` lies strictly inside its grid's range, 0.0 on an edge (a one-point grid is all edge): a
-    selection on the edge says the optimum may lie outside what was searched. ``domain_min``: the smallest value the
-    parameter can take (K: 1) — a selection at a lower edge equal to it counts as interior, since nothing below it
-    could have been searched (a one-point grid still counts as edge)."""
-    grid = [float(g) for g in grid]
-    v = float(value)
-    if domain_min is not None and len(set(grid)) > 1 and v == min(grid) <= float(domain_min):
-        return 1.0
-    return 1.0 if min(grid) < v < max(grid) else 0.0
 
 
 def chain_movement(agg: pd.DataFrame, dataset: str, method: str, epsilon) -> float:

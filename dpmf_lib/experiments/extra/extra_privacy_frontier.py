@@ -68,6 +68,7 @@ from ...metrics import clipped_rmse
 from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...privacy import ledger as lg
+from ...tuning import validation_split
 
 #: the workbook's mechanisms (the papers' forms and the DP-valid variants beside them, :mod:`dpmf_lib.privacy.adapters`)
 MECHANISMS = ("liu", "liu-clipped", "dpps-mf", "dpsgd-mf", "dpsgd-pnbm", "dpsgd-pnbm-clipped", "dpps-pnbm", "hua-s1",
@@ -199,23 +200,6 @@ SPECS = {
     "dpsgd-user-mf": ("dpmf_lib.privacy.dpsgd_user:DPSGDUserMF", "dpsgd_user_grid", "frontier_epsilons",
                       lambda p: {}),
 }
-
-
-def validation_split(train, fraction: float, seed: int):
-    """(fit part, validation part) of ``train``: ``fraction`` of each user's ratings (at least one kept for fitting),
-    drawn with a fixed seed; the test fold is not touched."""
-    if not 0.0 < float(fraction) < 1.0:
-        raise ParameterError(f"validation_fraction must lie in (0, 1), got {fraction!r}")
-    rng = np.random.default_rng([int(seed), 0x5A11D])
-    order = np.lexsort((rng.random(train.n_ratings), train.users))
-    starts = np.searchsorted(train.users[order], np.arange(train.n_users))
-    counts = np.bincount(train.users, minlength=train.n_users)
-    rank = np.arange(train.n_ratings) - starts[train.users[order]]
-    n_val = np.floor(counts * float(fraction)).astype(np.int64)
-    is_val = np.zeros(train.n_ratings, bool)
-    is_val[order] = rank < np.minimum(n_val, counts - 1)[train.users[order]]
-    return (train.subset(~is_val, note="fit part (validation carved out)"),
-            train.subset(is_val, note="validation part"))
 
 
 def _interval(x) -> tuple[float, float, float]:

@@ -73,6 +73,10 @@ def test_fig2_guards_gate_the_verdict(claim):
     # the notebook's own guards, and the trained-model guard its kind adds by rule (params/claims.yaml judging:)
     ok = {"csgd_late_improvement": 0.0, "libmf_crossing_bracketed": 1.0, "seconds_to_target": 5.6,
           "gain_over_bias_only": 0.05}
+    if claim.endswith("ml-100k"):  # kind tuned too: C-SGD's η0, λ are chosen on ML-100K's validation split
+        no_edge = _judge_fig2(ok, claim=claim)
+        assert no_edge.verdict == INCONCLUSIVE and "selection_off_grid_edge" in no_edge.reason
+        ok["selection_off_grid_edge"] = 1.0
     assert _judge_fig2(ok, claim=claim).verdict == REPRODUCED
     without = _judge_fig2({k: v for k, v in ok.items() if k != "gain_over_bias_only"}, claim=claim)
     assert without.verdict == INCONCLUSIVE and "gain_over_bias_only" in without.reason and without.lean == REPRODUCED
@@ -90,8 +94,49 @@ def test_fig2_run_measures_the_guards():
     ms = liu_fig2.run(p).attrs["measurements"]
     if not ms:
         pytest.skip("libmf is not installed")
-    assert set(ms[0]["guards"]) == {"csgd_late_improvement", "libmf_crossing_bracketed", "seconds_to_target"}
-    assert "interpolated" in ms[0]["note"]
+    assert set(ms[0]["guards"]) == {"csgd_late_improvement", "libmf_crossing_bracketed", "seconds_to_target",
+                                    "gain_over_bias_only", "selection_off_grid_edge"}  # ML-100K: chosen on validation
+    assert "interpolated" in ms[0]["note"] and "chosen on validation" in ms[0]["note"]
+
+
+def test_fig2_csgd_runs_the_validation_choice_and_the_netflix_values_beside_it(monkeypatch):
+    from dpmf_lib.experiments.liu import _liu_select
+    from dpmf_lib.tuning import GridChoice
+
+    p = load_params("liu_fig2", "smoke", {"max_ratings": 5000, "epochs": 2, "solvers": ["csgd", "libmf"], "threads": 2,
+                                         "peer_threads": 1})
+    seen = []
+
+    def choose(train, d, epochs, params, threads=1):
+        seen.append(("choose", d, epochs, train.n_ratings))
+        t = pd.DataFrame([{"sgd_eta0": 0.08, "sgd_lambda": 0.05, "sgd_gamma": 1.0, "score": 0.9, "chosen": True,
+                           "validation_best_epoch": 2.0}])
+        return GridChoice({"sgd_eta0": 0.08, "sgd_lambda": 0.05, "sgd_gamma": 1.0}, t, 1.0)
+
+    def csgd(train, test, d, epochs, params, threads=None, label="csgd", **kw):
+        seen.append((label, threads, params["sgd_eta0"], params["sgd_lambda"]))
+        return pd.DataFrame({"solver": label, "d": d, "threads": threads, "epoch": [1, 2], "wall": [0.1, 0.2],
+                             "seconds": 0.1, "test_rmse": [0.95, 0.94]})
+
+    monkeypatch.setattr(liu_fig2, "choose_sgd", choose)
+    monkeypatch.setattr(liu_fig2, "run_csgd", csgd)
+    monkeypatch.setattr(liu_fig2, "run_peer", lambda *a, **k: pd.DataFrame(
+        {"solver": "libmf", "d": 8, "threads": 1, "epoch": [1, 3], "wall": [0.1, 0.3], "test_rmse": [0.96, 0.93]}))
+    df = liu_fig2.run(p)
+    (m,) = df.attrs["measurements"]
+    assert m["guards"]["selection_off_grid_edge"] == 1.0 and "η0 = 0.08" in m["note"]
+    # item means minus the worse last point of the two compared (C-SGD 0.94, libmf 0.93)
+    from dpmf_lib import baselines
+    from dpmf_lib.experiments.liu._liu_mf import load_split
+
+    tr, te = load_split("ml-100k", p)
+    assert m["guards"]["gain_over_bias_only"] == pytest.approx(baselines.item_means_rmse(tr, te) - 0.94)
+    assert seen[0][:3] == ("choose", 8, 2)
+    assert seen[1:] == [(liu_fig2.PAPER_CONSTANTS, 2, 0.02, 0.005), ("csgd", 2, 0.08, 0.05), ("csgd-1t", 1, 0.08, 0.05)]
+    assert set(df.solver) == {liu_fig2.PAPER_CONSTANTS, "csgd", "csgd-1t", "libmf", _liu_select.GRID_SOLVER}
+    import matplotlib.pyplot as plt
+
+    plt.close(liu_fig2.plot(df, p))  # the grid's rows (no wall time) are left out of the figure
 
 
 def test_fig2_title_names_only_the_solvers_that_ran():
