@@ -166,7 +166,7 @@ def plot(df: pd.DataFrame, params: dict):
         zoom_to(ax, compared + [v for _, v in refs])
         references(ax, refs)
         ax.set_xscale("log")
-        ax.set_xlabel(f"x (stated user-level ε = x · τ, τ = {params['tau']})")
+        ax.set_xlabel(f"x (stated user-level ε = x · τ, τ = {params['tau']}; no ε holds as run)")
         ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         ax.set_title(f"(a) {ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)", fontsize=9)
     fig.suptitle(standin_title("PNBM paper, Figure 2: DPPS-PNBM vs DPPS-MF vs PCC/COS", datasets), fontsize=10)
@@ -174,7 +174,8 @@ def plot(df: pd.DataFrame, params: dict):
     legend = legend_below(fig, axes, ncol=2)
     fig.canvas.draw()
     y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
-    fig.text(0.5, y - 0.01, "No ε holds as run: the predictor releases the noiseless item means r̄ (privacy ledger).",
+    fig.text(0.5, y - 0.01, "No ε holds as run: the predictor also releases the noiseless item means r̄ (privacy "
+             "ledger).",
              ha="center", va="top", fontsize=7, color="#444444")
     return fig
 

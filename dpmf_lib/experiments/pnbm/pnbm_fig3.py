@@ -104,7 +104,7 @@ def plot(df: pd.DataFrame, params: dict):
         zoom_to(ax, compared + [v for _, v in refs])
         references(ax, refs)
         ax.set_xscale("log")
-        ax.set_xlabel("x: stated rating-level ε (DPPS: average, ε_user / τ)")
+        ax.set_xlabel("x: stated rating-level ε (DPPS: average, ε_user / τ); no ε holds as run")
         ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
         ax.set_title(f"{ds} (folds {df.folds.iloc[0]})", fontsize=9)
     fig.suptitle(standin_title("PNBM paper, Figure 3: DPSGD-PNBM vs DPPS-PNBM at rating level", datasets),
