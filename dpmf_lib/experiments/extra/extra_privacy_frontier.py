@@ -661,7 +661,8 @@ def plot(df: pd.DataFrame, params: dict):
     for ax, col, title, zoomed in panels:
         _draw_points(ax, priv, col)
         ax.set_xscale("log")
-        ax.set_xlabel(f"ε, {'user' if col == 'x_user' else 'rating'} level")
+        ax.set_xlabel(f"ε, {'user' if col == 'x_user' else 'rating'} level: provable for what ran (filled),\n"
+                      "idealised, premise broken (half-filled), stated, no proof (hollow)", fontsize=8)
         ax.set_title(title, fontsize=9)
         if zoomed:
             zoom_to(ax, zoom, pad=0.15)
