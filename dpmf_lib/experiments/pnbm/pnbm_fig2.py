@@ -171,13 +171,16 @@ def plot(df: pd.DataFrame, params: dict):
         ax.set_title(f"(a) {ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)", fontsize=9)
     fig.suptitle(standin_title("PNBM paper, Figure 2: DPPS-PNBM vs DPPS-MF vs PCC/COS", datasets), fontsize=10)
     fig.tight_layout(w_pad=3)
-    legend = legend_below(fig, axes, ncol=2)
+    note_below(fig, legend_below(fig, axes, ncol=2),
+               "No ε holds as run: the predictor also releases the noiseless item means r̄ (privacy ledger).")
+    return fig
+
+
+def note_below(fig, legend, text: str) -> None:
+    """``text`` as a small grey footnote under ``legend`` (a figure legend below the panels)."""
     fig.canvas.draw()
     y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
-    fig.text(0.5, y - 0.01, "No ε holds as run: the predictor also releases the noiseless item means r̄ (privacy "
-             "ledger).",
-             ha="center", va="top", fontsize=7, color="#444444")
-    return fig
+    fig.text(0.5, y - 0.01, text, ha="center", va="top", fontsize=7, color="#444444")
 
 
 def _plot_traces(ax, tr: pd.DataFrame, params: dict) -> None:

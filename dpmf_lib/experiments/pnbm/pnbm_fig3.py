@@ -25,7 +25,7 @@ from ...nbm import runs
 from ...plotting import figure, standin_title
 from ._pnbm_common import GridSpec, SelectedRerun, full_run
 from .pnbm_fig1 import pnbm_fixed, pnbm_grid
-from .pnbm_fig2 import dpps_fixed, dpps_grid
+from .pnbm_fig2 import dpps_fixed, dpps_grid, note_below
 
 CLAIM_DPPS_DPSGD = "pnbm-5.2-dpps-beats-dpsgd-rating-level-x1"
 
@@ -110,10 +110,6 @@ def plot(df: pd.DataFrame, params: dict):
     fig.suptitle(standin_title("PNBM paper, Figure 3: DPSGD-PNBM vs DPPS-PNBM at rating level", datasets),
                  fontsize=10)
     fig.tight_layout()
-    legend = legend_below(fig, axes, ncol=2)
-    fig.canvas.draw()
-    y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
-    fig.text(0.5, y - 0.01, "Neither ε holds as run (privacy ledger): both predictors also release the item means r̄, computed "
-             "without noise.",
-             ha="center", va="top", fontsize=7, color="#444444")
+    note_below(fig, legend_below(fig, axes, ncol=2), "Neither ε holds as run (privacy ledger): both predictors also "
+               "release the item means r̄, computed without noise.")
     return fig
