@@ -129,7 +129,8 @@ def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
         its = sub.iterations.iloc[0] if len(sub) else ""
         top.set_title(f"({panel}) {'Scenarios 1 and 2' if panel == 'a' else 'Scenario 3'} ({its} iterations)",
                       fontsize=9)
-        top.set_ylabel("mean increase of |error|\n(Theorem 1 noise, log)", fontsize=8)
+        top.set_ylabel("mean increase of |error|\n(Theorem 1 noise"
+                       + (", log)" if top.get_yscale() == "log" else ")"), fontsize=8)
         bottom.axhline(0, color="#777777", lw=0.8)
         bottom.set_ylabel("mean increase\n(W-scaled variant)", fontsize=8)
         bottom.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3), useOffset=False)
