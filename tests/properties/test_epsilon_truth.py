@@ -135,7 +135,7 @@ def test_liu_fig7_rows_carry_no_epsilon_with_priors_fit_to_the_ratings():
         assert row["epsilon_rating_stated"] > 10.0 / 5  # ρ = 10: more than the paper's ε/τ
 
 
-@pytest.mark.parametrize("module,func", [("liu.liu_fig7", "plot"), ("hua.hua_common", "plot_increase"),
+@pytest.mark.parametrize("module,func", [("liu.liu_fig7", "plot"), ("hua.hua_plots", "plot_increase"),
                                          ("pnbm.pnbm_fig2", "plot"), ("pnbm.pnbm_fig3", "plot"),
                                          ("extra.extra_liu_personalized_privacy", "plot")])
 def test_axis_labels_with_an_epsilon_say_it_is_stated_or_idealised(module, func):

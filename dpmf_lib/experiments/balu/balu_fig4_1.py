@@ -31,7 +31,6 @@ full run's search), over the cells live at that seed.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -40,7 +39,7 @@ from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import degenerate_cells, load, make_splits, run_configs, search_note
 from . import _balu_ch4_guards, _balu_ch4_runs
-from ._balu_ch4_plot import mean_se
+from ._balu_ch4_plot import category_map, mean_se
 
 FIGURE = "Figure 4.1"
 
@@ -143,8 +142,11 @@ CROWDED_CELLS = 36
 
 
 def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
+    from ...plotting import OKABE_ITO
+
     ks = sorted(df.k.unique())
-    fig, axes = figure(ncols=len(ks), width=4.6, height=4.6, layout="constrained")
+    fig, axes = figure(ncols=len(ks) + 1, width=4.2, height=4.6, layout="constrained",
+                       gridspec_kw={"width_ratios": [1] * len(ks) + [0.8]})
     mean = df.groupby(["k", "gamma", "d"]).test_rmse.mean()
     # ± 1 standard error over splits (the (eta, lambda) of a cell is searched on the first split, then refit per split)
     se = df.groupby(["k", "gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[1])
@@ -152,42 +154,51 @@ def plot(df: pd.DataFrame, params: dict, figure_label: str = FIGURE):
     deg = degenerate_cells(df, ["k", "gamma", "d"])
     lo, hi = float(mean.min()), float(mean.max())
     # the thesis's 10 × 10 grid (paper) leaves a cell room for one number: the mean only, the standard errors' range
-    # in the footnote and degenerate cells by their hatching (three lines per cell overprinted their neighbours)
+    # in the footnote (three lines per cell overprinted their neighbours); degenerate cells in their own panel
     crowded = df.groupby(["gamma", "d"]).ngroups > CROWDED_CELLS
-    for ax, k in zip(axes[0], ks):
+    codes = None
+    for i, (ax, k) in enumerate(zip(axes[0], ks)):
         grid = mean.loc[k].unstack("d").sort_index(ascending=False)
         im = ax.imshow(grid.values, cmap="viridis_r", vmin=lo, vmax=hi, aspect="auto")
         ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
         ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
         dgrid = deg.loc[k].unstack("d").reindex(index=grid.index, columns=grid.columns).fillna(False)
+        codes = (0 if codes is None else codes) + dgrid.values.astype(int) * (1 << i)
         sgrid = se.loc[k].unstack("d").reindex(index=grid.index, columns=grid.columns)
         for (a, b), v in np.ndenumerate(grid.values):
-            mark = "\n(bias-only)" if dgrid.values[a, b] and not crowded else ""
             err = f"\n±{sgrid.values[a, b]:.3f}" if n_splits > 1 and not crowded else ""
-            ax.text(b, a, f"{v:.3f}{err}{mark}", ha="center", va="center",
-                    fontsize=5.5 if crowded else 6 if (mark or err) else 7, color="w" if v > (lo + hi) / 2 else "k")
-            if dgrid.values[a, b]:
-                ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
+            ax.text(b, a, f"{v:.3f}{err}", ha="center", va="center",
+                    fontsize=5.5 if crowded else 6 if err else 7, color="w" if v > (lo + hi) / 2 else "k")
         ax.set_xlabel("d (log2 spaced)")
         ax.set_ylabel("space gain γ (log2 spaced)")
         ax.set_title("feature hashing (k = 1)" if k == 1 else f"count sketch (k = {k})")
         ax.grid(False)
-    fig.colorbar(im, ax=axes[0].tolist(), label="test RMSE", shrink=0.85)
+    fig.colorbar(im, ax=axes[0][:len(ks)].tolist(), label="test RMSE", shrink=0.85)
+    names = {1: ["live", "degenerate"],
+             2: ["live (both k)", f"degenerate for k = {ks[0]} only", f"degenerate for k = {ks[-1]} only",
+                 "degenerate for both k"]}.get(len(ks))
+    if names is None:  # more than two k: degenerate for some k or not
+        codes, names = (codes > 0).astype(int), ["live", "degenerate for some k"]
+    colors = ["#f2f2f2", OKABE_ITO["sky"], OKABE_ITO["orange"], OKABE_ITO["vermillion"]][:len(names)]
+    if len(names) == 2:
+        colors = ["#f2f2f2", OKABE_ITO["vermillion"]]
+    category_map(axes[0][-1], codes, names, colors, [f"{c:g}" for c in grid.columns], [f"{g:.3g}" for g in grid.index],
+                 "diagnostic: degenerate cells (selected\n(η, λ) no better than bias-only on validation)")
+    axes[0][-1].set_xlabel("d")
     # constrained layout keeps the two-line suptitle above the panel titles (it overprinted them) and the colorbar
     # beside, not over, the right panel; the footnote gets its own strip at the bottom
-    fig.get_layout_engine().set(rect=(0, 0.18, 1, 0.82))
+    fig.get_layout_engine().set(rect=(0, 0.16, 1, 0.84), wspace=0.06)
     fig.suptitle(standin_title(f"Balu 2016, {figure_label}: test RMSE over (d, γ)", df.dataset.unique()), fontsize=10)
     b = float(df.bias_only_test_rmse.mean()) if "bias_only_test_rmse" in df else float("nan")
     note = search_note(df)
     live, both = live_cells(df)
-    share = (f"{int(both.sum())} of {len(both)} (d, γ) cells ({both.mean():.0%}) degenerate for k = 1 or k = 4: left "
-             f"out of the k-gain claim (the mean over the {len(live)} others)" if len(ks) > 1 else
+    share = (f"{int(both.sum())} of {len(both)} (d, γ) cells ({both.mean():.0%}) degenerate for some k: left out of "
+             f"the k-gain claim (the mean over the {len(live)} others)" if len(ks) > 1 else
              f"{int(both.sum())} of {len(both)} (d, γ) cells ({both.mean():.0%}) degenerate")
     cells_text = (f"cells: mean over {n_splits} random splits (1 standard error {float(se.min()):.3f}–"
                   f"{float(se.max()):.3f}; each cell's in the CSV)" if crowded else
                   f"cells: mean ± 1 standard error over {n_splits} random splits")
-    foot = (f"bias-only (μ + b_u + b_i) test RMSE {b:.4f}; hatched{'' if crowded else ' bias-only'} = the selected "
-            "(η, λ) is no better than bias-only on validation\n" + share + "\n"
+    foot = (f"bias-only (μ + b_u + b_i) test RMSE {b:.4f}; {share}\n"
             + (cells_text if n_splits > 1 else "one split: no error (n_splits = 1 at this profile)"))
     fig.text(0.01, 0.005, foot + (f"\nsearch: {note}" if note else ""), fontsize=7, va="bottom", ha="left")
     return fig

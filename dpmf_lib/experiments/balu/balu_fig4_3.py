@@ -30,7 +30,7 @@ from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import load, make_splits
 from . import _balu_ch4_guards, _balu_ch4_runs
-from ._balu_ch4_plot import bias_line, footnote, line_with_bars
+from ._balu_ch4_plot import bias_line, footnote, line_with_bars, method_look
 from .balu_table4_2 import METHOD_LABELS
 
 # dataset loaded -> claim measured (the thesis's claim is about ML-10M; ML-100K runs measure our counterpart)
@@ -77,17 +77,20 @@ fresh_seeds = _balu_ch4_runs.FreshSeeds.whole_figure(run_on)  # the claims at 5 
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.6)
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = figure(width=5.6, height=4.0)
     ax = axes[0][0]
     for m, g in df.groupby("method", sort=False):
         ep = sorted(g.epoch.unique())
-        line_with_bars(ax, ep, [g[g.epoch == e].test_rmse for e in ep], label=METHOD_LABELS.get(m, m), ms=3)
-    bias_line(ax, df)
+        line_with_bars(ax, ep, [g[g.epoch == e].test_rmse for e in ep], label=METHOD_LABELS.get(m, m), ms=4,
+                       **method_look(m))
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test RMSE")
     ax.ticklabel_format(axis="y", useOffset=False)
-    ax.legend()
+    bias_line(ax, df)
     ax.set_title(standin_title(f"Balu 2016, Figure 4.3: convergence, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
-    footnote(fig, df.drop_duplicates(["method", "split"]))
+    footnote(fig, df.drop_duplicates(["method", "split"]), legend_axes=[ax])
     return fig

@@ -25,7 +25,7 @@ from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import load, make_splits
 from . import _balu_ch4_guards, _balu_ch4_runs
-from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
+from ._balu_ch4_plot import bias_line, degenerate_strip, footnote, line_with_bars, method_look
 from .balu_table4_2 import METHOD_LABELS
 
 # dataset loaded -> claim measured (the thesis's claim is about EachMovie; ML-100K runs measure our counterpart)
@@ -80,23 +80,25 @@ fresh_seeds = _balu_ch4_runs.FreshSeeds.whole_figure(run_on)  # the claims at 5 
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.6)
-    ax = axes[0][0]
+    fig, axes = figure(nrows=2, width=5.8, height=2.2, sharex=True, gridspec_kw={"height_ratios": [3.2, 1]})
+    ax, strip = axes[0][0], axes[1][0]
+    rows = []
     for m, g in df.groupby("method", sort=False):
         sizes = sorted(g.model_bytes.unique())
         line_with_bars(ax, np.array(sizes) / 1024, [g[g.model_bytes == b].test_rmse for b in sizes],
-                       label=METHOD_LABELS.get(m, m))
+                       label=METHOD_LABELS.get(m, m), **method_look(m))
         if "degenerate" in g:
-            deg = g.groupby("model_bytes").degenerate.any().reindex(sizes)
-            mark_degenerate(ax, np.array(sizes) / 1024, g.groupby("model_bytes").test_rmse.mean().reindex(sizes),
-                            deg.values)
-    bias_line(ax, df)
+            rows.append((m, np.array(sizes) / 1024, g.groupby("model_bytes").degenerate.any().reindex(sizes).values))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("model size (KiB of float32 cells)")
     ax.set_ylabel("test RMSE after one pass")
     ax.ticklabel_format(axis="y", useOffset=False)
-    ax.legend()
+    bias_line(ax, df)
     ax.set_title(standin_title(f"Balu 2016, Figure 4.4: one pass, d_r = 1..32 vs d_s = {params['d_sketch']}",
                                df.dataset.unique()), fontsize=9)
-    footnote(fig, df)
+    if rows:
+        degenerate_strip(strip, rows[0][1], [(m, f) for m, _, f in rows], METHOD_LABELS)
+    else:
+        strip.set_axis_off()
+    strip.set_xlabel("model size (KiB of float32 cells)")
+    footnote(fig, df, legend_axes=[ax])
     return fig

@@ -32,7 +32,7 @@ from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import load, make_splits
 from . import _balu_ch4_guards, _balu_ch4_runs
-from ._balu_ch4_plot import bias_line, footnote, line_with_bars, mark_degenerate
+from ._balu_ch4_plot import bias_line, degenerate_strip, footnote, line_with_bars, method_look
 from .balu_table4_2 import METHOD_LABELS
 
 CLAIM_BEST = "balu-4.1.5.5-best-lambda-eachmovie"
@@ -107,25 +107,29 @@ fresh_seeds = _balu_ch4_runs.FreshSeeds.whole_figure(run_on)  # the claims at 5 
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=4.6)
-    ax = axes[0][0]
+    fig, axes = figure(nrows=2, width=5.8, height=2.2, sharex=True, gridspec_kw={"height_ratios": [3.2, 1]})
+    ax, strip = axes[0][0], axes[1][0]
     pos = sorted(x for x in df.lam.unique() if x > 0)
     zero_at = pos[0] / 10 if pos else 1e-5  # λ = 0 drawn one decade left of the smallest positive λ
+    rows = []
     for m, g in df.groupby("method", sort=False):
         lams = sorted(g.lam.unique())
         x = np.where(np.array(lams) > 0, lams, zero_at)
-        line_with_bars(ax, x, [g[g.lam == lam].test_rmse for lam in lams], label=METHOD_LABELS.get(m, m))
+        line_with_bars(ax, x, [g[g.lam == lam].test_rmse for lam in lams], label=METHOD_LABELS.get(m, m),
+                       **method_look(m))
         if "degenerate" in g:
-            mark_degenerate(ax, x, g.groupby("lam").test_rmse.mean().reindex(lams),
-                            g.groupby("lam").degenerate.any().reindex(lams).values)
-    bias_line(ax, df)
+            rows.append((m, x, g.groupby("lam").degenerate.any().reindex(lams).values))
     ax.set_xscale("log")
-    ticks = [zero_at] + pos
-    ax.set_xticks(ticks, ["0"] + [f"{t:g}" for t in pos])
-    ax.set_xlabel("λ (λ = 0 at the left end)")
     ax.set_ylabel("test RMSE")
-    ax.legend(fontsize=7)
+    bias_line(ax, df)
     ax.set_title(standin_title(f"Balu 2016, Figure 4.5: RMSE vs λ, d = {params['d']}, γ = {params['gamma']}",
                                df.dataset.unique()), fontsize=9)
-    footnote(fig, df, extra="ringed: degenerate (validation RMSE = bias-only: the factors learned nothing)")
+    if rows:
+        degenerate_strip(strip, rows[0][1], [(m, f) for m, _, f in rows], METHOD_LABELS)
+    else:
+        strip.set_axis_off()
+    ticks = [zero_at] + pos
+    strip.set_xticks(ticks, ["0"] + [f"{t:g}" for t in pos])
+    strip.set_xlabel("λ (λ = 0 at the left end)")
+    footnote(fig, df, legend_axes=[ax])
     return fig

@@ -37,7 +37,6 @@ run's values exactly (tested); with stage 2 the fresh seeds choose among the hal
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -47,7 +46,7 @@ from ...outputs import attach
 from ...plotting import figure, standin_title
 from ...sketch.runs import degenerate_cells, search_note
 from . import _balu_ch4_runs
-from ._balu_ch4_plot import mean_se
+from ._balu_ch4_plot import category_map, mean_se
 from .balu_fig4_1 import _label, configs_for, sweep
 
 # dataset loaded -> claim measured (the thesis's claims are about ML-1M; ML-100K runs measure our counterparts)
@@ -131,39 +130,48 @@ CROWDED_CELLS = 36
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(width=5.6, height=5.2, layout="constrained")
+    from ...plotting import OKABE_ITO
+
+    fig, axes = figure(ncols=2, width=4.6, height=4.8, layout="constrained", gridspec_kw={"width_ratios": [1, 0.8]})
     ax = axes[0][0]
     grid = best_lambda(df).pivot(index="gamma", columns="d", values="lam").sort_index(ascending=False)
     with np.errstate(divide="ignore"):
         logv = np.log10(grid.values.astype(float))
     im = ax.imshow(logv, cmap="magma", aspect="auto")
-    ax.set_xticks(range(grid.shape[1]), [f"{c:g}" for c in grid.columns])
-    ax.set_yticks(range(grid.shape[0]), [f"{g:.3g}" for g in grid.index])
+    xt, yt = [f"{c:g}" for c in grid.columns], [f"{g:.3g}" for g in grid.index]
+    ax.set_xticks(range(grid.shape[1]), xt)
+    ax.set_yticks(range(grid.shape[0]), yt)
     deg = degenerate_cells(df, ["gamma", "d"]).unstack("d").reindex(index=grid.index, columns=grid.columns)
     deg = deg.fillna(False).values
+    cells = search_cells(df)
+    on_search = (cells.set_index(["gamma", "d"]).degenerate.unstack("d")
+                 .reindex(index=grid.index, columns=grid.columns).fillna(False).values.astype(bool))
     n_splits = int(df.split.nunique()) if "split" in df.columns else 1
     rm = df.groupby(["gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[0]).unstack("d")
     rs = df.groupby(["gamma", "d"]).test_rmse.agg(lambda v: mean_se(v)[1]).unstack("d")
     rm, rs = (t.reindex(index=grid.index, columns=grid.columns).values for t in (rm, rs))
     # the thesis's 10 × 10 grid (paper) leaves a cell room for its λ only: the chosen models' RMSE goes to the
-    # footnote (range) and the CSV, degenerate cells show by their hatching (three lines per cell overprinted)
+    # footnote (range) and the CSV (three lines per cell overprinted); degenerate cells in their own panel
     crowded = grid.size > CROWDED_CELLS
     for (a, b), v in np.ndenumerate(grid.values):
         # under the lambda: the chosen model's test RMSE, ± 1 standard error over splits when there are several
         rmse = "" if crowded else f"\n{rm[a, b]:.3f}" + (f"±{rs[a, b]:.3f}" if n_splits > 1 else "")
-        ax.text(b, a, f"{v:.2g}" + rmse + ("\nbias-only" if deg[a, b] and not crowded else ""), ha="center",
-                va="center", fontsize=5.5 if crowded else 6, color="k",
+        ax.text(b, a, f"{v:.2g}" + rmse, ha="center", va="center", fontsize=5.5 if crowded else 6, color="k",
                 bbox=dict(fc="w", ec="none", alpha=0.8, pad=0.8 if crowded else 1.5))
-        if deg[a, b]:
-            ax.add_patch(plt.Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="///", ec="r", lw=0))
     ax.set_xlabel("d")
     ax.set_ylabel("space gain γ")
+    ax.set_title("best λ (count sketch k = 4)", fontsize=9)
     ax.grid(False)
     fig.colorbar(im, ax=ax, label="log10 best λ")
-    ax.set_title(standin_title("Balu 2016, Figure 4.6: best λ over (d, γ), count sketch k = 4", df.dataset.unique()),
-                 fontsize=9)
+    codes = np.where(on_search, 2, np.where(deg, 1, 0))
+    category_map(axes[0][1], codes, ["live", "degenerate on another split only", "degenerate on the search split"],
+                 ["#f2f2f2", OKABE_ITO["orange"], OKABE_ITO["vermillion"]], xt, yt,
+                 "diagnostic: degenerate cells (selected\n(η, λ) no better than bias-only on validation)")
+    axes[0][1].set_xlabel("d")
+    fig.suptitle(standin_title("Balu 2016, Figure 4.6: best λ over (d, γ), count sketch k = 4", df.dataset.unique()),
+                 fontsize=10)
     note = search_note(df)
-    fig.get_layout_engine().set(rect=(0, 0.26, 1, 0.74))
+    fig.get_layout_engine().set(rect=(0, 0.2, 1, 0.8), wspace=0.06)
     if crowded:
         spl = (f"cells: λ (searched on the first split); the chosen models' test RMSE {np.nanmin(rm):.3f}–"
                f"{np.nanmax(rm):.3f}" + (f" (mean over {n_splits} splits, 1 standard error ≤ {np.nanmax(rs):.3f})"
@@ -172,14 +180,13 @@ def plot(df: pd.DataFrame, params: dict):
         spl = (f"cells: λ (searched on the first split), then the test RMSE of the chosen model, mean ± 1 standard "
                f"error over {n_splits} random splits" if n_splits > 1 else
                "cells: λ, then the chosen model's test RMSE (one split)")
-    cells = search_cells(df)
     n_deg, n_all = int(cells.degenerate.sum()), len(cells)
     live = cells[~cells.degenerate]
     share = (f"{n_deg} of {n_all} cells ({n_deg / max(1, n_all):.0%}) degenerate on the search split, "
-             f"{int(deg.sum())} on some split (hatched);\nthe claims (mean within-d Spearman(γ, λ), mean within-γ "
+             f"{int(deg.sum())} on some split; the claims (mean within-d Spearman(γ, λ), mean within-γ\n"
              f"Spearman(d, λ)) use the {len(live)} others ({int(live.lam_on_edge.sum())} of them with λ on the edge "
              "of the evaluated values)")
-    fig.text(0.01, 0.005, "hatched 'bias-only': the selected (η, λ) is no better than μ + b_u + b_i on validation\n"
-             "(any larger λ ties, so its λ is not a choice)\n" + share + "\n" + spl
+    fig.text(0.01, 0.005, "degenerate: the selected (η, λ) is no better than μ + b_u + b_i on validation (any larger λ "
+             "ties, so its λ is not a choice)\n" + share + "\n" + spl
              + (f"\nsearch: {note}" if note else ""), fontsize=7, va="bottom", ha="left")
     return fig

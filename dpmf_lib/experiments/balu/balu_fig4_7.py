@@ -219,40 +219,75 @@ def fresh_seeds(df: pd.DataFrame, params: dict, measure=measure_rmse) -> _balu_c
     return _balu_ch4_runs.FreshSeeds(df, params, refit_selected if measure is measure_rmse else refit_selected_kld)
 
 
+def _series_look(s: str, method: str, gamma: float) -> tuple[str, dict]:
+    """(readable name, look) of a series in the shared roles: count sketch (the thesis's method) at each γ in the
+    blues, clipped regular MF (the compared method) orange."""
+    from ...plotting import OKABE_ITO, ROLES
+
+    if s == REGULAR_CLIPPED:
+        return "regular MF, clipped (compared)", dict(ROLES["compared"])
+    if method == "count_sketch":
+        looks = [ROLES["paper"], ROLES["paper-alt"],
+                 {"color": OKABE_ITO["blue"], "marker": "s", "ls": ":", "mfc": "white"}]
+        k = sorted(CS_GAMMAS).index(gamma) if gamma in CS_GAMMAS else 2
+        return f"count sketch (k = 4), γ = {gamma:g}", dict(looks[min(k, 2)])
+    return s, dict(ROLES["ours-2"])
+
+
+#: the count-sketch space gains of the figure, in the order of their looks
+CS_GAMMAS = (1.0, 2.0, 4.0)
+
+
 def _plot(df: pd.DataFrame, params: dict, value: str, ylabel: str, label: str):
+    from ...plotting import legend_below, references, zoom_to
+
     ds = sorted(df.d.unique())
-    fig, axes = figure(ncols=len(ds), width=3.8, height=3.6, sharey=True)
+    fig, axes = figure(ncols=len(ds), width=3.8, height=3.4, sharey=True)
     finite = sorted(e for e in df.clip_threshold.unique() if e < math.inf)
     inf_at = (finite[-1] * 2) if finite else 1.0
+    shown, refs, off_axis = [], {}, {}
     for ax, d in zip(axes[0], ds):
         g = df[df.d == d]
+        refs[d] = []
         for s, gs in g.groupby("series", sort=False):
             per = [v for _, v in gs.groupby("clip_threshold")[value]]  # one value per split at each threshold
             thr = sorted(gs.clip_threshold.unique())
             x = [e if e < math.inf else inf_at for e in thr]
             if s == REGULAR_UNCLIPPED:  # one point (no threshold): drawn as a reference level across the panel
                 m, h = mean_se(per[0])
-                ax.axhline(m, color="k", ls=":", lw=1.2, label=s)
-                ax.errorbar(x, [m], yerr=[h] if h else None, marker="*", ms=9, color="k", ls="none", capsize=3)
+                refs[d].append(("regular MF, unclipped (the thesis's baseline; ★ at ∞)", m))
+                ax.errorbar(x, [m], yerr=[h] if h else None, marker="*", ms=10, color="#000000", ls="none", capsize=3)
+                shown += [m - h, m + h]
                 continue
-            line_with_bars(ax, x, per, label=s, ls="--" if s == REGULAR_CLIPPED else "-")
+            name, look = _series_look(s, gs.method.iloc[0], float(gs.gamma.iloc[0]))
+            line_with_bars(ax, x, per, label=name, **look)
+            shown += [v for mm, h in map(mean_se, per) for v in (mm - h, mm + h)]
         if value == "test_rmse" and "bias_only_test_rmse" in g:
-            ax.axhline(float(g.groupby("split").bias_only_test_rmse.first().mean()), color="0.5", ls="--", lw=1,
-                       label="bias only (μ + b_u + b_i)")
+            refs[d].append(("bias only (μ + b_u + b_i)", float(g.groupby("split").bias_only_test_rmse.first().mean())))
         ax.set_xscale("log", base=2)
         ax.set_xticks(finite + [inf_at], [f"{e:g}" for e in finite] + ["∞"])
         ax.set_xlabel("clipping threshold on ½(r − r̂)²\n(thesis: \"ε\"; no noise, no finite ε)")
         ax.ticklabel_format(axis="y", useOffset=False)
         ax.set_title(f"d = {d}")
+    # zoomed to the series and the thesis's baseline; a reference beyond them is written under the legend
+    zoom_to(axes[0][0], shown + [v for d in ds for name, v in refs[d] if name.startswith("regular")], pad=0.1)
+    lo, hi = axes[0][0].get_ylim()
+    for ax, d in zip(axes[0], ds):
+        references(ax, [(n, v) for n, v in refs[d] if lo <= v <= hi])
+        off_axis.update({n: off_axis.get(n, []) + [(d, v)] for n, v in refs[d] if not lo <= v <= hi})
     axes[0][0].set_ylabel(ylabel)
-    handles, labels = axes[0][-1].get_legend_handles_labels()
-    # below the panels: inside one it covered a curve
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(labels)), fontsize=7)
     n_splits = int(df.split.nunique()) if "split" in df.columns else 1
     bars = (f"mean ± 1 standard error over {n_splits} random splits" if n_splits > 1
             else "one split: no error bars (n_splits = 1 at this profile)")
     fig.suptitle(standin_title(f"Balu 2016, {label}\n{bars}", df.dataset.unique()), fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(w_pad=3)
+    legend = legend_below(fig, axes, ncol=3)  # below the panels: inside one it covered a curve
+    if off_axis:
+        fig.canvas.draw()
+        y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
+        fig.text(0.5, y - 0.01, "; ".join(f"{n}: " + ", ".join(f"{v:.3f} (d = {d})" for d, v in vals)
+                                          + " (off the axes)" for n, vals in off_axis.items()),
+                 ha="center", va="top", fontsize=7, color="#444444")
     return fig
 
 

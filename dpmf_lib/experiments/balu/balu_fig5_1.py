@@ -93,19 +93,27 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(ncols=1, width=6.4, height=4.4)
+    from matplotlib.lines import Line2D
+
+    from ._balu_ch5_plot import look
+
+    fig, axes = figure(ncols=1, width=6.0, height=4.0)
     ax = axes[0, 0]
-    colors = dict(zip(df.method.unique(), ["C0", "C2", "C3", "C4", "C5"]))
     for method, g in df.groupby("method", sort=False):
-        col = colors[method]
-        ax.plot(g.cos_true, g["mean"], "-", color=col, label=f"{method}: mean")
-        ax.plot(g.cos_true, g.q05, "--", color=col, lw=1)
-        ax.plot(g.cos_true, g.q95, "-.", color=col, lw=1)
-    ax.axhline(0, color="k", lw=0.6)
+        lk = look(method)
+        ax.plot(g.cos_true, g["mean"], color=lk["color"], ls="-", lw=1.8, marker=lk["marker"], ms=5, markevery=0.1,
+                mfc=lk.get("mfc", lk["color"]), label=f"{method}: mean")
+        ax.plot(g.cos_true, g.q05, "--", color=lk["color"], lw=1)
+        ax.plot(g.cos_true, g.q95, "-.", color=lk["color"], lw=1)
+    ax.axhline(0, color="#000000", lw=0.6)
     ax.set_xlabel("cos(y, x)  (true)")
     ax.set_ylabel("cos(y, x̂) − cos(y, x)")
-    ax.legend(fontsize=8, title="dash: 5% quantile, dot-dash: 95%", title_fontsize=7)
     ax.set_title(standin_title(f"Balu 2016, Figure 5.1 — d={int(df.d.iloc[0])}, L={int(df.L.iloc[0])}, "
                                f"qoLSH M={int(params['M'])}", df.dataset.unique()))
+    quantiles = [Line2D([], [], color="#444444", ls="--", lw=1, label="5 % quantile (in each colour)"),
+                 Line2D([], [], color="#444444", ls="-.", lw=1, label="95 % quantile")]
+    handles = ax.get_legend_handles_labels()[0] + quantiles
     fig.tight_layout()
+    fig.legend(handles=handles, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+               frameon=False)
     return fig

@@ -281,21 +281,22 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
+    from ...plotting import legend_below
+    from ._balu_ch5_plot import look
+
     panels = list(dict.fromkeys(df.panel))
-    fig, axes = figure(ncols=1, nrows=len(panels), width=6.4, height=3.6)
-    colors = {"LSH": "C0", "LSH+frame": "C2", "Anti-sparse": "C1", "Optimal": "C4", "qoLSH": "C3"}
+    fig, axes = figure(ncols=1, nrows=len(panels), width=6.4, height=3.0)
     for ax, panel in zip(axes[:, 0], panels):
         g = df[df.panel == panel]
         for method, gm in g.groupby("method", sort=False):
-            ax.plot(gm.R, gm.recall, color=colors.get(method), label=method)
+            ax.plot(gm.R, gm.recall, lw=1.6, ms=5, markevery=0.1, label=method, **look(method))
         r = g.iloc[0]
         ax.set_xscale("log")
-        ax.set_ylim(0, 1.25)  # headroom for the paired-test box
+        ax.set_ylim(0, 1.3)  # headroom for the paired-test box
         ax.set_ylabel("recall@R")
         M = int(g.M.dropna().iloc[0]) if g.M.notna().any() else None
         ax.set_title(f"{panel} [{r.dataset}]: N={int(r.n_base):,}, {int(r.n_queries):,} queries, d={int(r.d)}, "
                      f"L={int(r.L)}" + (f", M={M}" if M else "") + f", shortlist {int(r.shortlist):,}", fontsize=9)
-        ax.legend(fontsize=8, loc="lower right")
         if "paired_vs" in g.columns:
             pr = g[(g.R == 1) & g.paired_diff_r1.notna()]
             rivals = pr[pr.key != "optimal"]  # the tractable rivals; the optimal quantizer is the bound, not a rival
@@ -312,8 +313,9 @@ def plot(df: pd.DataFrame, params: dict):
                     f"{p.paired_p_mcnemar:.2g} ({int(p.queries_qolsh_only)} vs {int(p.queries_other_only)} queries)"
                     for p in lines), transform=ax.transAxes, fontsize=7, va="top", ha="left",
                         bbox=dict(fc="w", ec="0.7", alpha=0.9))
-    axes[-1, 0].set_xlabel("R")
+    axes[-1, 0].set_xlabel("R (log)")
     fig.suptitle(standin_title("Balu 2016, Figure 5.2 — recall@R, two-stage search", df.dataset.unique()),
                  fontsize=10)
     fig.tight_layout()
+    legend_below(fig, axes, ncol=5)
     return fig

@@ -136,29 +136,40 @@ def run(params: dict) -> pd.DataFrame:
     return attach(df, sources=hc.sources_of(sources), measurements=meas)
 
 
+def _bytes(v: float, _=None) -> str:
+    return f"{v / 1e6:g} MB" if v >= 1e6 else f"{v / 1e3:g} kB" if v >= 1e3 else f"{v:g} B"
+
+
 def plot(df: pd.DataFrame, params: dict):
-    from ...plotting import figure, standin_title
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from ...plotting import ROLES, figure, legend_below, standin_title
 
     qs = ["user_down_20_items", "user_up_20_items", "tp_to_recommender_max", "tp_to_recommender_10000_pairs"]
     labels = ["user down\n(20 items)", "user up\n(20 items)", "third party →\nrecommender", "third party →\nrec. (10⁴ pairs)"]
     datasets = [d for d in dict.fromkeys(df["dataset"]) if d != "analytic"]  # analytic rows: the formulas
     minimal = df[df.dataset == "analytic"].set_index("quantity")["measured_P2^32"]
-    fig, axes = figure(len(datasets), 1, width=6.2, height=4.0)
+    fig, axes = figure(len(datasets), 1, width=5.4, height=3.6, sharey=True)
     w = 0.2
+    bars = (("measured_P2^64", "the protocol as implemented, P = 2⁶⁴", ROLES["paper"]["color"], ""),
+            ("measured_P2^32", "the protocol as implemented, P = 2³²", ROLES["paper-alt"]["color"], "//"),
+            ("minimal", "paper-minimal message (ours, judged)", ROLES["ours"]["color"], ".."),
+            ("paper", "the paper's bound (its text)", "#999999", "xx"))
     for ax, ds in zip(axes[0], datasets):
         sub = df[df.dataset == ds].set_index("quantity")
         x = np.arange(len(qs))
-        ax.bar(x - 1.5 * w, [sub.loc[q, "measured_P2^64"] for q in qs], w, label="measured, P = 2⁶⁴")
-        ax.bar(x - 0.5 * w, [sub.loc[q, "measured_P2^32"] for q in qs], w, label="measured, P = 2³²")
-        ax.bar(x + 0.5 * w, [float(minimal.get(q + "_paper_minimal", np.nan)) for q in qs], w,
-               label="paper-minimal message (judged)")
-        paper = [float(sub.loc[q, "paper"]) for q in qs]
-        ax.bar(x + 1.5 * w, paper, w, label="paper's bound")
+        for i, (col, label, color, hatch) in enumerate(bars):
+            vals = ([float(minimal.get(q + "_paper_minimal", np.nan)) for q in qs] if col == "minimal"
+                    else [float(sub.loc[q, col]) for q in qs])
+            ax.bar(x + (i - 1.5) * w, vals, w, color=color, hatch=hatch, edgecolor="white", lw=0.5, label=label)
         ax.set_xticks(x, labels, fontsize="small")
         ax.set_yscale("log")
-        ax.set_ylabel("bytes per iteration")
-        ax.set_title(ds)
-        ax.legend(fontsize="x-small")
+        ax.yaxis.set_major_locator(LogLocator())
+        ax.yaxis.set_major_formatter(FuncFormatter(_bytes))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(ds, fontsize=9)
+    axes[0][0].set_ylabel("bytes per iteration (log)")
     fig.suptitle(standin_title("Hua et al. Sec. 5: S3 message sizes per iteration", datasets), fontsize="medium")
     fig.tight_layout()
+    legend_below(fig, axes, ncol=2)
     return fig

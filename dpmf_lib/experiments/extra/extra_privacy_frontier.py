@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 import time
 
 import numpy as np
@@ -66,7 +67,7 @@ from ... import validate
 from ...errors import ParameterError
 from ...metrics import clipped_rmse
 from ...outputs import attach
-from ...plotting import figure, standin_title
+from ...plotting import OKABE_ITO, figure, standin_title, zoom_to
 from ...privacy import ledger as lg
 from ...tuning import validation_split
 
@@ -82,10 +83,17 @@ LABELS = {"private-als": "Private ALS (Chien et al. 2021), joint DP",
           "dpsgd-pnbm-clipped": "DPSGD-PNBM, per-user clipped (ours)", "dpps-pnbm": "DPPS-PNBM",
           "hua-s1": "Hua S1 (exact)", "hua-s2": "Hua S2 (T rounds)", "hua-s3": "Hua S3 (T rounds)",
           "hua-s2-composed": "Hua S2, ε/T per round (ours)", "hua-s3-composed": "Hua S3, ε/T per round (ours)"}
-STYLE = {"liu": ("C0", "o"), "liu-clipped": ("C0", "8"), "dpps-mf": ("C1", "s"), "dpsgd-mf": ("C2", "^"),
-         "dpsgd-pnbm": ("C3", "v"), "dpsgd-pnbm-clipped": ("C3", "<"), "dpps-pnbm": ("C4", "D"),
-         "hua-s1": ("C5", "P"), "hua-s2": ("C6", "X"), "hua-s3": ("C7", "*"), "hua-s2-composed": ("C6", "d"),
-         "hua-s3-composed": ("C7", "H"), "private-als": ("C8", "h"), "dpsgd-user-mf": ("C9", "p")}
+#: (colour, marker) of each mechanism: one Okabe–Ito colour per paper (Liu blue, the PNBM paper's MF baselines
+#: orange, its PNBM vermillion, Hua green, the modern references black and purple), a marker each
+STYLE = {"liu": (OKABE_ITO["blue"], "o"), "liu-clipped": (OKABE_ITO["sky"], "8"),
+         "dpps-mf": (OKABE_ITO["orange"], "s"), "dpsgd-mf": (OKABE_ITO["orange"], "^"),
+         "dpsgd-pnbm": (OKABE_ITO["vermillion"], "v"), "dpsgd-pnbm-clipped": (OKABE_ITO["vermillion"], "<"),
+         "dpps-pnbm": (OKABE_ITO["vermillion"], "D"), "hua-s1": (OKABE_ITO["green"], "P"),
+         "hua-s2": (OKABE_ITO["green"], "X"), "hua-s3": (OKABE_ITO["green"], "*"),
+         "hua-s2-composed": (OKABE_ITO["green"], "d"), "hua-s3-composed": (OKABE_ITO["green"], "H"),
+         "private-als": (OKABE_ITO["black"], "h"), "dpsgd-user-mf": (OKABE_ITO["purple"], "p")}
+#: the DP-valid variants of this workbook: dashed connecting lines
+OURS = ("liu-clipped", "dpsgd-pnbm-clipped", "hua-s2-composed", "hua-s3-composed")
 USER, RATING = "user", "rating"
 
 
@@ -577,43 +585,99 @@ def run(params: dict) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------- plot
 
 
+#: the panels zoom to the claims' comparison: the provable points at user-level ε ≤ this and the item-means line
+CLAIM_EPS_MAX = 10.0
+
+
+def _zoom_values(priv: pd.DataFrame, refs: pd.DataFrame) -> list[float]:
+    """RMSEs the zoomed panels show: the non-private references and every provable point with user-level ε ≤
+    :data:`CLAIM_EPS_MAX` (what the headline claims compare with item means), with their intervals."""
+    near = priv[(priv.x_kind == X_PROVABLE) & (priv.x_user <= CLAIM_EPS_MAX)]
+    return [*refs.rmse, *near.rmse_lo, *near.rmse_hi]
+
+
+def _draw_points(ax, priv: pd.DataFrame, col: str) -> None:
+    for key, g in priv.groupby("key", sort=False):
+        color, marker = STYLE.get(key, ("#000000", "o"))
+        g = g.sort_values(col)
+        ax.plot(g[col], g.rmse, ls="--" if key in OURS else "-", color=color, lw=1, alpha=0.7)
+        ax.errorbar(g[col], g.rmse, yerr=[g.rmse - g.rmse_lo, g.rmse_hi - g.rmse], fmt="none", ecolor=color,
+                    elinewidth=1, capsize=2)  # 95 % interval over the figure seeds
+        for kind, look in ((X_PROVABLE, {"color": color}),  # filled: the provable ε of the ledger
+                           (X_IDEALISED, {"color": color, "fillstyle": "left", "mfc": color, "mec": color,
+                                          "mfcalt": "white"}),  # half-filled: a bound whose premise is broken
+                           (X_STATED, {"mfc": "none", "mec": color, "mew": 1.5})):  # hollow: no finite ε holds
+            pts = g[g.x_kind == kind]
+            if len(pts):
+                ax.plot(pts[col], pts.rmse, marker, ms=7, ls="none", **look)
+
+
+def below(fig, artists, gap: float = 0.012) -> None:
+    """Stack legends and footnote texts (anchored ``upper center``/``va="top"``) under the figure's axes, top to
+    bottom, each clear of the one above."""
+    fig.canvas.draw()
+    to_fig = fig.transFigure.inverted()
+    top = min(to_fig.transform(ax.get_tightbbox(fig.canvas.get_renderer()))[0][1] for ax in fig.axes)
+    for artist in artists:
+        y = top - gap
+        if hasattr(artist, "set_bbox_to_anchor"):
+            artist.set_bbox_to_anchor((0.5, y), transform=fig.transFigure)
+        else:
+            artist.set_y(y)
+        fig.canvas.draw()
+        top = to_fig.transform(artist.get_window_extent())[0][1]
+
+
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(ncols=2, nrows=1, width=5.6, height=4.6)
+    from matplotlib.lines import Line2D
+
+    from ...plotting import references as reference_lines
+
     priv = df[df.kind == "private"]
     refs = df[df.kind == "reference"]
+    shown = refs[refs.key.isin(("ref-item-means", "ref-mf"))]  # the per-mechanism non-private ones: footnote
     k = int(df.k_user.iloc[0])
-    for ax, col, title in ((axes[0, 0], "x_user", f"user level (rating-level ε × k = {k} by group privacy)"),
-                           (axes[0, 1], "x_rating", "rating level (user-level ε holds per rating)")):
-        for key, g in priv.groupby("key", sort=False):
-            color, marker = STYLE.get(key, ("k", "o"))
-            g = g.sort_values(col)
-            ax.plot(g[col], g.rmse, "-", color=color, lw=1, alpha=0.6)
-            prov = g[g.x_kind == "provable"]
-            ideal = g[g.x_kind == X_IDEALISED]
-            stated = g[g.x_kind == X_STATED]
-            if len(prov):  # filled: the provable ε of the ledger
-                ax.plot(prov[col], prov.rmse, marker, color=color, ms=7, ls="none", label=LABELS.get(key, key))
-            ax.errorbar(g[col], g.rmse, yerr=[g.rmse - g.rmse_lo, g.rmse_hi - g.rmse], fmt="none", ecolor=color,
-                        elinewidth=1, capsize=2)  # 95 % interval over the figure seeds
-            if len(ideal):  # half-filled: a bound whose premise this implementation does not meet
-                ax.plot(ideal[col], ideal.rmse, marker, color=color, fillstyle="left", mfc=color, mec=color,
-                        ms=8, ls="none", label=f"{LABELS.get(key, key)}: ε of an idealised release (premise broken)")
-            if len(stated):  # hollow: no finite ε holds; drawn at the paper's stated ε
-                ax.plot(stated[col], stated.rmse, marker, mfc="none", mec=color, mew=1.5, ms=8, ls="none",
-                        label=f"{LABELS.get(key, key)}: stated, no proof holds")
-        for (_, r), ls in zip(refs.iterrows(), itertools.cycle(("--", ":", "-.", (0, (5, 1, 1, 1))))):
-            ax.axhline(r.rmse, color="0.3", ls=ls, lw=1.1, label=f"{r.mechanism}: {r.rmse:.3f}")
+    fig, axes = figure(ncols=3, width=4.6, height=4.0, gridspec_kw={"width_ratios": [1, 1, 0.8]})
+    zoom = _zoom_values(priv, shown)
+    panels = ((axes[0, 0], "x_user", f"(a) user level (rating-level ε × k = {k}, group privacy)", True),
+              (axes[0, 1], "x_rating", "(b) rating level (user-level ε holds per rating)", True),
+              (axes[0, 2], "x_user", "(c) every point, user level (full range)", False))
+    for ax, col, title, zoomed in panels:
+        _draw_points(ax, priv, col)
         ax.set_xscale("log")
-        ax.set_xlabel("ε: provable for what ran (filled); of an idealised release, premise broken (half-filled); "
-                      "stated, no proof (hollow)", fontsize=7)
-        ax.set_ylabel(f"test RMSE (ML-100K u{int(df.fold.iloc[0])}.test, clipped)")
+        ax.set_xlabel(f"ε, {'user' if col == 'x_user' else 'rating'} level: provable for what ran (filled),\n"
+                      "idealised, premise broken (half-filled), stated, no proof (hollow)", fontsize=8)
         ax.set_title(title, fontsize=9)
-    h, lab = axes[0, 0].get_legend_handles_labels()
-    h2, lab2 = axes[0, 1].get_legend_handles_labels()
-    seen = dict(zip(lab, h))
-    seen.update({lb: hh for lb, hh in zip(lab2, h2) if lb not in seen})
-    fig.legend(list(seen.values()), list(seen), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7,
-               frameon=False)
-    fig.suptitle(standin_title("Privacy–utility frontier: test RMSE vs provable ε", df.dataset.unique()), fontsize=10)
-    fig.tight_layout()
+        if zoomed:
+            zoom_to(ax, zoom, pad=0.15)
+            lo, hi = ax.get_ylim()
+            above = priv[priv.rmse > hi]
+            if len(above):
+                ax.text(0.02, 0.98, f"{len(above)} points above {hi:.2f}: see (c)", transform=ax.transAxes,
+                        ha="left", va="top", fontsize="x-small", color="#444444")
+            reference_lines(ax, [(r.mechanism, r.rmse) for r in shown.itertuples()])
+        else:
+            for r, (color, ls) in zip(shown.itertuples(), (("#000000", (0, (1, 1))), ("#444444", "--"))):
+                ax.axhline(r.rmse, color=color, ls=ls, lw=1.1)
+    axes[0, 0].set_ylabel(f"test RMSE (ML-100K u{int(df.fold.iloc[0])}.test, clipped)")
+    fig.tight_layout(w_pad=2.5)
+    handles = [Line2D([], [], color=STYLE.get(key, ("#000000", "o"))[0], marker=STYLE.get(key, ("#000000", "o"))[1],
+                      ls="--" if key in OURS else "-", lw=1, ms=7, label=LABELS.get(key, key))
+               for key in priv.key.unique()]
+    handles += [Line2D([], [], color=c, ls=ls, lw=1.3, label=r.mechanism)
+                for r, (c, ls) in zip(shown.itertuples(), (("#000000", (0, (1, 1))), ("#444444", "--")))]
+    fill = [Line2D([], [], marker="o", ls="none", color="#444444", ms=7, label="filled: ε provable for what ran"),
+            Line2D([], [], marker="o", ls="none", color="#444444", fillstyle="left", mfc="#444444", mfcalt="white",
+                   ms=7, label="half-filled: ε of an idealised release (premise broken)"),
+            Line2D([], [], marker="o", ls="none", mfc="none", mec="#444444", mew=1.5, ms=7,
+                   label="hollow: the paper's stated ε, no proof holds")]
+    others = refs[~refs.key.isin(shown.key)]
+    note = "non-private, each mechanism's own grid: " + "; ".join(
+        f"{r.mechanism.replace(' (non-private, same grid)', '')} {r.rmse:.3f}" for r in others.itertuples())
+    below(fig, [fig.legend(handles=fill, loc="upper center", ncol=3, frameon=False, fontsize="small"),
+                fig.legend(handles=handles, loc="upper center", ncol=3, frameon=False, fontsize="small"),
+                fig.text(0.5, 0, textwrap.fill(note, 160), ha="center", va="top", fontsize="x-small",
+                         color="#444444")])
+    fig.suptitle(standin_title("Privacy–utility frontier: test RMSE vs provable ε (bars: 95 % interval over seeds)",
+                               df.dataset.unique()), fontsize=10, y=1.07)
     return fig

@@ -296,44 +296,6 @@ def cdf_experiment(params: dict, scenario: str, plan: RunPlan | None = None) -> 
     return df, sources
 
 
-def plot_cdf(df: pd.DataFrame, params: dict, scenario: str, fig_no: int):
-    """Panels (a), (b) (and (c), the W-scaled variant, when present) on a log |error| axis with the legend below each
-    panel: the private CDFs of the paper's noise scale lie far right of [0, 5] and would hide under an inner legend."""
-    from ...plotting import figure, standin_title
-
-    panels = [p for p in ("a", "b", "c") if (df.panel == p).any()]
-    fig, axes = figure(len(panels), 1, width=4.6, height=5.2)
-    ds = params["dataset"]
-    pos = df[(df.abs_error > 0)]
-    # the x range: from where the first curve leaves 0 to where the last reaches 1 (on the grid), at least [1e-2, 5]
-    lo = pos[pos.cdf > 0.001].abs_error.min() if (pos.cdf > 0.001).any() else 1e-2
-    hi = pos[pos.cdf < 0.999].abs_error.max() if (pos.cdf < 0.999).any() else 5.0
-    xlo, xhi = min(1e-2, max(lo, 1e-3) / 1.5), max(5.0, hi * 1.5)
-    for ax, panel in zip(axes[0], panels):
-        sub = df[df.panel == panel]
-        for curve, g in sub.groupby("curve", sort=False):
-            style = "--" if curve.startswith("baseline") else (":" if "without noise" in curve else "-")
-            if panel == "c" and not curve.startswith("baseline"):
-                style = "-."
-            g = g[g.abs_error > 0]
-            ax.plot(g.abs_error, g.cdf, style, label=f"{curve} (mean {g.mean_abs_error.iloc[0]:.3g})")
-        ax.set_xscale("log")
-        ax.set_xlim(xlo, xhi)
-        ax.axvspan(xlo, 5.0, color="0.93", zorder=0, lw=0)
-        ax.set_xlabel("|prediction error| (log; grey: the paper's axis [0, 5])")
-        ax.set_ylabel("CDF")
-        ax.set_ylim(0, 1.01)
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
-        ax.set_title(f"({panel}) ε = {params['eps_fixed']:g}, change iterations" if panel == "a"
-                     else f"({panel}) {params['iterations_fixed']} iterations, change ε" if panel == "b"
-                     else f"({panel}) {W_LABEL},\n{params['iterations_fixed']} iterations: η / W, W = |R|",
-                     fontsize="small")
-    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: CDF of prediction errors, {NAMES[ds]}, {SCEN[scenario]}",
-                               df["dataset"].unique()), fontsize="medium")
-    fig.tight_layout()
-    return fig
-
-
 def reference_gain(params: dict) -> float:
     """The ``reference_gain_over_bias_only`` guard of every Hua accuracy claim (kind ``privacy-cost`` in
     ``params/claims.yaml``): the test-RMSE gain of the non-private baseline MF (``baseline_iterations``) over the
@@ -397,41 +359,6 @@ def paper_comparison(df: pd.DataFrame, fig_no: int) -> pd.DataFrame:
                      "paper (text)": f"{rel} {v:g}", "ours: Theorem 1": ours["Theorem 1"],
                      f"ours: {W_LABEL}": ours[W_LABEL]})
     return pd.DataFrame(rows)
-
-
-def plot_increase(df: pd.DataFrame, params: dict, fig_no: int):
-    """Filled markers: the mechanism Theorem 1 is about; hollow markers, dash-dotted: the W-scaled variant (its stated
-    eps does not hold); black stars: the paper's numbers as its text gives them."""
-    from ...plotting import figure, standin_title
-
-    fig, axes = figure(2, 1, width=5.0, height=4.6)
-    noise = df["noise"] if "noise" in df else pd.Series("Theorem 1", index=df.index)
-    for ax, panel in zip(axes[0], ("a", "b")):
-        sub = df[df.panel == panel]
-        colours = {}
-        for (scen, ns), g in sub.groupby([sub.scenario, noise[sub.index]], sort=True):
-            w = ns != "Theorem 1"
-            c = colours.setdefault(scen, f"C{len(colours)}")
-            ax.plot(g.eps, g.mean_increase, "o-." if w else "o-", color=c, mfc="white" if w else c,
-                    label=f"{SCEN[scen]}, {W_LABEL}: ε does not hold" if w else SCEN[scen])
-        for p, scen, e, v, rel in PAPER_POINTS.get(fig_no, []):
-            if p == panel:
-                ax.plot([e], [v], "*", color="black", ms=10, zorder=5,
-                        label=f"paper (text): {SCEN[scen].split(' ')[0]} {rel} {v:g} at ε = {e:g}")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xlabel("stated ε (S2/S3: per round) — no ε holds as run (U is fit to the same ratings; privacy ledger)",
-                      fontsize=7)
-        ax.set_ylabel("mean increase of |prediction error|")
-        finite = sub.mean_increase[np.isfinite(sub.mean_increase)]
-        if len(finite) and finite.abs().max() > 50 * max(0.01, finite.abs().min()):
-            ax.set_yscale("symlog", linthresh=0.01)  # the W-scaled variant near 0 beside the thousands of Theorem 1
-        its = sub.iterations.iloc[0] if len(sub) else ""
-        ax.set_title(f"({panel}) {'Scenarios 1 and 2' if panel == 'a' else 'Scenario 3'} ({its} iterations)")
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
-    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: mean increase of prediction errors over the baseline, "
-                               f"{NAMES[params['dataset']]}", df["dataset"].unique()), fontsize="medium")
-    fig.tight_layout()
-    return fig
 
 
 # ---- Figures 9-10: joining / leaving probabilities -----------------------------------------------------------------
@@ -502,36 +429,6 @@ def joinleave_difference(df: pd.DataFrame, seed: int) -> tuple[float, str]:
     return (float(hi.mean_increase - lo.mean_increase),
             f"seed {seed}: increase(p_join={hi.probability:g}) - increase(p_join={lo.probability:g}) = "
             f"{hi.mean_increase:.4g} - {lo.mean_increase:.4g}")
-
-
-def plot_joinleave(df: pd.DataFrame, params: dict, fig_no: int):
-    """Mean over the seeds ± 95 % Student-t interval, one grey dot per seed, the y axis from 0: a spread that is small
-    against the increase itself is not drawn as a trend."""
-    from ...plotting import figure, standin_title
-
-    fig, axes = figure(2, 1, width=5.0, height=3.8)
-    summ = seed_summary(df)
-    n = int(summ.n_seeds.min()) if len(summ) else 0
-    for ax, panel in zip(axes[0], ("a", "b")):
-        g = df[df.panel == panel]
-        m = summ[summ.panel == panel].sort_values("probability")
-        ax.plot(g.probability, g.mean_increase, ".", color="0.6", ms=4, label="one seed")
-        ax.errorbar(m.probability, m["mean"], yerr=m["ci95"] if n > 1 else None, fmt="o-", capsize=3,
-                    label=f"mean over {n} seeds" + (" ± 95 % t-interval" if n > 1 else ""))
-        top = float(np.nanmax(np.r_[g.mean_increase.to_numpy(float), (m["mean"] + m["ci95"].fillna(0)).to_numpy()]))
-        bottom = float(np.nanmin(np.r_[g.mean_increase.to_numpy(float), (m["mean"] - m["ci95"].fillna(0)).to_numpy()]))
-        ax.set_ylim(min(0.0, bottom * 1.1), max(0.0, top * 1.1) or 1.0)
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xlabel("joining probability" if panel == "a" else "leaving probability")
-        ax.set_ylabel("mean increase of |prediction error|")
-        ax.set_title(f"({panel}) " + (f"leaving probability = {params['p_leave']:g}" if panel == "a"
-                                      else f"joining probability = {params['p_join']:g}"))
-        ax.legend(fontsize="x-small", loc="lower right")
-    fig.suptitle(standin_title(f"Hua et al. Fig. {fig_no}: joining/leaving probabilities in S3, "
-                               f"{NAMES[params['dataset']]} ({params['iterations_s3']} iterations, "
-                               f"ε = {params['eps_fixed']:g})", df["dataset"].unique()), fontsize="medium")
-    fig.tight_layout()
-    return fig
 
 
 def sources_of(sources: dict):

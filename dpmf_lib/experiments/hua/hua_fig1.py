@@ -15,6 +15,7 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from . import hua_plots
 
 SCENARIO = "s1"
 FIGURE = 1
@@ -49,4 +50,4 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return hc.plot_cdf(df, params, SCENARIO, FIGURE)
+    return hua_plots.plot_cdf(df, params, SCENARIO, FIGURE)

@@ -16,6 +16,7 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from . import hua_plots
 
 SCENARIO = "s3"
 FIGURE = 6
@@ -58,4 +59,4 @@ def claims_run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return hc.plot_cdf(df, params, SCENARIO, FIGURE)
+    return hua_plots.plot_cdf(df, params, SCENARIO, FIGURE)

@@ -16,6 +16,7 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from . import hua_plots
 
 FIGURE = 7
 CLAIM_S2_NEAR_S1 = "hua-5-fig7a-s2-close-to-s1-netflix-eps015"
@@ -48,4 +49,4 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return hc.plot_increase(df, params, FIGURE)
+    return hua_plots.plot_increase(df, params, FIGURE)

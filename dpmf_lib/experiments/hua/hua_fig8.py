@@ -16,6 +16,7 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from . import hua_plots
 
 FIGURE = 8
 CLAIM_S2 = "hua-5-fig8a-s2-movielens-eps015"
@@ -43,4 +44,4 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return hc.plot_increase(df, params, FIGURE)
+    return hua_plots.plot_increase(df, params, FIGURE)

@@ -17,6 +17,7 @@ import pandas as pd
 from ...claims import Measurement
 from ...outputs import attach
 from . import hua_common as hc
+from . import hua_plots
 
 FIGURE = 9
 CLAIM = "hua-5-join-probability-netflix"
@@ -41,4 +42,4 @@ def run(params: dict) -> pd.DataFrame:
 
 
 def plot(df: pd.DataFrame, params: dict):
-    return hc.plot_joinleave(df, params, FIGURE)
+    return hua_plots.plot_joinleave(df, params, FIGURE)

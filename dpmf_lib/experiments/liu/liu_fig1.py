@@ -147,39 +147,59 @@ def run(params: dict) -> pd.DataFrame:
     return attach(df, sources=sources, measurements=measurements)
 
 
+#: the paper's Section 5.2 number drawn on the tier bars: the 500 most-rated Netflix items hold 44 % of the ratings
+PAPER_TOP500_NETFLIX = 0.44
+
+
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(ncols=2, width=5.2, height=4.8)
+    from matplotlib.lines import Line2D
+
+    from ...plotting import OKABE_ITO, ROLES
+
+    fig, axes = figure(ncols=2, width=5.2, height=4.4)
     ax, ax2 = axes[0]
     dist = df[df.table == "distribution"]
     colors = {}
+    looks = iter(("paper", "compared", "ours", "ours-alt", "ours-2"))
     for label, g in dist.groupby("dataset", sort=False):
         binned = log_binned(g)
-        (line,) = ax.loglog(binned.bin_center, binned.n_items, "o-", ms=3, lw=1, label=label)
+        look = ROLES[next(looks, "ours-2")]
+        (line,) = ax.loglog(binned.bin_center, binned.n_items, marker=look["marker"], ls=look["ls"],
+                            color=look["color"], ms=3.5, lw=1.2, label=label)
         colors[label] = line.get_color()
     ax.axvline(100, color="0.5", ls=":", lw=1)
     notes = ["dotted: 100 ratings (caption: \"100 ratings or less\")"]
     for label, floor, note in standin_floor_notes(df, params.get("standin_scale", 1.0)):
         ax.axvline(floor, color=colors.get(label, "0.3"), ls="--", lw=0.8)
         notes.append("dashed: " + note)
-    # below the axes: inside, the notes covered the ML-100K curve's low counts
-    ax.text(0.0, -0.24, "\n".join(notes), transform=ax.transAxes, fontsize=6.5, color="0.2", va="top", ha="left")
     ax.set_xlabel("number of ratings of an item")
     ax.set_ylabel("number of items (10 log bins per decade)")
     ax.set_title("Items by number of ratings")
-    ax.legend(fontsize=7, loc="upper left")  # the upper right holds the stand-ins' peaks
+    legend = ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)  # off the curves
     tiers = df[df.table == "tiers"]
     pivot = tiers.pivot_table(index="dataset", columns="tier", values="share", sort=False)
     pivot = pivot[[c for c in tiers.tier.drop_duplicates()]]
-    pivot.plot.barh(stacked=True, ax=ax2, width=0.6)
+    tier_colors = [OKABE_ITO[c] for c in ("blue", "orange", "grey", "green", "purple")][:pivot.shape[1]]
+    pivot.plot.barh(stacked=True, ax=ax2, width=0.6, color=tier_colors, edgecolor="white", lw=0.5)
     for i, (_, row) in enumerate(pivot.iterrows()):
         if row.iloc[0] >= 0.05:  # a label wider than its bar would be unreadable
             ax2.text(row.iloc[0] / 2, i, f"{row.iloc[0]:.0%}", va="center", ha="center", fontsize=8, color="white")
+    rows = [i for i, name in enumerate(pivot.index) if str(name).startswith("netflix")]
+    if rows:  # the paper's top-500 share beside ours on the Netflix bar
+        ax2.plot([PAPER_TOP500_NETFLIX] * len(rows), rows, marker="|", color="#000000", ms=26, mew=2.5, ls="none",
+                 label=f"paper: top 500 = {PAPER_TOP500_NETFLIX:.0%} (Netflix)")
     ax2.set_xlabel("share of all ratings")
     ax2.set_ylabel("")
     ax2.set_xlim(0, 1)
-    ax2.set_title("Popularity tiers (section 5.2; paper: top 500 = 44% on Netflix)")
-    ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=3, frameon=False)  # off the bars
+    ax2.set_title("Popularity tiers (Section 5.2)")
+    handles, labels = ax2.get_legend_handles_labels()
+    handles = [Line2D([], [], marker="|", color="#000000", ms=12, mew=2.5, ls="none") if lab.startswith("paper") else h
+               for h, lab in zip(handles, labels)]
+    ax2.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+               frameon=False)  # off the bars
     fig.suptitle(standin_title("Liu et al. 2015, Figure 1", df.dataset.unique()), fontsize=10)
     fig.tight_layout()
-    fig.subplots_adjust(bottom=0.33)  # room for the notes and the tier legend under the axes
+    fig.canvas.draw()
+    y = ax.transAxes.inverted().transform(legend.get_window_extent())[0][1]
+    ax.text(0.0, y - 0.02, "\n".join(notes), transform=ax.transAxes, fontsize=7, color="0.2", va="top", ha="left")
     return fig

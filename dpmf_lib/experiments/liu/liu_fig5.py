@@ -76,15 +76,44 @@ def ml100k_seeds(df: pd.DataFrame) -> ML100KSeeds:
     return ML100KSeeds(df, replicate_run)
 
 
+#: readable solver names and their shared figure roles (dpmf_lib.plotting.ROLES): the paper's C-SGD, the same SGD
+#: in random order, the paper's fast SGLD, and the peers it is compared with; a hatch each for grey print
+SOLVERS = {"csgd": ("C-SGD (tiered order)", "paper", ""), "naive": ("naive SGD (random order)", "paper-alt", "//"),
+           "sgld": ("fast SGLD", "ours", ".."), "libmf": ("libmf", "compared", ""),
+           "surprise-svd": ("surprise SVD", "compared-alt", "xx"), "surprise": ("surprise SVD", "compared-alt", "xx")}
+
+
 def plot(df: pd.DataFrame, params: dict):
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from ...plotting import ROLES, legend_below
+
     dsets = list(dict.fromkeys(df.dataset))
-    fig, axes = figure(ncols=len(dsets), width=5.0, height=3.6)
+    solvers = list(dict.fromkeys(df.solver))
+    fig, axes = figure(ncols=len(dsets), width=4.6, height=3.6)
+    width = 0.8 / len(solvers)
     for ax, ds in zip(axes[0], dsets):
-        g = df[df.dataset == ds].pivot_table(index="d", columns="solver", values="seconds", sort=False)
-        g.plot.bar(ax=ax, rot=0, logy=True)
+        g = df[df.dataset == ds]
+        dims = sorted(g.d.unique())
+        for i, s in enumerate(solvers):
+            h = g[g.solver == s].set_index("d").reindex(dims)
+            name, role, hatch = SOLVERS.get(s, (s, "ours-2", ""))
+            threads = h["threads"].dropna()
+            if len(threads):
+                n = int(threads.iloc[0])
+                name += f", {n} thread{'s' if n != 1 else ''}"
+            ax.bar(np.arange(len(dims)) + (i - (len(solvers) - 1) / 2) * width, h["seconds"], width,
+                   color=ROLES[role]["color"], hatch=hatch, edgecolor="white", lw=0.5, label=name)
+        ax.set_xticks(np.arange(len(dims)), [str(d) for d in dims])
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel("dimension d")
-        ax.set_ylabel(f"seconds for {int(df.epochs.iloc[0])} epochs")
+        ax.set_ylabel(f"seconds for {int(df.epochs.iloc[0])} epochs (log)")
         ax.set_title(ds, fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle(standin_title("Liu et al. Fig. 5: time per run by solver", df.dataset.unique()), fontsize=10, y=1.05)
+    fig.tight_layout()
+    fig.suptitle(standin_title("Liu et al. Fig. 5: time per run by solver", df.dataset.unique()), fontsize=10, y=1.1)
+    legend_below(fig, axes, ncol=3)
     return fig

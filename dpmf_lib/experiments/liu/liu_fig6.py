@@ -115,19 +115,30 @@ def ml100k_seeds(df: pd.DataFrame) -> ML100KSeeds:
     return ML100KSeeds(df, replicate_run)
 
 
+#: readable solver names and their shared figure roles (dpmf_lib.plotting.ROLES), as in Figure 2
+SOLVERS = {"csgd": ("C-SGD", "paper"), PAPER_CONSTANTS: ("C-SGD (Netflix constants)", "paper-alt"),
+           "sgld (posterior mean)": ("fast SGLD (posterior average)", "ours"),
+           "sgld (sample)": ("fast SGLD (last sample)", "ours-alt")}
+
+
 def plot(df: pd.DataFrame, params: dict):
+    from ...plotting import legend_below, series
+
     dsets = list(dict.fromkeys(df.dataset))
-    fig, axes = figure(ncols=len(dsets), width=4.6, height=3.6)
+    fig, axes = figure(ncols=len(dsets), width=4.4, height=3.4)
     for ax, ds in zip(axes[0], dsets):
         chosen = bool((df[df.dataset == ds].solver == GRID_SOLVER).any())
         for s, g in df[(df.dataset == ds) & (df.solver != GRID_SOLVER)].groupby("solver", sort=False):
+            name, role = SOLVERS.get(s, (s, "ours-2"))
             if s in ("csgd", PAPER_CONSTANTS) and "sgd_eta0" in g and g.sgd_eta0.notna().any():  # which settings ran
                 how = "chosen on validation: " if s == "csgd" and chosen else "Netflix " if s != "csgd" else ""
-                s = f"csgd ({how}η0 = {g.sgd_eta0.iloc[0]:g}, λ = {g.sgd_lambda.iloc[0]:g})"
-            ax.plot(g.epoch, g.test_rmse, "o-", ms=3, label=s)
+                name = f"C-SGD ({how}η0 = {g.sgd_eta0.iloc[0]:g}, λ = {g.sgd_lambda.iloc[0]:g})"
+            series(ax, g.epoch, g.test_rmse, role, name, ms=3, lw=1.3)
         ax.set_xlabel("epoch")
         ax.set_ylabel("test RMSE")
         ax.set_title(f"{ds}, d = {params['d']}", fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle(standin_title("Liu et al. Fig. 6: convergence of SGD vs SGLD", df.dataset.unique()), fontsize=10, y=1.05)
+    fig.tight_layout()
+    fig.suptitle(standin_title("Liu et al. Fig. 6: convergence of SGD vs SGLD", df.dataset.unique()), fontsize=10,
+                 y=1.1)
+    legend_below(fig, axes, ncol=3)
     return fig

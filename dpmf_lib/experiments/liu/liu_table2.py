@@ -311,36 +311,57 @@ def run(params: dict) -> pd.DataFrame:
     return attach(df, sources=[r.source], measurements=meas)
 
 
+#: each row's shared figure role (dpmf_lib.plotting.ROLES): the paper's configuration (tiered, prefetch 2), tiered
+#: without prefetch, and the orders tiering is compared with
+ROW_ROLES = {"tiered + prefetch 2": "paper", "tiered": "paper-alt", "random": "compared",
+             "user-blocked, single tier": "compared-alt"}
+
+
 def plot(df: pd.DataFrame, params: dict):
-    fig, axes = figure(ncols=2, nrows=2, width=4.8, height=3.3)
+    from ...plotting import ROLES, legend_below
+
+    fig, axes = figure(ncols=2, nrows=2, width=4.6, height=3.0)
     names = list(dict.fromkeys(df["row"]))
     dims = list(dict.fromkeys(df.d))
     w = 0.8 / max(1, len(names))
     x = np.arange(len(dims))
     panels = (("l1_miss_pct", "L1 data miss rate (%)", "paper_csgd_l1_pct", "paper_graphchi_l1_pct"),
               ("ll_miss_pct", "LL (L3) data miss rate (%)", "paper_csgd_l3_pct", "paper_graphchi_l3_pct"),
-              ("l1_misses_per_update", "L1 misses per rating update", None, None),
-              ("ll_misses_per_update", "LL misses per rating update", None, None))
+              ("l1_misses_per_update", "L1 misses per rating update (log)", None, None),
+              ("ll_misses_per_update", "LL misses per rating update (log)", None, None))
     for ax, (col, ylabel, pc, pg) in zip(axes.ravel(), panels):
         for k, name in enumerate(names):
             g = df[df["row"] == name].set_index("d").reindex(dims)
-            ax.bar(x + (k - (len(names) - 1) / 2) * w, g[col], w, label=name,
-                   hatch=None if g.compared.iloc[0] else "//")
+            role = ROW_ROLES.get(name, "ours-2")
+            ax.bar(x + (k - (len(names) - 1) / 2) * w, g[col], w, color=ROLES[role]["color"], edgecolor="white",
+                   lw=0.5, hatch=None if g.compared.iloc[0] else "//",
+                   label=name + ("" if g.compared.iloc[0] else " (the paper's C-SGD setting)"))
         if pc:  # the paper's C-SGD over our row in its configuration, GraphChi over the group's centre
             pd_ = df.drop_duplicates("d").set_index("d").reindex(dims)
             cfg = df[(df.order == "tiered") & (df.prefetch == 2)]
             k = names.index((cfg if len(cfg) else df[df.order == "tiered"])["row"].iloc[0])
-            ax.plot(x + (k - (len(names) - 1) / 2) * w, pd_[pc], "k*", ms=8, label="paper: C-SGD (prefetch 2)")
-            ax.plot(x, pd_[pg], "kx", ms=7, label="paper: GraphChi (not run here)")
+            ax.plot(x + (k - (len(names) - 1) / 2) * w, pd_[pc], "*", color="#000000", mec="white", mew=0.5, ms=10,
+                    ls="none", label="paper: C-SGD (prefetch 2)")
+            ax.plot(x, pd_[pg], "x", color="#000000", ms=7, mew=1.5, ls="none", label="paper: GraphChi (not run here)")
+            top = 1.15 * max(df[col].max(), pd_[pc].max())  # zoomed to C-SGD, ours and the paper's
+            ax.set_ylim(0, top)
+            for xi, v in zip(x, pd_[pg]):
+                if v > top:  # GraphChi above the axis: its value at the top edge
+                    ax.annotate(f"↑ GraphChi {v:g}", (xi, top), xytext=(0, -2), textcoords="offset points", ha="center",
+                                va="top", fontsize="x-small")
+        else:
+            ax.set_yscale("log")
         ax.set_xticks(x, [f"d = {d}" for d in dims])
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.suptitle(standin_title(f"Liu et al. Table 2: cache misses (callgrind cache simulation;\n{df.caches.iloc[0]})",
+                               df.dataset.unique()), fontsize=9, y=1.07)
+    legend = legend_below(fig, axes, ncol=3)
     fits = ", ".join(f"d={d}: U {g.u_mib.iloc[0]:.2g} + V {g.v_mib.iloc[0]:.2g} MiB"
                      f"{' (fits in LL: compulsory LL misses only)' if g.model_fits_ll.iloc[0] else ''}"
                      for d, g in df.groupby("d", sort=False))
-    fig.text(0.5, -0.02, f"Compared rows (solid) share prefetch stride {params['prefetch']}; hatched: separate "
+    fig.canvas.draw()
+    y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
+    fig.text(0.5, y - 0.01, f"Compared rows (solid) share prefetch stride {params['prefetch']}; hatched: separate "
              f"prefetch row (the paper's C-SGD setting).\n{fits}\n{GRAPHCHI_NOTE}", ha="center", va="top", fontsize=7)
-    fig.suptitle(standin_title(f"Liu et al. Table 2: cache misses (callgrind cache simulation; {df.caches.iloc[0]})",
-                               df.dataset.unique()), fontsize=9, y=1.03)
-    fig.tight_layout()
     return fig

@@ -31,6 +31,7 @@ sample stays the first chain's.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...claims import Measurement
@@ -147,52 +148,76 @@ def rerun_selected(df: pd.DataFrame) -> SelectedRerun:
 
 
 def plot(df: pd.DataFrame, params: dict):
+    """Per dataset: (a) the paper's comparison (DPPS-PNBM, DPPS-MF, the non-private references at the right edge),
+    (b) the diagnostic of the chains (how far S moved from its start); one legend below the panels."""
+    from ...plotting import legend_below, references, series, zoom_to
+
     datasets = list(df.dataset.unique())
-    fig, axes = figure(ncols=2, nrows=max(1, len(datasets)), width=6.0, height=4.0)
+    fig, axes = figure(ncols=2, nrows=max(1, len(datasets)), width=5.0, height=3.6)
+    roles = {"dpps-pnbm": "paper", "dpps-mf": "compared"}
     for r, ds in enumerate(datasets):
         ax = axes[r][0]
         _plot_traces(axes[r][1], df[(df.dataset == ds) & (df.method == "trace")], params)
         sel = df[(df.dataset == ds) & df.selected]
         nf = int(sel.n_folds.max()) if len(sel) else 1
-        for m, style in (("dpps-pnbm", "o-"), ("dpps-mf", "s-")):
+        compared = []
+        for m in ("dpps-pnbm", "dpps-mf"):
             g = sel[sel.method == m].sort_values("epsilon")
             if len(g):
                 yerr = g.rmse_std.fillna(0) if nf > 1 else None  # one fold: no spread to show
-                ax.errorbar(g.x, g.rmse, yerr=yerr, fmt=style, ms=4, capsize=2, label=runs.LABELS[m])
-        for m, ls in (("pcc", ":"), ("cos", "-."), ("sgld-pnbm", "--")):
-            g = sel[sel.method == m]
-            if len(g):
-                ax.axhline(float(g.rmse.iloc[0]), ls=ls, lw=1.2, color="0.35" if m != "sgld-pnbm" else "0.6",
-                           label=f"{runs.LABELS[m]}: {float(g.rmse.iloc[0]):.4f}")
+                series(ax, g.x, g.rmse, roles[m], runs.LABELS[m], yerr=yerr, ms=4)
+                compared += list(g.rmse - (yerr if yerr is not None else 0))
+                compared += list(g.rmse + (yerr if yerr is not None else 0))
+        refs = [(runs.LABELS[m], float(sel[sel.method == m].rmse.iloc[0]))
+                for m in ("pcc", "cos", "sgld-pnbm") if (sel.method == m).any()]
         st = sel[sel.method.isin(["sgld-pnbm", "dpps-pnbm"])]
         if "rmse_start" in st and st.rmse_start.notna().any():  # one start S⁰ for every chain of a fold
-            r0 = float(st.rmse_start.dropna().iloc[0])
-            ax.axhline(r0, ls=(0, (2, 2)), lw=1.0, color="tab:red",
-                       label=f"start S⁰ ~ U(0, {params['init_high']}), no training: {r0:.4f}")
+            refs.append((f"start S⁰ ~ U(0, {params['init_high']}), no training",
+                         float(st.rmse_start.dropna().iloc[0])))
+        zoom_to(ax, compared + [v for _, v in refs])
+        references(ax, refs)
         ax.set_xscale("log")
-        ax.set_xlabel(f"x  (stated user-level ε = x · τ, τ = {params['tau']}; no ε holds as run: the predictor "
-                      "releases noiseless r̄, privacy ledger)", fontsize=7)
+        ax.set_xlabel(f"x (stated user-level ε = x · τ, τ = {params['tau']}; no ε holds as run)")
         ax.set_ylabel(f"test RMSE (mean over {nf} folds)" if nf > 1 else f"test RMSE (fold u{df.folds.iloc[0]})")
-        title = f"{ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)"
-        ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.set_title(f"(a) {ds}: DPPS (folds {df.folds.iloc[0]}, T = {params['T']} SGLD steps)", fontsize=9)
     fig.suptitle(standin_title("PNBM paper, Figure 2: DPPS-PNBM vs DPPS-MF vs PCC/COS", datasets), fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(w_pad=3)
+    note_below(fig, legend_below(fig, axes, ncol=2),
+               "No ε holds as run: the predictor also releases the noiseless item means r̄ (privacy ledger).")
     return fig
+
+
+def note_below(fig, legend, text: str) -> None:
+    """``text`` as a small grey footnote under ``legend`` (a figure legend below the panels)."""
+    fig.canvas.draw()
+    y = fig.transFigure.inverted().transform(legend.get_window_extent())[0][1]
+    fig.text(0.5, y - 0.01, text, ha="center", va="top", fontsize=7, color="#444444")
 
 
 def _plot_traces(ax, tr: pd.DataFrame, params: dict) -> None:
     """‖S_t − S⁰‖_F / ‖S⁰‖_F against the SGLD step for the selected chains (fold of the first evaluation)."""
+    from ...plotting import OKABE_ITO
+
     if not len(tr):
         ax.set_axis_off()
         return
-    for (m, e), g in tr.groupby(["traced", "epsilon"], dropna=False, sort=False):
+    colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow")]
+    markers = "os^vDP*X"
+    chains = [((m, e), g.sort_values("t")) for (m, e), g in tr.groupby(["traced", "epsilon"], dropna=False, sort=False)]
+    first = chains[0][1]
+    if len(chains) > 1 and all(len(g) == len(first) and np.allclose(g.moved, first.moved, rtol=1e-6, atol=0)
+                               and np.allclose(g.rmse, first.rmse, rtol=1e-6, atol=0) for _, g in chains):
+        ax.plot(first.t, first.moved.clip(lower=1e-12), marker="o", ms=4, lw=1.2, color=OKABE_ITO["blue"],
+                label=f"(b) all {len(chains)} chains (DPPS-PNBM at every x, non-private SGLD): one curve,\n"
+                      f"RMSE {first.rmse.iloc[0]:.4f} → {first.rmse.iloc[-1]:.4f}")
+        chains = []
+    for i, ((m, e), g) in enumerate(chains):
         lab = "non-private SGLD" if m == "sgld-pnbm" else f"DPPS-PNBM x = {float(e) / params['tau']:g}"
-        g = g.sort_values("t")
-        ax.plot(g.t, g.moved.clip(lower=1e-12), marker=".", ms=3,
-                label=f"{lab}: RMSE {g.rmse.iloc[0]:.4f} → {g.rmse.iloc[-1]:.4f}")
+        look = {"color": "#000000", "ls": "--"} if m == "sgld-pnbm" else {"color": colors[i % len(colors)], "ls": "-"}
+        ax.plot(g.t, g.moved.clip(lower=1e-12), marker=markers[i % len(markers)], ms=4, lw=1, mfc="none", **look,
+                label=f"chain: {lab} (RMSE {g.rmse.iloc[0]:.4f} → {g.rmse.iloc[-1]:.4f})")
     ax.set_yscale("log")
     ax.set_xlabel("SGLD step t")
     ax.set_ylabel("‖S_t − S⁰‖_F / ‖S⁰‖_F")
-    ax.set_title(f"Do the chains move? (selected configs, fold u{int(tr.fold.iloc[0])})")
-    ax.legend(fontsize=6)
+    ax.set_title(f"(b) diagnostic: do the chains move? (selected configs, fold u{int(tr.fold.iloc[0])})",
+                 fontsize=9)

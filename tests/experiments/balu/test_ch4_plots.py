@@ -1,6 +1,6 @@
 """Chapter-4 heatmaps at the thesis's 10 × 10 (d, γ) grid (paper): every cell's label stays inside its cell and no two
 labels overlap (issue #15: "(bias-only)" and "±0.002" ran into the neighbouring cells of Figs 4.1/4.2 at paper,
-unreadable); a small grid (ci) keeps the per-cell standard error and bias-only mark."""
+unreadable); a small grid (ci) keeps the per-cell standard error; degenerate cells are shown in a panel of their own."""
 
 import math
 
@@ -57,8 +57,11 @@ def test_paper_grid_labels_do_not_overlap(plot):
     plt.close(fig)
 
 
-def test_small_grid_keeps_the_standard_error_and_the_bias_only_mark_in_the_cell():
+def test_small_grid_keeps_the_standard_error_in_the_cell_and_degenerate_cells_in_their_own_panel():
     fig = f1.plot(_frame([3, 8], [1.0, 4.0]), {})  # d = 3: degenerate cells
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert any("±" in t for t in texts) and any("(bias-only)" in t for t in texts)
+    assert any("±" in t for t in texts) and not any("bias-only" in t for t in texts)
+    diagnostic = next(ax for ax in fig.axes if ax.get_title().startswith("diagnostic: degenerate cells"))
+    assert any("degenerate for both k" in t.get_text() for t in diagnostic.get_legend().get_texts())
+    assert not [p for ax in fig.axes for p in ax.patches if p.get_hatch()]  # no hatching over the results
     plt.close(fig)

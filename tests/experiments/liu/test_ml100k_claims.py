@@ -168,7 +168,7 @@ def test_fig4_a_diverged_small_table_is_power_and_left_out_of_the_plot(monkeypat
     assert "power_smallest_table" not in judge(claim, [{**m, "profile": "paper", "values": [m["value"]] * 5,
                                                         "guards": {k: [v] * 5 for k, v in m["guards"].items()}}]).reason
     fig = liu_fig4.plot(df, p)
-    assert "diverged" in " ".join(t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts())
+    assert "1 diverged run(s) left out" in " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
 
 def test_fig3_section5_is_its_own_netflix_run_after_figure3(monkeypatch):
