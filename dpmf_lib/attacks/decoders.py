@@ -228,14 +228,14 @@ def mcmc_jlt(y: np.ndarray, jlt: JLT, candidates: np.ndarray, log_rho: np.ndarra
     rng = validate.generator(seed)
     cand = np.ascontiguousarray(candidates, dtype=np.int64)
     _check_mcmc(burn_in, n_samples, c_max, len(cand))
-    G = jlt.codebook.gram()
+    Gc = np.ascontiguousarray(jlt.codebook.gram()[np.ix_(cand, cand)])  # the candidates' rows, read contiguously
     z = jlt.codebook.x64()[cand] @ np.asarray(y, dtype=np.float64)
     slots = _slots_init(len(cand), c_max, c_init, rng, avoid)
     start = slots[slots >= 0].copy()
     sd, u = _draws(c_max, burn_in + n_samples, rng)
     counts, rhat, halves, n_half = _run_in_halves(
         gibbs.jlt_gibbs_kernel,
-        (G, cand, z, 1.0 / (2 * jlt.sigma ** 2), np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
+        (Gc, z, 1.0 / (2 * jlt.sigma ** 2), np.ascontiguousarray(log_rho[cand], dtype=np.float64), slots),
         (), sd, u, burn_in, n_samples, len(cand))
     return MCMCResult(cand, counts / n_samples, c_max, burn_in + n_samples, rhat, start, halves, n_half)
 

@@ -21,7 +21,19 @@ Likelihoods, relative to the empty profile:
   entering item touches its <= K bits, and d changes only for candidates sharing a bit whose count crosses zero.
 - JLT: log lik(P) = -||y - sum_{j in P} X_j||^2 / (2 sigma^2). With z_j = X_j . y, G = X X^T and s_j = sum_{k in rest} G_kj,
   adding j changes it by (2 z_j - 2 s_j - G_jj) / (2 sigma^2); removing/adding an item updates s by one row of G
-  (O(|candidates|) per transition instead of O(|candidates| * L)). G is computed once per codebook (BLAS).
+  (O(|candidates|) per transition instead of O(|candidates| * L)). G is computed once per codebook (BLAS); the kernel
+  reads the candidates' block of it, copied contiguous once per chain.
+
+JLT kernel: reuse and arithmetic. A transition's distribution depends only on the other slots' profile. Redrawing an
+empty slot, that is the current profile P, so consecutive empty-slot redraws under an unchanged P (most transitions
+where c_hat -> N and most of the c_max slots are empty) reuse its weights and running sums: a bisection instead of a
+pass over the candidates. A redrawn occupied slot (P without its item) is built in a second buffer, so P's stays
+valid when the item stays, and becomes P's when the item leaves for the empty option. A built distribution is the
+reference's log-weights bit for bit, then exp by a vectorisable polynomial (:func:`_exp_nonpos`, <= ~2 ulp from
+libm) and two-level running sums (blocks of 16 summed in a fixed tree, then left to right), searched by bisection:
+the transition probabilities equal the reference's to ~1e-15, so a draw can differ only when a uniform falls within
+that of a boundary — the tests and the chapter-3 rows see the same chains (docs/performance.md). The reference,
+:func:`jlt_gibbs_kernel_scan`, rebuilds every transition with libm's exp and sequential sums.
 
 Randomness is passed in: ``slot_draws`` (int64, one slot per transition) and ``uniforms`` (float64 in [0, 1), one per
 transition, used by inverse-CDF sampling over [candidates..., empty]). The numba kernels and the plain-Python references
@@ -170,11 +182,187 @@ def blip_gibbs_kernel(bits, nbits, sgn, lam, log_rho, slots, slot_draws, uniform
             _close(counts, j, enter[j], n_steps + 1, burn_in, n_steps)
 
 
+BLOCK = 16  # options per block of the two-level running sums (see _block_weights)
+_LOG2E = 1.4426950408889634
+_LN2_HI = 0.693147180369123816490  # ln 2 in two parts (Cody-Waite): _LN2_HI has 32 significant bits, so
+_LN2_LO = 1.90821492927058770002e-10  # k * _LN2_HI is exact for the |k| <= 1022 used here
+
+
+@njit(cache=True, inline="always")
+def _exp_nonpos(d):
+    """exp(d) for d <= 0 or -inf, within ~2 ulp of libm (Cody-Waite reduction, degree-12 Taylor polynomial on
+    |r| <= ln 2 / 2, 2^k from its bits). Below -708 (under the smallest normal double) it returns 0.0. Straight-line
+    arithmetic in a fixed order: the compiler vectorises a loop of it (AVX2/AVX-512), with the same bits as scalar."""
+    dd = d if d > -708.0 else -708.0
+    k = math.floor(dd * _LOG2E + 0.5)
+    r = (dd - k * _LN2_HI) - k * _LN2_LO
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 + r * (
+        1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800 + r * (1.0 / 39916800 + r * (
+            1.0 / 479001600))))))))))))
+    scale = np.int64((np.int64(k) + 1023) << 52).view(np.float64)
+    return p * scale if d > -708.0 else 0.0
+
+
 @njit(cache=True)
-def jlt_gibbs_kernel(G, cand, z, inv2s2, log_rho, slots, slot_draws, uniforms, burn_in, counts, probs_out):
-    """JLT analogue of :func:`blip_gibbs_kernel`. ``G`` = X X^T over all items (rows read in place, no sub-matrix copy),
-    ``cand`` the candidates' item ids, ``z`` = X_cand y, ``inv2s2`` = 1/(2 sigma^2). Per transition: one row of G
-    subtracted (item leaving), one added (item entering), one pass over the candidates' scores."""
+def _block_weights(logw, n_pad, w, bcum):
+    """The transition distribution from the log weights ``logw`` (length ``n_pad``, a multiple of BLOCK, padded
+    with -inf): ``w`` = exp(logw - max) and ``bcum[b]`` = running sum of the block sums up to block b (left to right;
+    a block's sum is a fixed pairwise tree). Returns the last option with positive weight (the fallback of
+    :func:`_block_search`). Every loop is a fixed sequence of IEEE operations: the same bits on any machine."""
+    nb = n_pad // BLOCK
+    mx = NEG_INF
+    for b in range(nb):
+        o = b * BLOCK
+        mb = logw[o]
+        for k in range(1, BLOCK):
+            v = logw[o + k]
+            mb = v if v > mb else mb
+        mx = mb if mb > mx else mx
+    for j in range(n_pad):
+        w[j] = _exp_nonpos(logw[j] - mx)
+    acc = 0.0
+    last = -1
+    for b in range(nb):
+        o = b * BLOCK
+        s0 = (w[o] + w[o + 8]) + (w[o + 4] + w[o + 12])
+        s1 = (w[o + 2] + w[o + 10]) + (w[o + 6] + w[o + 14])
+        s2 = (w[o + 1] + w[o + 9]) + (w[o + 5] + w[o + 13])
+        s3 = (w[o + 3] + w[o + 11]) + (w[o + 7] + w[o + 15])
+        acc += (s0 + s1) + (s2 + s3)
+        bcum[b] = acc
+    for j in range(n_pad - 1, -1, -1):
+        if w[j] > 0.0:
+            last = j
+            break
+    return last
+
+
+@njit(cache=True)
+def _block_search(w, bcum, nb, target, last):
+    """Inverse-CDF draw over the options in index order: the first block whose running sum exceeds ``target``
+    (bisection), then the first option in it whose running sum (from the previous blocks' sum) exceeds it; ``last``
+    (the last positive option) if rounding put target at or above the total, the block's last positive option if
+    rounding left its own sum short of the block sum."""
+    if not target < bcum[nb - 1]:
+        return last
+    lo, hi = 0, nb - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if target < bcum[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    acc = bcum[lo - 1] if lo > 0 else 0.0
+    o = lo * BLOCK
+    pick = -1
+    for k in range(BLOCK):
+        v = w[o + k]
+        acc += v
+        if v > 0.0:
+            pick = o + k
+            if target < acc:
+                return pick
+    return pick
+
+
+@njit(cache=True)
+def jlt_gibbs_kernel(Gc, z, inv2s2, log_rho, slots, slot_draws, uniforms, burn_in, counts, probs_out):
+    """JLT analogue of :func:`blip_gibbs_kernel`. ``Gc`` = X_cand X_cand^T (the candidates' Gram matrix, contiguous),
+    ``z`` = X_cand y, ``inv2s2`` = 1/(2 sigma^2). Reuse and arithmetic: module notes; reference:
+    :func:`jlt_gibbs_kernel_scan`."""
+    n_c = z.shape[0]
+    c_max = slots.shape[0]
+    n_opt = n_c + 1
+    nb = (n_opt + BLOCK - 1) // BLOCK
+    n_pad = nb * BLOCK
+    diag = np.empty(n_c, np.float64)
+    for j in range(n_c):
+        diag[j] = Gc[j, j]
+    s_acc = np.zeros(n_c, np.float64)
+    in_p = np.zeros(n_c, np.bool_)
+    mask = np.zeros(n_c, np.float64)  # -inf where the candidate is held by another slot
+    enter = np.zeros(n_c, np.int64)
+    m = 0
+    for s in range(c_max):
+        k = slots[s]
+        if k >= 0:
+            in_p[k] = True
+            mask[k] = NEG_INF
+            m += 1
+            for j in range(n_c):
+                s_acc[j] += Gc[k, j]
+    n_steps = slot_draws.shape[0]
+    n_rec = probs_out.shape[0]
+    logw = np.full(n_pad, NEG_INF)
+    w_p = np.zeros(n_pad, np.float64)  # distribution of an empty slot's redraw under the current profile P
+    bcum_p = np.empty(nb, np.float64)
+    w_k = np.zeros(n_pad, np.float64)  # distribution of an occupied slot's redraw (P without its item)
+    bcum_k = np.empty(nb, np.float64)
+    last_p = -1
+    valid_p = False  # w_p, bcum_p are up to date with P
+    for t in range(1, n_steps + 1):
+        i = slot_draws[t - 1]
+        old = slots[i]
+        reuse_k = False
+        if old >= 0:
+            m_rest = m - 1
+            mask[old] = 0.0
+            log_slot = -math.log(c_max - m_rest)
+            for j in range(n_c):
+                sj = s_acc[j] - Gc[old, j]
+                logw[j] = inv2s2 * (2.0 * z[j] - 2.0 * sj - diag[j]) + log_rho[j] + log_slot + mask[j]
+            logw[n_c] = 0.0
+            last_k = _block_weights(logw, n_pad, w_k, bcum_k)
+            new = _block_search(w_k, bcum_k, nb, uniforms[t - 1] * bcum_k[nb - 1], last_k)
+            w, total = w_k, bcum_k[nb - 1]
+            if new == n_c:  # the item leaves, the slot stays empty: P loses it, and w_k is the new P's empty-slot
+                w_k, w_p = w_p, w_k  # distribution (m_rest, scores and mask as computed here): keep it
+                bcum_k, bcum_p = bcum_p, bcum_k
+                last_p = last_k
+                reuse_k = True
+        else:
+            m_rest = m
+            if not valid_p:
+                log_slot = -math.log(c_max - m_rest)
+                for j in range(n_c):
+                    logw[j] = inv2s2 * (2.0 * z[j] - 2.0 * s_acc[j] - diag[j]) + log_rho[j] + log_slot + mask[j]
+                logw[n_c] = 0.0
+                last_p = _block_weights(logw, n_pad, w_p, bcum_p)
+                valid_p = True
+            new = _block_search(w_p, bcum_p, nb, uniforms[t - 1] * bcum_p[nb - 1], last_p)
+            w, total = w_p, bcum_p[nb - 1]
+        if t <= n_rec:
+            for j in range(n_opt):
+                probs_out[t - 1, j] = w[j] / total
+        if new == n_c:
+            new = -1
+        if new != old:  # P changes: the item leaving gives its row of G back, the item entering adds its own
+            valid_p = reuse_k
+            if old >= 0:
+                in_p[old] = False
+                for j in range(n_c):
+                    s_acc[j] -= Gc[old, j]
+                _close(counts, old, enter[old], t, burn_in, n_steps)
+            if new >= 0:
+                in_p[new] = True
+                mask[new] = NEG_INF
+                for j in range(n_c):
+                    s_acc[j] += Gc[new, j]
+                enter[new] = t
+        elif old >= 0:
+            mask[old] = NEG_INF  # the item stays: P, s_acc and w_p as they were
+        slots[i] = new
+        m = m_rest + (1 if new >= 0 else 0)
+    for j in range(n_c):
+        if in_p[j]:
+            _close(counts, j, enter[j], n_steps + 1, burn_in, n_steps)
+
+
+@njit(cache=True)
+def jlt_gibbs_kernel_scan(G, cand, z, inv2s2, log_rho, slots, slot_draws, uniforms, burn_in, counts, probs_out):
+    """Reference of :func:`jlt_gibbs_kernel` (``G`` = X X^T over all items, ``cand`` the candidates' item ids; otherwise
+    the same arguments): every transition rebuilds its distribution — one row of G subtracted (item leaving), one
+    added (item entering), one pass over the candidates' scores, libm's exp and sequential sums (:func:`_draw`)."""
     n_c = cand.shape[0]
     c_max = slots.shape[0]
     diag = np.empty(n_c, np.float64)

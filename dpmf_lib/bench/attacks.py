@@ -8,7 +8,9 @@ sampler on the benchmark's own problem (424 candidates, L = 5,000, K = 20), both
 like-for-like one runs the kernel's own incremental algorithm with whole-array numpy operations
 (:func:`dpmf_lib.bench._attacks_numpy.blip_gibbs_numpy_incremental`); the other recomputes every gain per transition
 (:func:`dpmf_lib.attacks.gibbs.blip_gibbs_numpy`, another algorithm: reported beside it). The plain-Python
-full-recomputation reference on a small problem is kept as a record only.
+full-recomputation reference on a small problem is kept as a record only. JLT where c_hat -> N (eps = 0.25, all
+1,682 items candidates, c_max = 1,682): the kernel against :func:`dpmf_lib.attacks.gibbs.jlt_gibbs_kernel_scan`, the
+same chain checked.
 ``quick`` uses 4,000 transitions and fewer repeats.
 """
 
@@ -138,4 +140,39 @@ def run(profile: str = "quick") -> dict:
                         None))
     ratios.append(ratio("gibbs_blip_kernel_speedup_over_numpy_full_recompute_baseline", tn / tk if same else np.inf,
                         None))
+
+    # JLT where c_hat -> N (eps = 0.25: every item a candidate, c_max = N, slots mostly empty): the kernel against its
+    # reference, which rebuilds every transition's distribution (libm exp, sequential sums); same chain checked
+    n_fl = 3000 if quick else 20000
+    jflat = JLT(jlt.codebook, 0.25)
+    yf = jflat.sanitize(items, seed=10)
+    candf = np.arange(N, dtype=np.int64)
+    Gf = np.ascontiguousarray(jlt.codebook.gram())
+    zf = jlt.codebook.x64() @ yf
+    inv2s2 = 1.0 / (2 * jflat.sigma ** 2)
+    lrf = np.ascontiguousarray(lr, dtype=np.float64)
+    sd_f = rng.integers(0, N, n_fl).astype(np.int64)
+    u_f = rng.random(n_fl)
+    init_f = np.full(N, -1, dtype=np.int64)
+    init_f[:c] = rng.choice(N, c, replace=False)
+    out_f = {}
+
+    def jlt_fast():
+        slots, cnt = init_f.copy(), np.zeros(N, np.int64)
+        gibbs.jlt_gibbs_kernel(Gf, zf, inv2s2, lrf, slots, sd_f, u_f, 0, cnt, np.zeros((0, N + 1)))
+        out_f["fast"] = slots, cnt
+
+    def jlt_scan():
+        slots, cnt = init_f.copy(), np.zeros(N, np.int64)
+        gibbs.jlt_gibbs_kernel_scan(Gf, candf, zf, inv2s2, lrf, slots, sd_f, u_f, 0, cnt, np.zeros((0, N + 1)))
+        out_f["scan"] = slots, cnt
+
+    tjf = _best(jlt_fast, repeat)
+    tjs = _best(jlt_scan, 1)
+    same_f = all(np.array_equal(a, b) for a, b in zip(out_f["fast"], out_f["scan"]))
+    common_f = dict(N=N, candidates=N, c_max=N, L=1000, eps=0.25, transitions=n_fl)
+    records.append(record("gibbs_jlt_flat", "transitions_per_s", n_fl / tjf, "1/s", **common_f))
+    records.append(record("gibbs_jlt_flat_scan_reference", "transitions_per_s", n_fl / tjs, "1/s", same_chain=same_f,
+                          algorithm="every transition's distribution rebuilt (libm exp, sequential sums)", **common_f))
+    ratios.append(ratio("gibbs_jlt_kernel_speedup_over_scan_reference", tjs / tjf if same_f else np.inf, None))
     return {"records": records, "ratios": ratios}

@@ -327,8 +327,8 @@ def replicate_params(params: dict) -> dict:
     """The parameters of a replicate run of the claims (``nb.replicate``'s seeds ``seed + 1 …``): ``params`` with
     ``n_attacked`` replaced by ``replicate_n_attacked`` (null or absent: unchanged).
 
-    Why: at `paper` one seed of Figure 3.2 attacks all 343 test users (~35 min on 2 cores) and Figure 3.3
-    35 users (~25 min); five seeds would take hours. The figure's seed keeps its full setting; the further seeds
+    Why: at `paper` one seed of Figure 3.2 attacks all 343 test users (~35 min on 2 cores), and so does Figure 3.3
+    (~13 min); five seeds would take hours. The figure's seed keeps its full setting; the further seeds
     attack a seeded subsample ([seed, 4], see :mod:`._balu_ch3_rows`) of the test users. Only ``n_attacked`` changes,
     so a replicate task's cache key is the ordinary key of that setting (``replicate_n_attacked`` itself is not in
     :data:`RESULT_KEYS`): the replicate runs of Figure 3.4 hit the cells those of 3.2 computed (and 3.5 those of 3.3),

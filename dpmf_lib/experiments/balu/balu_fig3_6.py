@@ -31,7 +31,7 @@ def _mech_params(params: dict, kind: str) -> dict:
         p.update(L=params["blip_L"], K=params["blip_K"], eps=params["blip_eps"])
     else:
         p.update(L=params["jlt_L"], delta=params["jlt_delta"], eps=params["jlt_eps"])
-        # ours: JLT's chains cost O(N) per transition where c_hat -> N, so `paper` attacks fewer JLT users (as Fig 3.3)
+        # ours: JLT's users and chain rule may differ from BLIP's (`paper`: the same users, 600 vs 750 updates per slot)
         for own, shared in (("jlt_n_attacked", "n_attacked"), ("jlt_min_sweeps", "min_sweeps")):
             v = params.get(own, "same")
             if v != "same":

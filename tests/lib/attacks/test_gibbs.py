@@ -66,8 +66,18 @@ def test_blip_kernel_matches_bruteforce_transitions_and_chain(c_max):
     assert np.array_equal(counts, ref_counts) and np.array_equal(slots, ref_slots)
 
 
+def _run_jlt(kernel, G, cand, z, inv2s2, log_rho_c, slots, sd, u, burn_in, counts, probs):
+    """The fast kernel reads the candidates' Gram matrix; its reference (scan) the full one and the candidate ids."""
+    if kernel == "fast":
+        gibbs.jlt_gibbs_kernel(np.ascontiguousarray(G[np.ix_(cand, cand)]), z, inv2s2, log_rho_c, slots, sd, u,
+                               burn_in, counts, probs)
+    else:
+        gibbs.jlt_gibbs_kernel_scan(G, cand, z, inv2s2, log_rho_c, slots, sd, u, burn_in, counts, probs)
+
+
+@pytest.mark.parametrize("kernel", ["fast", "scan"])
 @pytest.mark.parametrize("c_max", [2, 4])
-def test_jlt_kernel_matches_bruteforce_transitions_and_chain(c_max):
+def test_jlt_kernel_matches_bruteforce_transitions_and_chain(c_max, kernel):
     jc, y, log_rho, log_post, m = _jlt_problem()
     n = 300
     sd, u = _draws(c_max, n, 2)
@@ -77,8 +87,8 @@ def test_jlt_kernel_matches_bruteforce_transitions_and_chain(c_max):
     counts = np.zeros(6, dtype=np.int64)
     probs = np.zeros((n, 7))
     z = jc.x64()[JLT_CAND] @ y
-    gibbs.jlt_gibbs_kernel(jc.gram(), JLT_CAND, z, 1 / (2 * m.sigma ** 2), log_rho[JLT_CAND], slots, sd, u, 50,
-                           counts, probs)
+    _run_jlt(kernel, jc.gram(), JLT_CAND, z, 1 / (2 * m.sigma ** 2), log_rho[JLT_CAND], slots, sd, u, 50, counts,
+             probs)
     ref_counts, ref_slots, ref_probs = gibbs.gibbs_reference(lambda P: log_post(P, c_max), 6, init, sd, u, 50,
                                                              n_record=n)
     np.testing.assert_allclose(probs, ref_probs, rtol=1e-6, atol=1e-9)
@@ -189,3 +199,67 @@ def test_blip_numpy_baseline_runs_the_same_chain_as_the_kernel():
     np_counts, np_slots = gibbs.blip_gibbs_numpy(cb.bits, cb.nbits, sgn, lam, log_rho, init, sd, u, 30)
     assert np.array_equal(counts, np_counts) and np.array_equal(slots, np_slots)
     assert counts.sum() > 0
+
+
+@pytest.mark.parametrize("eps, n_c, c_max, n, mean_lr", [
+    (0.25, 300, 300, 40_000, -3.0),  # flat likelihood, slots mostly empty: the fast kernel mostly reuses
+    (6.0, 80, 24, 20_000, -1.0),  # sharp likelihood, slots mostly occupied: items leave, enter, stay
+    (600.0, 60, 20, 10_000, -1.0),  # near point mass: most weights underflow (exp below -708 is 0.0)
+])
+def test_jlt_fast_kernel_runs_the_chain_of_its_reference(eps, n_c, c_max, n, mean_lr):
+    """The fast kernel (reused distributions, vectorised exp, two-level sums) against the kernel that rebuilds every
+    transition's distribution with libm's exp and sequential sums: the same chain (slots and counts equal), and every
+    recorded transition distribution equal to rounding."""
+    rng = np.random.default_rng(31)
+    L = 60
+    jc = jlt_codebook(400, L, seed=32)
+    m = JLT(jc, eps, delta=0.1)
+    cand = rng.permutation(400)[:n_c].astype(np.int64)
+    y = m.sanitize(cand[rng.choice(n_c, 8, replace=False)], seed=rng)
+    log_rho_c = rng.normal(mean_lr, 1.0, n_c)
+    z = jc.x64()[cand] @ y
+    sd, u = _draws(c_max, n, 33)
+    init = np.full(c_max, -1, dtype=np.int64)
+    init[:6] = rng.choice(n_c, 6, replace=False)
+    n_rec = 3000
+    out = {}
+    for kernel in ("fast", "scan"):
+        slots, counts, probs = init.copy(), np.zeros(n_c, np.int64), np.zeros((n_rec, n_c + 1))
+        _run_jlt(kernel, jc.gram(), cand, z, 1 / (2 * m.sigma ** 2), log_rho_c, slots, sd, u, 500, counts, probs)
+        out[kernel] = slots, counts, probs
+    assert np.array_equal(out["fast"][0], out["scan"][0]) and np.array_equal(out["fast"][1], out["scan"][1])
+    pf, ps = out["fast"][2], out["scan"][2]
+    # total variation per transition; tiny weights differ relatively by |log w| x rounding, so no rtol on those
+    assert np.max(np.abs(pf - ps).sum(axis=1)) < 1e-12
+    np.testing.assert_allclose(pf[ps > 1e-12], ps[ps > 1e-12], rtol=1e-12)
+    assert np.all(ps[pf == 0] < 1e-300) and np.all(pf[ps == 0] == 0)  # only weights under e^-708 cut to 0
+    assert np.count_nonzero(out["scan"][1]) >= 5  # the chain held several candidates: not an idle comparison
+
+
+def test_jlt_mcmc_is_deterministic_for_a_seed():
+    """Same seed, same bytes (the target: test_jlt_mcmc_marginals_match_exact_enumeration)."""
+    jc, y, log_rho, log_post, m = _jlt_problem(seed=7)
+    a = mcmc_jlt(y, m, JLT_CAND, log_rho, c_max=4, c_init=2, burn_in=100, n_samples=3000, seed=8)
+    b = mcmc_jlt(y, m, JLT_CAND, log_rho, c_max=4, c_init=2, burn_in=100, n_samples=3000, seed=8)
+    assert a.marginals.tobytes() == b.marginals.tobytes() and a.split_rhat == b.split_rhat
+
+
+def test_exp_nonpos_is_within_a_few_ulp_of_libm():
+    from numba import njit
+
+    @njit
+    def both(x, fast, lib):
+        for i in range(x.shape[0]):
+            fast[i] = gibbs._exp_nonpos(x[i])
+            lib[i] = math.exp(x[i])
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([-rng.random(200_000) * 707.9, -rng.random(20_000) * 1e-3, [0.0, -1e-300, -707.9]])
+    fast, lib = np.empty_like(x), np.empty_like(x)
+    both(x, fast, lib)
+    assert np.max(np.abs(fast - lib) / lib) <= 4 * 2.0 ** -52
+    assert fast[-3] == 1.0
+    tiny = np.array([-708.5, -745.0, -1e5, -np.inf])
+    ft, lib_t = np.empty_like(tiny), np.empty_like(tiny)
+    both(tiny, ft, lib_t)
+    assert np.all(ft == 0.0)  # below the smallest normal: exactly 0 (weights < 1e-307 of the largest)
