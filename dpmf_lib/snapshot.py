@@ -482,8 +482,8 @@ def replot(name: str) -> str:
     the figure its run drew. This redraws it as the notebook would: ``experiment.plot(df, params)`` on the row's
     whole table (``<name>_timings.csv`` where kept, the wall-clock columns included) at the ``paper`` parameters,
     saved with the notebook's settings and compacted like a taken row; the new figure's sha256 goes into
-    ``run.json``'s ``outputs`` with the commit it was drawn at (``figure_redrawn_at``). Checked on the rows of
-    2026-12-07: a redraw by the code that ran gives the committed figure pixel for pixel. Refused (ValueError) for a
+    ``run.json``'s ``outputs`` with the commit it was drawn at (``figure_redrawn_at``). A redraw by the code that ran
+    gives the committed figure pixel for pixel (docs/staleness.md). Refused (ValueError) for a
     row that is not current (its table need not be what this code computes: re-take it) and for a notebook whose
     figure is not drawn by exactly ``fig = experiment.plot(df, nb.params)``."""
     import importlib

@@ -82,8 +82,8 @@ def run_with_watchdog(target, args: tuple, *, timeout_s: float, attempts: int = 
 def libmf_timeout(n_ratings: int, d: int, epochs: int) -> float:
     """Watchdog time of one LIBMF fit: 60 s plus 20× an estimate at 2 ns per (rating · dimension · epoch) (LIBMF
     here: ≈ 15 s per epoch on 4M ratings at d = 2048, ≈ 1.8 ns), so only a hang, never a slow fit, reaches it. The
-    base covers starting the worker process (a spawn with imports: ≈ 1.3 s with a small fit at load 6, see
-    docs/performance.md); a hang on a small fit costs a minute, not five."""
+    base covers starting the worker process (measured in docs/performance.md); a hang on a small fit costs a
+    minute."""
     return 60.0 + 20 * 2e-9 * float(n_ratings) * float(d) * max(int(epochs), 1)
 
 

@@ -448,5 +448,6 @@ def test_replot_redraws_a_current_rows_figure_from_its_table_and_refuses_a_stale
     assert snapshot.row_state(_entry(name)) == ("current", None)
 
     (row / "run.json").write_text(json.dumps({**run, "hash": "older code"}))
+    (row / "canary.json").unlink(missing_ok=True)  # no canary revalidation either: the row is stale
     with pytest.raises(ValueError, match="re-take"):
         snapshot.replot(name)
