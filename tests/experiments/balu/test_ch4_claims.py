@@ -352,7 +352,39 @@ def test_fig4_7_and_4_8_fresh_seeds_refit_what_the_claims_read_once(fresh_cache)
     assert not ((out7.method == "regular") & (out7.clip_threshold < math.inf)).any()  # clipped regular: only drawn
     pd.testing.assert_frame_equal(out7, out8, check_exact=True)
     assert {m["claim"] for m in out8.attrs["measurements"]} == {
-        f7.CLAIMS_KLD["ml-100k"], f7.CLAIMS_KLD_REG["ml-100k"], f7.CLAIMS_KLD_SMALL["ml-100k"]}
+        f7.CLAIMS_KLD["ml-100k"], f7.CLAIMS_KLD_REG["ml-100k"], f7.CLAIMS_KLD_REG_EQUAL["ml-100k"],
+        f7.CLAIMS_KLD_SMALL["ml-100k"]}
+
+
+def test_fig4_8_fair_form_reads_equal_space_and_the_trends_see_what_clipping_skipped():
+    """"Unclipped regular MF leaks more": the paper's form pools γ, its fair form reads count sketch at γ = 1 only; the
+    trend guard is the smallest skipped share at the smallest finite threshold, over the count-sketch series."""
+    from dpmf_lib.experiments.balu import balu_fig4_7 as f7
+
+    rows = []
+    for d in (8, 16):
+        rows.append({"method": "regular", "d": d, "gamma": 1.0, "clip_threshold": math.inf, "kld": 0.030,
+                     "clipped_share": 0.0})
+        for g, kld in ((1.0, 0.040), (4.0, 0.005)):  # γ = 1 leaks more than regular; γ = 4 far less
+            for c, share in ((0.5, 0.25 if g == 1.0 else 0.2), (2.0, 0.03), (math.inf, 0.0)):
+                rows.append({"method": "count_sketch", "d": d, "gamma": g, "clip_threshold": c,
+                             "kld": kld * (0.5 if c == 0.5 else 1.0), "clipped_share": share})
+    df = pd.DataFrame(rows).assign(split=0, test_rmse=0.9, bias_only_test_rmse=0.95, eta_on_edge=False,
+                                   lam_on_edge=False)
+
+    class R:
+        class source:
+            label, real, dataset = "ml-100k", True, "ml-100k"
+
+    ms = {m.claim: m for m in f7.measure_kld(df, R)}
+    pooled, fair = ms[f7.CLAIMS_KLD_REG["ml-100k"]], ms[f7.CLAIMS_KLD_REG_EQUAL["ml-100k"]]
+    # pooled: clipped count sketch mean over γ and the finite thresholds (0.02 + 0.04 + 0.0025 + 0.005) / 4
+    assert pooled.value == 1.0 and pooled.cells == pytest.approx((0.030 - 0.016875,) * 2)
+    # equal space: γ = 1 only, (0.02 + 0.04) / 2 = 0.03: regular does not leak more
+    assert fair.value == 0.0 and fair.cells == pytest.approx((0.0, 0.0), abs=1e-12)
+    assert ms[f7.CLAIMS_KLD["ml-100k"]].guards["smallest_threshold_clips"] == pytest.approx(0.2)
+    assert f7.smallest_threshold_clips(df[df.clip_threshold > 1]) == pytest.approx(0.03)
+    assert math.isnan(f7.smallest_threshold_clips(df[df.clip_threshold == math.inf]))
 
 
 def test_replicate_takes_the_claims_from_fresh_seeds(fresh_cache, tmp_path):
@@ -528,3 +560,37 @@ def test_table4_1_counts_rating_levels():
 
     df = balu_table4_1.run(load_params("balu_table4_1", "smoke", {"datasets": ["ml-100k"]}))
     assert df.rating.iloc[0] == "1:5 (5)"
+
+
+def test_fig4_3_fair_form_runs_both_methods_at_each_selected_eta(fresh_cache):
+    """The equal-η form: each compared method also runs at the other's selected η (λ re-chosen there), and the fair
+    claim is the mean over the shared η of the same early-epoch gap the paper's form measures at unequal η."""
+    from dpmf_lib.experiments.balu import balu_fig4_3 as f3
+
+    p = load_params("balu_fig4_3", "smoke", {"max_ratings": 8000, "n_splits": 2, "epochs": 3, "early_epochs": 2,
+                                             "search": True, "eta_grid": [0.01, 0.03, 0.1], "lam_grid": [0.03],
+                                             "refine": 0, "n_jobs": 1, "methods": ["regular", "count_sketch"]})
+    df = f3.run(p)
+    own = df[df.form == "selected"].groupby("method")[["eta", "lam"]].first()
+    ms = {m["claim"]: m for m in df.attrs["measurements"]}
+    paper, fair = ms[f3.CLAIMS["ml-100k"]], ms[f3.CLAIMS_EQUAL_ETA["ml-100k"]]
+    assert own.eta["regular"] != own.eta["count_sketch"]  # this setting selects two η (0.01 and 0.03)
+    for m, other in (("count_sketch", "regular"), ("regular", "count_sketch")):
+        cross = df[(df.form == "equal_eta") & (df.method == m)]
+        assert set(cross.eta) == {own.eta[other]} and set(cross.eta_from) == {other}
+        assert set(cross.split) == {0, 1}
+    gaps = []
+    for owner in ("count_sketch", "regular"):
+        d = df[df.eta_from == owner]
+        assert d.groupby("method").eta.nunique().eq(1).all() and d.eta.nunique() == 1  # one η in each comparison
+        c = d.groupby(["method", "epoch"]).test_rmse.mean().unstack("method").sort_index().iloc[:2]
+        gaps.append(float((c.count_sketch - c.regular).mean()))
+    assert fair["value"] == pytest.approx(sum(gaps) / 2, abs=1e-12)
+    c = df[df.form == "selected"].groupby(["method", "epoch"]).test_rmse.mean().unstack("method").sort_index().iloc[:2]
+    assert paper["value"] == pytest.approx(float((c.count_sketch - c.regular).mean()), abs=1e-12)
+    assert set(fair["guards"]) == {"selection_off_grid_edge", "gain_over_bias_only"}
+    # both chose one η (no search): the two forms coincide and nothing more is trained
+    same = f3.run({**p, "search": False})
+    assert (same.form == "selected").all()
+    vals = {m["claim"]: m["value"] for m in same.attrs["measurements"]}
+    assert vals[f3.CLAIMS["ml-100k"]] == vals[f3.CLAIMS_EQUAL_ETA["ml-100k"]]

@@ -117,7 +117,8 @@ def _fig4_7_frame(edge_cells=(), test=0.93):
         for g in (1.0, 4.0):
             for c in (2.0, math.inf):
                 rows.append(_row("count_sketch", d=d, gamma=g, clip_threshold=c, test=test - 0.001 * min(c, 8),
-                                 kld=0.01 * min(c, 8), eta_edge=(d, g, c) in edge_cells))
+                                 kld=0.01 * min(c, 8), eta_edge=(d, g, c) in edge_cells,
+                                 clipped_share=0.03 if c < math.inf else 0.0))
     return pd.DataFrame(rows)
 
 
@@ -127,9 +128,13 @@ def test_fig4_7_and_4_8_guards_and_the_fresh_seeds_read_the_selection_they_refit
     full = _fig4_7_frame(edge_cells={(8, 4.0, 2.0), (8, 4.0, math.inf)})
     (rm,) = f7.measure_rmse(full, _r())
     assert rm.guards == {"gain_over_bias_only": pytest.approx(0.95 - 0.93 + 0.002),
-                         "cells_off_grid_edge": pytest.approx(6 / 8)}
+                         "cells_off_grid_edge": pytest.approx(6 / 8),
+                         "smallest_threshold_clips": pytest.approx(0.03)}
     ms = {m.claim: m for m in f7.measure_kld(full, _r())}
     assert ms[f7.CLAIMS_KLD["ml-100k"]].guards == rm.guards
+    # its fair form reads unclipped regular and clipped count sketch at γ = 1: none of 2 + 2 on the edge
+    assert ms[f7.CLAIMS_KLD_REG_EQUAL["ml-100k"]].guards == {"gain_over_bias_only": pytest.approx(0.02),
+                                                              "cells_off_grid_edge": 1.0}
     # "regular leaks more" reads unclipped regular and the clipped count-sketch cells: one of 2 + 4 on the edge
     assert ms[f7.CLAIMS_KLD_REG["ml-100k"]].guards == {"gain_over_bias_only": pytest.approx(0.02),
                                                         "cells_off_grid_edge": pytest.approx(5 / 6)}
@@ -170,7 +175,8 @@ def test_a_many_cell_claim_reproduces_with_one_cell_in_ten_on_the_edge_at_most()
     for share, want in ((0.92, "reproduced"), (0.86, "inconclusive")):
         m = Measurement(claim.id, 0.7, "ml-100k", True).as_dict()
         m.update(values=[0.7, 0.75, 0.72, 0.68, 0.74], profile="paper",
-                 guards={"cells_off_grid_edge": [share] * 5, "gain_over_bias_only": [0.008] * 5})
+                 guards={"cells_off_grid_edge": [share] * 5, "gain_over_bias_only": [0.008] * 5,
+                         "smallest_threshold_clips": [0.25] * 5})
         assert judge_measurement(claim, m).verdict == want, share
 
 

@@ -91,7 +91,7 @@ def test_fig4_8_trains_nothing_after_fig4_7(fresh_cache):
     c8 = {m["claim"] for m in d8.attrs["measurements"]}
     assert c7 == {balu_fig4_7.CLAIMS_RMSE["ml-100k"]}
     assert c8 == {balu_fig4_7.CLAIMS_KLD["ml-100k"], balu_fig4_7.CLAIMS_KLD_REG["ml-100k"],
-                  balu_fig4_7.CLAIMS_KLD_SMALL["ml-100k"]}
+                  balu_fig4_7.CLAIMS_KLD_REG_EQUAL["ml-100k"], balu_fig4_7.CLAIMS_KLD_SMALL["ml-100k"]}
 
 
 def test_key_separates_what_changes_the_numbers(fresh_cache):
