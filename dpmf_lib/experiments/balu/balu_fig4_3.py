@@ -100,18 +100,18 @@ def equal_eta_runs(res: pd.DataFrame, splits: list, params: dict, r) -> pd.DataF
     η: the stage-1 λ grid plus both selected λ, no refinement (which would move η)."""
     sel = _balu_ch4_runs.selected(res, ["method"])
     lams = sorted({float(x) for x in params["lam_grid"]} | {sel[(m,)][1] for m in COMPARED})
-    configs, owners = [], []
+    configs, owner = [], {}
     for m, other in (COMPARED, COMPARED[::-1]):
         if sel[(m,)][0] == sel[(other,)][0]:
             continue
         configs.append({"method": m, "d": params["d"], "gamma": params["gamma"], "search": True,
                         "eta_grid": [sel[(other,)][0]], "lam_grid": lams, "refine": 0.0})
-        owners.append(other)
+        owner[m] = other
     if not configs:
         return res.iloc[:0]
     out = _balu_ch4_runs.run_configs(configs, splits, params, r, track=("test",))
     out["form"] = "equal_eta"
-    out["eta_from"] = [owners[i] for i in range(len(configs)) for _ in range(len(splits))]
+    out["eta_from"] = out.method.map(owner)  # each method runs at most once here: at the other's η
     return out
 
 
