@@ -327,12 +327,15 @@ def scorecard(states: list[dict] | None = None, verdicts: dict | None = None) ->
     for g in groups.values():
         g["judged"] = g[REPRODUCED] + sum(g[DIFFERS].values()) + sum(g[INCONCLUSIVE].values())
     # a fair claim is the headline of the paper's form of its comparison: say so on its row, with what that form says
-    paper_forms = {r["fair_form"]: r for r in lists[SHOWN] if r["fair_form"]}
+    paper_forms: dict[str, list] = {}  # one fair claim can head several paper's forms
+    for r in lists[SHOWN]:
+        if r["fair_form"]:
+            paper_forms.setdefault(r["fair_form"], []).append(r)
     for r in (row for key in (REPRODUCED, DIFFERS, INCONCLUSIVE) for row in lists[key]):
-        form = paper_forms.get(r["id"])
-        if form:
-            alone = form["reason"].split("would be: ", 1)[-1].split(" (", 1)[0]
-            r["headline_for"] = f"{form['id']} (the paper's form; alone: {alone})"
+        forms = paper_forms.get(r["id"], [])
+        r["headline_for"] = "; ".join(
+            f"{f['id']} (the paper's form; alone: {f['reason'].split('would be: ', 1)[-1].split(' (', 1)[0]})"
+            for f in forms)
     return {"rows_text": rows_text, "groups": list(groups.values()), "reproduced": lists[REPRODUCED],
             "differs": lists[DIFFERS], "inconclusive": lists[INCONCLUSIVE], "shown": lists[SHOWN],
             "causes": CAUSE_TEXT}

@@ -112,7 +112,7 @@ def test_every_chain_claim_is_of_kind_chain():
 def test_the_reviewers_examples_are_judged_by_rule(paper):
     # DPPS-MF had no chain guard while its DPPS-PNBM twin was inconclusive for a chain that did not move
     v = paper["pnbm-5.2-dpps-mf-beats-knn-x0.1"]
-    assert v["verdict"] == INCONCLUSIVE and "chain_moved" in v["reason"] and "needs a re-take" in v["reason"]
+    assert v["verdict"] == INCONCLUSIVE and "chain_moved" in v["reason"] and "failed" in v["reason"]
     assert v["lean"] == DIFFERS and "0 of 5 seeds beyond the line, 5 on the wrong side" in v["reason"]
     # count sketch best at lambda = 0: all three methods are worse than bias-only, two on the grid's lowest eta
     v = paper["balu-4.1.5.5-cs-best-at-lambda0-ml-100k"]
@@ -259,8 +259,8 @@ def test_audit_rules_agree_with_the_ledger_table():
 
 def test_no_paper_verdict_rests_on_an_unfair_form_or_on_arithmetic(paper):
     for cid, n in NOTES.items():
-        if n.fair_form or n.show_only:
-            assert paper[cid]["verdict"] in (SHOWN, None), cid
+        if n.fair_form or n.show_only:  # shown beside its headline, or not measured here (its dataset is absent)
+            assert paper[cid]["verdict"] in (SHOWN, None) or paper[cid]["verdict"].startswith("not yet"), cid
     assert paper["balu-3.5-blip-joint-beats-single"]["verdict"] == SHOWN
     assert "would be: reproduced" in paper["balu-3.5-blip-joint-beats-single"]["reason"]
     for cid in ("hua-5-msg-download-12kb", "hua-5-msg-upload-5kb", "hua-5-msg-third-party-3mb"):
@@ -323,8 +323,8 @@ def test_the_scorecard_counts_add_up_and_name_the_headline_of_each_unfair_form(c
     names = [g["name"] for g in card["groups"]]
     assert {"Balu 2016, ch. 3", "Balu 2016, ch. 4", "Balu 2016, ch. 5"} <= set(names)
     rows = {r["id"]: r for key in ("reproduced", "differs", "inconclusive") for r in card[key]}
-    assert rows["balu-3.5-blip-joint-beats-single-prior"]["headline_for"].startswith(
-        "balu-3.5-blip-joint-beats-single (the paper's form; alone: reproduced)")
+    assert "balu-3.5-blip-joint-beats-single (the paper's form; alone: reproduced)" in rows[
+        "balu-3.5-blip-joint-beats-single-prior"]["headline_for"]
     text = snapshot.scorecard_markdown(card)
     assert "| claim | ours | why inconclusive | the data lean to | cause | evidence |" in text
     assert "no cause given" not in text

@@ -119,7 +119,7 @@ def test_experiments_run_at_smoke(name, figures_tmp):
     assert "dataset" in df.columns and (df.dataset == "ml-100k").all()
     assert np.isfinite(df.test_rmse).all()
     if name == "balu_fig4_7":
-        assert (df.kld >= 0).all() and set(df.clip_threshold) == {2.0, math.inf}
+        assert (df.kld >= 0).all() and set(df.clip_threshold) == {0.5, math.inf}
         assert "eps" not in df.columns and df.privacy_guarantee.str.startswith("none").all()
     mod.plot(df, p)
 
